@@ -1,0 +1,73 @@
+// Package session defines the persisted record of one agent session: which
+// workflow it runs, that workflow's state, and the decisions recently given
+// to hook requests (so a retried request gets the same answer).
+package session
+
+import (
+	"time"
+
+	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/workflow/queue"
+)
+
+// Workflow names which workflow a session runs.
+type Workflow string
+
+// The workflows.
+const (
+	None  Workflow = ""
+	Queue Workflow = "queue"
+)
+
+// MaxRecorded bounds how many recent decisions a record keeps for replay.
+const MaxRecorded = 32
+
+// Record is the stored state of one session.
+type Record struct {
+	ID        string        `json:"id"`
+	Workflow  Workflow      `json:"workflow"`
+	Queue     queue.Session `json:"queue"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
+	// Events counts every hook event applied to this session; tests use it
+	// to prove nothing was counted twice.
+	Events int `json:"events"`
+	// Recorded holds the decisions of the most recent requests, oldest first.
+	Recorded []Recorded `json:"recorded,omitempty"`
+}
+
+// Recorded is one request id and the decision it got.
+type Recorded struct {
+	RequestID string      `json:"request_id"`
+	Event     hook.Event  `json:"event"`
+	Output    hook.Output `json:"output"`
+}
+
+// Lookup returns the decision recorded for requestID, if any.
+func (r Record) Lookup(requestID string) (hook.Output, bool) {
+	if requestID == "" {
+		return hook.Output{}, false
+	}
+	for i := len(r.Recorded) - 1; i >= 0; i-- {
+		if r.Recorded[i].RequestID == requestID {
+			return r.Recorded[i].Output, true
+		}
+	}
+	return hook.Output{}, false
+}
+
+// Remember returns r with the decision for requestID appended, keeping at
+// most MaxRecorded entries. An empty requestID is not remembered.
+func (r Record) Remember(requestID string, e hook.Event, out hook.Output) Record {
+	if requestID == "" {
+		return r
+	}
+	rec := make([]Recorded, 0, len(r.Recorded)+1)
+	rec = append(rec, r.Recorded...)
+	rec = append(rec, Recorded{RequestID: requestID, Event: e, Output: out})
+	if len(rec) > MaxRecorded {
+		rec = rec[len(rec)-MaxRecorded:]
+	}
+	r.Recorded = rec
+	return r
+}

@@ -1,0 +1,258 @@
+package queue
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/templates"
+)
+
+// Stop decides a Stop hook: whether the agent may stop, and the session's
+// next state. It follows seed 000 step by step:
+//
+//   - off (or no state): allow, unchanged; an off session never counts an
+//     iteration.
+//   - otherwise the iteration is counted first, and past f.MaxIterations
+//     the queue turns off and the stop is allowed, with a message for the
+//     user. Iteration == MaxIterations still runs.
+//   - on: uncommitted changes (when f.GitCommitCheck) block with the commit
+//     message; a pending task blocks with the loop prompt; an empty queue
+//     moves to review and blocks with the review instructions.
+//   - review: tasks the review added move back to on and block with the
+//     loop prompt; none means the work is done: off, allow.
+//
+// On error the returned Session is s, unchanged, so that nothing half
+// decided is persisted.
+func Stop(s Session, f Facts, t templates.Set) (Session, hook.Output, error) {
+	if !s.Active() {
+		return s, hook.Output{}, nil
+	}
+	next := s
+	next.Iteration++
+	vars := Vars(next, f)
+
+	if next.Iteration > f.MaxIterations {
+		next.State = Off
+		msg, err := t.Render(templates.MaxIterations, vars)
+		if err != nil {
+			return s, hook.Output{}, fmt.Errorf("stop hook: %w", err)
+		}
+		return next, hook.Output{SystemMessage: msg}, nil
+	}
+
+	var (
+		name string
+		err  error
+	)
+	switch next.State {
+	case On:
+		switch {
+		case f.GitCommitCheck && f.Dirty:
+			name = templates.Uncommitted
+		case len(f.Pending) > 0:
+			name = templates.Loop
+		default:
+			next.State = Review
+			vars["state"] = string(Review)
+			if vars["review_prompt"], err = t.Render(templates.Review, vars); err != nil {
+				return s, hook.Output{}, fmt.Errorf("stop hook: %w", err)
+			}
+			name = templates.ReviewStart
+		}
+	case Review:
+		if len(f.Pending) == 0 {
+			next.State = Off
+			return next, hook.Output{}, nil
+		}
+		next.State = On
+		vars["state"] = string(On)
+		if vars["loop_prompt"], err = t.Render(templates.Loop, vars); err != nil {
+			return s, hook.Output{}, fmt.Errorf("stop hook: %w", err)
+		}
+		name = templates.ReviewFound
+	}
+	reason, err := t.Render(name, vars)
+	if err != nil {
+		return s, hook.Output{}, fmt.Errorf("stop hook: %w", err)
+	}
+	return next, hook.Block(reason), nil
+}
+
+// UserPromptSubmit decides a UserPromptSubmit hook: for an active queue it
+// adds context naming the stuck tasks (the user's prompt may be the help they
+// need) and where the queue stands. An inactive queue adds nothing.
+func UserPromptSubmit(s Session, f Facts, t templates.Set) (hook.Output, error) {
+	if !s.Active() {
+		return hook.Output{}, nil
+	}
+	vars := Vars(s, f)
+	var names []string
+	if len(f.Stuck) > 0 {
+		names = append(names, templates.StuckReminder)
+	}
+	switch {
+	case s.State == On && len(f.Pending) > 0:
+		names = append(names, templates.Context)
+	case s.State == Review:
+		names = append(names, templates.ReviewContext)
+	}
+	if len(names) == 0 {
+		return hook.Output{}, nil
+	}
+	parts := make([]string, 0, len(names))
+	for _, name := range names {
+		text, err := t.Render(name, vars)
+		if err != nil {
+			return hook.Output{}, fmt.Errorf("user-prompt-submit hook: %w", err)
+		}
+		parts = append(parts, text)
+	}
+	return hook.Context(hook.UserPromptSubmit, strings.Join(parts, "\n")), nil
+}
+
+// CompactContext returns the text that brings an agent back into the queue
+// after its context was compacted: the session, its state and counts, and
+// the loop prompt (on, with a task pending) or the review prompt (review).
+// It is empty for an inactive queue. The caller hands it to the agent as
+// SessionStart(compact) context, and as PreCompact output to steer what the
+// summary keeps.
+func CompactContext(s Session, f Facts, t templates.Set) (string, error) {
+	if !s.Active() {
+		return "", nil
+	}
+	vars := Vars(s, f)
+	var (
+		instr string
+		err   error
+	)
+	switch {
+	case s.State == On && len(f.Pending) > 0:
+		instr, err = t.Render(templates.Loop, vars)
+	case s.State == Review:
+		instr, err = t.Render(templates.Review, vars)
+	}
+	if err != nil {
+		return "", fmt.Errorf("compact context: %w", err)
+	}
+	vars["instructions"] = instr
+	text, err := t.Render(templates.Compact, vars)
+	if err != nil {
+		return "", fmt.Errorf("compact context: %w", err)
+	}
+	return text, nil
+}
+
+// Start is `drover start`: it turns the queue on at iteration 0. It is an
+// error when no task is pending, since the first Stop would go straight to
+// review with nothing done.
+func Start(s Session, f Facts) (Session, error) {
+	if len(f.Pending) == 0 {
+		return s, fmt.Errorf("no pending tasks in %s: add one with drover add", f.SessionDir)
+	}
+	s.State = On
+	s.Iteration = 0
+	return s, nil
+}
+
+// StartText returns what `drover start` (and `drover do`) tells the agent
+// once s was started: begin the next task, following the loop prompt.
+func StartText(s Session, f Facts, t templates.Set) (string, error) {
+	if len(f.Pending) == 0 {
+		return "", fmt.Errorf("no pending tasks in %s: add one with drover add", f.SessionDir)
+	}
+	vars := Vars(s, f)
+	var err error
+	if vars["loop_prompt"], err = t.Render(templates.Loop, vars); err != nil {
+		return "", fmt.Errorf("start: %w", err)
+	}
+	text, err := t.Render(templates.Start, vars)
+	if err != nil {
+		return "", fmt.Errorf("start: %w", err)
+	}
+	return text, nil
+}
+
+// StopCommand is `drover stop`: the queue turns off, keeping its iteration
+// count for status.
+func StopCommand(s Session) Session {
+	s.State = Off
+	return s
+}
+
+// MaxListed bounds how many files a list placeholder names. Hook output is
+// capped (10,000 characters for a block reason); past this the list ends
+// with a count and the session directory holds the rest.
+const MaxListed = 30
+
+// Vars returns the template placeholders for s and f:
+//
+//	session_id, session_dir, state, iteration, max_iterations,
+//	pending_count, done_count, stuck_count,
+//	next_task (the first pending task, or empty),
+//	next_task_done, next_task_stuck (what next_task is renamed to),
+//	pending_files, done_files, dirty_files (one "- path" line each),
+//	stuck_files (comma-separated, as the stuck reminder lists them).
+//
+// The composed prompts (loop_prompt, review_prompt, instructions) are added
+// by the decision that needs them.
+func Vars(s Session, f Facts) map[string]string {
+	state := s.State
+	if state == "" {
+		state = Off
+	}
+	v := map[string]string{
+		"session_id":      f.SessionID,
+		"session_dir":     f.SessionDir,
+		"state":           string(state),
+		"iteration":       strconv.Itoa(s.Iteration),
+		"max_iterations":  strconv.Itoa(f.MaxIterations),
+		"pending_count":   strconv.Itoa(len(f.Pending)),
+		"done_count":      strconv.Itoa(len(f.Done)),
+		"stuck_count":     strconv.Itoa(len(f.Stuck)),
+		"next_task":       "",
+		"next_task_done":  "",
+		"next_task_stuck": "",
+		"pending_files":   bullets(f.Pending, f.SessionDir, "(none)"),
+		"done_files":      bullets(f.Done, f.SessionDir, "(none)"),
+		"dirty_files":     bullets(f.DirtyFiles, "`git status`", "(see `git status`)"),
+		"stuck_files":     commaList(f.Stuck),
+	}
+	if len(f.Pending) > 0 {
+		next := f.Pending[0]
+		base := strings.TrimSuffix(next, ".md")
+		v["next_task"] = next
+		v["next_task_done"] = base + ".done.md"
+		v["next_task_stuck"] = base + ".stuck.md"
+	}
+	return v
+}
+
+// bullets lists paths one per line, at most MaxListed, then a line pointing
+// at where for the rest; none is the line for an empty list.
+func bullets(paths []string, where, none string) string {
+	if len(paths) == 0 {
+		return "- " + none
+	}
+	var b strings.Builder
+	for i, p := range paths {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		if i == MaxListed {
+			fmt.Fprintf(&b, "- ... and %d more (see %s)", len(paths)-MaxListed, where)
+			break
+		}
+		b.WriteString("- ")
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+func commaList(paths []string) string {
+	if len(paths) <= MaxListed {
+		return strings.Join(paths, ", ")
+	}
+	return strings.Join(paths[:MaxListed], ", ") + fmt.Sprintf(", ... and %d more", len(paths)-MaxListed)
+}

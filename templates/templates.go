@@ -1,0 +1,204 @@
+// Package templates holds drover's prompts: the built-in ones embedded in the
+// binary, per-project overrides read from .drover/templates/NAME.md, and the
+// {{placeholder}} rendering that fills them in.
+//
+// Every prompt drover shows an agent or a user comes from here, so a project
+// can reword any of them without a rebuild.
+package templates
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// The template names. Each is the base name of a file in defaults/ and of its
+// override in .drover/templates/.
+const (
+	Loop          = "loop"
+	Review        = "review"
+	ReviewStart   = "review_start"
+	ReviewFound   = "review_found"
+	Uncommitted   = "uncommitted"
+	StuckReminder = "stuck_reminder"
+	Context       = "context"
+	ReviewContext = "review_context"
+	Compact       = "compact"
+	Start         = "start"
+	MaxIterations = "max_iterations"
+)
+
+// BuiltIn is what Source reports for a template that is not overridden.
+const BuiltIn = "built-in"
+
+// MaxOverrideBytes caps the size of an override file. A prompt is read on
+// every hook, and nothing sensible comes near this.
+const MaxOverrideBytes = 1 << 20
+
+//go:embed defaults/*.md
+var defaultFiles embed.FS
+
+// Set is one immutable set of templates: the built-ins, each possibly
+// replaced by an override. Sets are values; copying one is cheap and safe
+// across goroutines.
+//
+// The zero Set holds no templates (Render reports every name as unknown); get
+// one from Defaults or Load.
+type Set struct {
+	texts   map[string]string
+	sources map[string]string
+}
+
+// Names returns the names of all templates, sorted.
+func Names() []string {
+	ents, err := fs.ReadDir(defaultFiles, "defaults")
+	if err != nil {
+		// The go:embed directive guarantees the directory; without it
+		// the binary would not have compiled.
+		return nil
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if name, ok := strings.CutSuffix(e.Name(), ".md"); ok && !e.IsDir() {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Defaults returns the built-in templates.
+func Defaults() Set {
+	names := Names()
+	s := Set{texts: make(map[string]string, len(names)), sources: make(map[string]string, len(names))}
+	for _, name := range names {
+		data, err := defaultFiles.ReadFile(path.Join("defaults", name+".md"))
+		if err != nil {
+			// Unreachable: Names listed the embedded file.
+			continue
+		}
+		s.texts[name] = string(data)
+		s.sources[name] = BuiltIn
+	}
+	return s
+}
+
+// Load returns the built-in templates, each replaced by overrideDir/NAME.md
+// when that file exists. A missing overrideDir means no overrides. Files in
+// overrideDir that do not end in .md, dot files and subdirectories are
+// ignored; an .md file whose name is not a template name is an error, so
+// that a misspelt override is not silently unused.
+func Load(overrideDir string) (Set, error) {
+	s := Defaults()
+	ents, err := os.ReadDir(overrideDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return Set{}, fmt.Errorf("reading template overrides in %q: %w", overrideDir, err)
+	}
+	for _, e := range ents {
+		name, ok := strings.CutSuffix(e.Name(), ".md")
+		if !ok || e.IsDir() || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		file := filepath.Join(overrideDir, e.Name())
+		if _, known := s.texts[name]; !known {
+			return Set{}, fmt.Errorf("template override %q: there is no template named %q (known: %s)", file, name, strings.Join(Names(), ", "))
+		}
+		text, err := readOverride(file)
+		if err != nil {
+			return Set{}, err
+		}
+		s.texts[name] = text
+		s.sources[name] = file
+	}
+	return s, nil
+}
+
+func readOverride(file string) (string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return "", fmt.Errorf("reading template override %q: %w", file, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxOverrideBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("reading template override %q: %w", file, err)
+	}
+	if len(data) > MaxOverrideBytes {
+		return "", fmt.Errorf("template override %q is larger than %d bytes", file, MaxOverrideBytes)
+	}
+	if strings.TrimSpace(string(data)) == "" {
+		// An empty prompt would leave the agent with no instructions at
+		// all; deleting the file is how to get the built-in back.
+		return "", fmt.Errorf("template override %q is empty (delete it to use the built-in)", file)
+	}
+	return string(data), nil
+}
+
+// placeholder matches {{key}}, allowing spaces inside the braces.
+var placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_]+)\s*\}\}`)
+
+// Render returns template name with every {{key}} that has an entry in vars
+// replaced by its value. Placeholders without a var are left as they are, so
+// an override may mention {{anything}} safely. Values are inserted as they
+// are and never expanded again, whatever braces they hold. Trailing
+// whitespace is trimmed so that rendered pieces compose cleanly.
+func (s Set) Render(name string, vars map[string]string) (string, error) {
+	text, ok := s.texts[name]
+	if !ok {
+		return "", fmt.Errorf("unknown template %q (known: %s)", name, strings.Join(Names(), ", "))
+	}
+	out := placeholder.ReplaceAllStringFunc(text, func(m string) string {
+		key := placeholder.FindStringSubmatch(m)[1]
+		if v, ok := vars[key]; ok {
+			return v
+		}
+		return m
+	})
+	return strings.TrimRight(out, " \t\r\n"), nil
+}
+
+// Source reports where template name comes from: BuiltIn, or the path of
+// its override file. It is empty for a name that is not a template.
+func (s Set) Source(name string) string { return s.sources[name] }
+
+// WriteDefaults copies each built-in template to dir/NAME.md, creating dir
+// if needed, and leaves every file that already exists alone: those are the
+// user's edits. It returns the paths written and the paths skipped.
+func WriteDefaults(dir string) (written, skipped []string, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("creating template directory %q: %w", dir, err)
+	}
+	d := Defaults()
+	for _, name := range Names() {
+		file := filepath.Join(dir, name+".md")
+		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			skipped = append(skipped, file)
+			continue
+		}
+		if err != nil {
+			return written, skipped, fmt.Errorf("creating template %q: %w", file, err)
+		}
+		_, werr := io.WriteString(f, d.texts[name])
+		cerr := f.Close()
+		if err := errors.Join(werr, cerr); err != nil {
+			// Leave no half-written file behind: it would be taken as
+			// the user's edit and skipped forever after.
+			_ = os.Remove(file)
+			return written, skipped, fmt.Errorf("writing template %q: %w", file, err)
+		}
+		written = append(written, file)
+	}
+	return written, skipped, nil
+}
