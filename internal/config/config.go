@@ -1,0 +1,332 @@
+// Package config holds drover's settings and loads them from their layers:
+// built-in defaults < the user file (~/.config/drover/config.yaml) < the
+// project file (.drover/config.yaml) < DROVER_* environment variables <
+// command-line flags.
+//
+// Loading is strict: a key drover does not know, or a value of the wrong
+// type, is an error that names the key and where it came from, because a
+// typo that silently falls back to a default is worse than a refusal.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+
+	"github.com/drover-dev/drover/internal/hook"
+)
+
+// Config is drover's effective configuration. Its koanf tags are the
+// dotted config keys; its help tags are the flag help texts.
+type Config struct {
+	Queue      Queue      `koanf:"queue"`
+	Hook       Hook       `koanf:"hook"`
+	Supervisor Supervisor `koanf:"supervisor"`
+	Log        Log        `koanf:"log"`
+}
+
+// Queue bounds the task queue loop.
+type Queue struct {
+	MaxIterations  int  `koanf:"max_iterations" help:"stops allowed per queue run before drover turns the queue off"`
+	GitCommitCheck bool `koanf:"git_commit_check" help:"block a stop while there are uncommitted changes outside .drover/"`
+}
+
+// Hook holds the hook client's time limits.
+type Hook struct {
+	Budget       Budgets       `koanf:"budget"`
+	StartTimeout time.Duration `koanf:"start_timeout" help:"how long a hook waits for a supervisor it started"`
+}
+
+// Budgets is how long the hook client may take per event before it gives
+// up and lets the agent go on. Each stays below the timeout hooks.json sets
+// for its event (see HookTimeout), so drover's own fail-open answer always
+// arrives before Claude Code kills the hook.
+type Budgets struct {
+	SessionStart     time.Duration `koanf:"session_start" help:"time budget of drover hook session-start"`
+	UserPromptSubmit time.Duration `koanf:"user_prompt_submit" help:"time budget of drover hook user-prompt-submit"`
+	Stop             time.Duration `koanf:"stop" help:"time budget of drover hook stop"`
+	SubagentStop     time.Duration `koanf:"subagent_stop" help:"time budget of drover hook subagent-stop"`
+	PreCompact       time.Duration `koanf:"pre_compact" help:"time budget of drover hook pre-compact"`
+	SessionEnd       time.Duration `koanf:"session_end" help:"time budget of drover hook session-end"`
+}
+
+// Supervisor tunes the supervisor daemon and its session actors.
+type Supervisor struct {
+	IdleTimeout     time.Duration `koanf:"idle_timeout" help:"a session actor idle this long is stopped and later recovered from the store"`
+	RestartMax      int           `koanf:"restart_max" help:"failures of one session actor restarted within supervisor.restart_window (0: never restart)"`
+	RestartWindow   time.Duration `koanf:"restart_window" help:"window over which supervisor.restart_max counts failures"`
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout" help:"how long a stopping supervisor waits for requests in flight"`
+}
+
+// Log configures the supervisor's log file.
+type Log struct {
+	Level      string `koanf:"level" help:"log level: debug, info, warn or error"`
+	MaxSizeMB  int    `koanf:"max_size_mb" help:"the log file is rotated at this size in megabytes"`
+	MaxBackups int    `koanf:"max_backups" help:"rotated log files kept"`
+}
+
+// Defaults returns the built-in configuration, the bottom layer.
+func Defaults() Config {
+	return Config{
+		Queue: Queue{MaxIterations: 50, GitCommitCheck: true},
+		Hook: Hook{
+			Budget: Budgets{
+				SessionStart:     5 * time.Second,
+				UserPromptSubmit: 10 * time.Second,
+				Stop:             20 * time.Second,
+				SubagentStop:     10 * time.Second,
+				PreCompact:       10 * time.Second,
+				SessionEnd:       1 * time.Second,
+			},
+			StartTimeout: 3 * time.Second,
+		},
+		Supervisor: Supervisor{
+			IdleTimeout:     10 * time.Minute,
+			RestartMax:      5,
+			RestartWindow:   time.Minute,
+			ShutdownTimeout: 10 * time.Second,
+		},
+		Log: Log{Level: "info", MaxSizeMB: 10, MaxBackups: 3},
+	}
+}
+
+// HookTimeout returns the timeout plugin/hooks.json gives the hook command
+// of event e (0 for an unknown event). Claude Code kills a hook past it, so
+// every budget must stay strictly below it.
+func HookTimeout(e hook.Event) time.Duration {
+	switch e {
+	case hook.SessionStart:
+		return 10 * time.Second
+	case hook.UserPromptSubmit:
+		return 15 * time.Second
+	case hook.Stop:
+		return 30 * time.Second
+	case hook.SubagentStop:
+		return 15 * time.Second
+	case hook.PreCompact:
+		return 15 * time.Second
+	case hook.SessionEnd:
+		return 2 * time.Second
+	}
+	return 0
+}
+
+// Budget returns the hook client's time budget for event e (0 for an
+// unknown event).
+func (c Config) Budget(e hook.Event) time.Duration {
+	b := c.Hook.Budget
+	switch e {
+	case hook.SessionStart:
+		return b.SessionStart
+	case hook.UserPromptSubmit:
+		return b.UserPromptSubmit
+	case hook.Stop:
+		return b.Stop
+	case hook.SubagentStop:
+		return b.SubagentStop
+	case hook.PreCompact:
+		return b.PreCompact
+	case hook.SessionEnd:
+		return b.SessionEnd
+	}
+	return 0
+}
+
+// budgetKey is the config key of event e's budget: hook.budget.stop,
+// hook.budget.session_start, ...
+func budgetKey(e hook.Event) string {
+	return "hook.budget." + strings.ReplaceAll(string(e), "-", "_")
+}
+
+// logLevels lists the accepted values of log.level.
+var logLevels = []string{"debug", "info", "warn", "error"}
+
+// Validate reports every value out of range, each naming its key.
+func (c Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config key %q: "+format, append([]any{key}, args...)...))
+	}
+	if c.Queue.MaxIterations < 1 {
+		bad("queue.max_iterations", "must be at least 1, got %d", c.Queue.MaxIterations)
+	}
+	for _, e := range hook.Events {
+		b, ceiling := c.Budget(e), HookTimeout(e)
+		if b <= 0 || b >= ceiling {
+			bad(budgetKey(e), "must be above 0 and below %v (the %s timeout in hooks.json), got %v", ceiling, e.ClaudeName(), b)
+		}
+	}
+	positive := []struct {
+		key string
+		d   time.Duration
+	}{
+		{"hook.start_timeout", c.Hook.StartTimeout},
+		{"supervisor.idle_timeout", c.Supervisor.IdleTimeout},
+		{"supervisor.restart_window", c.Supervisor.RestartWindow},
+		{"supervisor.shutdown_timeout", c.Supervisor.ShutdownTimeout},
+	}
+	for _, p := range positive {
+		if p.d <= 0 {
+			bad(p.key, "must be above 0, got %v", p.d)
+		}
+	}
+	if c.Supervisor.RestartMax < 0 {
+		bad("supervisor.restart_max", "must not be negative, got %d", c.Supervisor.RestartMax)
+	}
+	if !contains(logLevels, c.Log.Level) {
+		bad("log.level", "must be one of %s, got %q", strings.Join(logLevels, ", "), c.Log.Level)
+	}
+	// Zero would mean "unbounded" to lumberjack; the log must stay bounded.
+	if c.Log.MaxSizeMB < 1 {
+		bad("log.max_size_mb", "must be at least 1, got %d", c.Log.MaxSizeMB)
+	}
+	if c.Log.MaxBackups < 1 {
+		bad("log.max_backups", "must be at least 1, got %d", c.Log.MaxBackups)
+	}
+	return errors.Join(errs...)
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// YAML renders the configuration as a config file would hold it, durations
+// in Go's notation ("10m0s"), so that it loads back unchanged.
+func (c Config) YAML() ([]byte, error) {
+	flat := make(map[string]any)
+	for _, f := range fields() {
+		v := f.get(c)
+		if d, ok := v.(time.Duration); ok {
+			v = d.String()
+		}
+		flat[f.key] = v
+	}
+	k := koanf.New(".")
+	if err := k.Load(confmap.Provider(flat, "."), nil); err != nil {
+		return nil, fmt.Errorf("rendering config: %w", err)
+	}
+	b, err := k.Marshal(yaml.Parser())
+	if err != nil {
+		return nil, fmt.Errorf("rendering config as YAML: %w", err)
+	}
+	return b, nil
+}
+
+// Keys returns every config key, dotted and sorted.
+func Keys() []string {
+	fs := fields()
+	keys := make([]string, len(fs))
+	for i, f := range fs {
+		keys[i] = f.key
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// EnvName returns the environment variable that sets key:
+// queue.max_iterations -> DROVER_QUEUE_MAX_ITERATIONS.
+func EnvName(key string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+const envPrefix = "DROVER_"
+
+// IsNonConfigEnv reports whether name is a DROVER_* variable that other
+// parts of drover read and that is therefore not a config key: the strict
+// environment check lets these through.
+func IsNonConfigEnv(name string) bool {
+	switch name {
+	case "DROVER_REVIEWER", "DROVER_SOCKET", "DROVER_BIN", "DROVER_HOOK_DISABLE":
+		return true
+	}
+	return false
+}
+
+// AddFlags registers one flag per config key on fs, named by the dotted key
+// (--queue.max_iterations), with the built-in default as its value. Keys
+// fs already has a flag for are left alone. Pass fs as Sources.Flags: only
+// the flags the user sets override the lower layers.
+func AddFlags(fs *pflag.FlagSet) {
+	def := Defaults()
+	for _, f := range fields() {
+		if fs.Lookup(f.key) != nil {
+			continue
+		}
+		help := f.help + " (env " + EnvName(f.key) + ")"
+		switch v := f.get(def).(type) {
+		case int:
+			fs.Int(f.key, v, help)
+		case bool:
+			fs.Bool(f.key, v, help)
+		case string:
+			fs.String(f.key, v, help)
+		case time.Duration:
+			fs.Duration(f.key, v, help)
+		}
+	}
+}
+
+// kind is the type of a config value as the loaders see it.
+type kind int
+
+const (
+	kindInt kind = iota
+	kindBool
+	kindString
+	kindDuration
+)
+
+// field is one config key and where it lives in Config.
+type field struct {
+	key   string
+	index []int
+	kind  kind
+	help  string
+}
+
+func (f field) get(c Config) any {
+	return reflect.ValueOf(c).FieldByIndex(f.index).Interface()
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+// fields lists every leaf of Config, in declaration order. It is derived
+// from the struct so that keys, flags, env names and docs cannot drift.
+func fields() []field {
+	var out []field
+	var walk func(t reflect.Type, prefix string, index []int)
+	walk = func(t reflect.Type, prefix string, index []int) {
+		for i := range t.NumField() {
+			sf := t.Field(i)
+			key := prefix + sf.Tag.Get("koanf")
+			idx := append(append([]int(nil), index...), i)
+			switch {
+			case sf.Type == durationType:
+				out = append(out, field{key: key, index: idx, kind: kindDuration, help: sf.Tag.Get("help")})
+			case sf.Type.Kind() == reflect.Struct:
+				walk(sf.Type, key+".", idx)
+			case sf.Type.Kind() == reflect.Int:
+				out = append(out, field{key: key, index: idx, kind: kindInt, help: sf.Tag.Get("help")})
+			case sf.Type.Kind() == reflect.Bool:
+				out = append(out, field{key: key, index: idx, kind: kindBool, help: sf.Tag.Get("help")})
+			case sf.Type.Kind() == reflect.String:
+				out = append(out, field{key: key, index: idx, kind: kindString, help: sf.Tag.Get("help")})
+			}
+		}
+	}
+	walk(reflect.TypeFor[Config](), "", nil)
+	return out
+}

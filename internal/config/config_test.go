@@ -1,0 +1,279 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/drover-dev/drover/internal/hook"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func TestKeys(t *testing.T) {
+	want := []string{
+		"hook.budget.pre_compact",
+		"hook.budget.session_end",
+		"hook.budget.session_start",
+		"hook.budget.stop",
+		"hook.budget.subagent_stop",
+		"hook.budget.user_prompt_submit",
+		"hook.start_timeout",
+		"log.level",
+		"log.max_backups",
+		"log.max_size_mb",
+		"queue.git_commit_check",
+		"queue.max_iterations",
+		"supervisor.idle_timeout",
+		"supervisor.restart_max",
+		"supervisor.restart_window",
+		"supervisor.shutdown_timeout",
+	}
+	if got := Keys(); !slices.Equal(got, want) {
+		t.Fatalf("Keys() = %q\nwant %q", got, want)
+	}
+	seen := map[string]string{}
+	for _, k := range Keys() {
+		name := EnvName(k)
+		if other, dup := seen[name]; dup {
+			t.Errorf("keys %q and %q share the variable %s", other, k, name)
+		}
+		seen[name] = k
+		if IsNonConfigEnv(name) {
+			t.Errorf("config key %q maps to %s, which is allowlisted as a non-config variable", k, name)
+		}
+	}
+	for _, f := range fields() {
+		if f.help == "" {
+			t.Errorf("key %q has no help text", f.key)
+		}
+	}
+}
+
+func TestEnvName(t *testing.T) {
+	for key, want := range map[string]string{
+		"queue.max_iterations": "DROVER_QUEUE_MAX_ITERATIONS",
+		"hook.budget.stop":     "DROVER_HOOK_BUDGET_STOP",
+		"log.level":            "DROVER_LOG_LEVEL",
+	} {
+		if got := EnvName(key); got != want {
+			t.Errorf("EnvName(%q) = %q, want %q", key, got, want)
+		}
+	}
+}
+
+func TestIsNonConfigEnv(t *testing.T) {
+	for name, want := range map[string]bool{
+		"DROVER_REVIEWER":     true,
+		"DROVER_SOCKET":       true,
+		"DROVER_BIN":          true,
+		"DROVER_HOOK_DISABLE": true,
+		"DROVER_LOG_LEVEL":    false,
+		"DROVER_":             false,
+		"drover_bin":          false,
+	} {
+		if got := IsNonConfigEnv(name); got != want {
+			t.Errorf("IsNonConfigEnv(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// The plugin's hooks.json is the ceiling every budget must stay under; a
+// change there without one here would let a hook be killed before it
+// answers.
+func TestHookTimeoutMatchesHooksJSON(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "plugin", "hooks", "hooks.json"))
+	if err != nil {
+		t.Fatalf("reading hooks.json: %v", err)
+	}
+	var doc struct {
+		Hooks map[string][]struct {
+			Hooks []struct {
+				Command string  `json:"command"`
+				Timeout float64 `json:"timeout"`
+			} `json:"hooks"`
+		} `json:"hooks"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("parsing hooks.json: %v", err)
+	}
+	for _, e := range hook.Events {
+		groups := doc.Hooks[e.ClaudeName()]
+		if len(groups) != 1 || len(groups[0].Hooks) != 1 {
+			t.Errorf("%s: want one hook in hooks.json, got %+v", e, groups)
+			continue
+		}
+		got := time.Duration(groups[0].Hooks[0].Timeout * float64(time.Second))
+		if want := HookTimeout(e); got != want {
+			t.Errorf("%s: hooks.json timeout %v, HookTimeout %v", e, got, want)
+		}
+		if d := Defaults().Budget(e); d >= got {
+			t.Errorf("%s: default budget %v not below the hooks.json timeout %v", e, d, got)
+		}
+	}
+	if HookTimeout("nope") != 0 {
+		t.Errorf("HookTimeout of an unknown event is not 0")
+	}
+}
+
+func TestBudget(t *testing.T) {
+	var c Config
+	c.Hook.Budget = Budgets{SessionStart: 1, UserPromptSubmit: 2, Stop: 3, SubagentStop: 4, PreCompact: 5, SessionEnd: 6}
+	want := map[hook.Event]time.Duration{
+		hook.SessionStart: 1, hook.UserPromptSubmit: 2, hook.Stop: 3,
+		hook.SubagentStop: 4, hook.PreCompact: 5, hook.SessionEnd: 6,
+		"nope": 0,
+	}
+	for e, w := range want {
+		if got := c.Budget(e); got != w {
+			t.Errorf("Budget(%s) = %v, want %v", e, got, w)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Config)
+		wantKey string // "" = valid
+	}{
+		{"defaults", func(*Config) {}, ""},
+		{"one iteration", func(c *Config) { c.Queue.MaxIterations = 1 }, ""},
+		{"zero iterations", func(c *Config) { c.Queue.MaxIterations = 0 }, "queue.max_iterations"},
+		{"budget just below ceiling", func(c *Config) { c.Hook.Budget.Stop = 30*time.Second - time.Millisecond }, ""},
+		{"budget at ceiling", func(c *Config) { c.Hook.Budget.Stop = 30 * time.Second }, "hook.budget.stop"},
+		{"budget above ceiling", func(c *Config) { c.Hook.Budget.SessionEnd = 5 * time.Second }, "hook.budget.session_end"},
+		{"zero budget", func(c *Config) { c.Hook.Budget.UserPromptSubmit = 0 }, "hook.budget.user_prompt_submit"},
+		{"negative budget", func(c *Config) { c.Hook.Budget.PreCompact = -time.Second }, "hook.budget.pre_compact"},
+		{"subagent budget at ceiling", func(c *Config) { c.Hook.Budget.SubagentStop = 15 * time.Second }, "hook.budget.subagent_stop"},
+		{"session start budget at ceiling", func(c *Config) { c.Hook.Budget.SessionStart = 10 * time.Second }, "hook.budget.session_start"},
+		{"zero start timeout", func(c *Config) { c.Hook.StartTimeout = 0 }, "hook.start_timeout"},
+		{"zero idle timeout", func(c *Config) { c.Supervisor.IdleTimeout = 0 }, "supervisor.idle_timeout"},
+		{"no restarts", func(c *Config) { c.Supervisor.RestartMax = 0 }, ""},
+		{"negative restarts", func(c *Config) { c.Supervisor.RestartMax = -1 }, "supervisor.restart_max"},
+		{"zero restart window", func(c *Config) { c.Supervisor.RestartWindow = 0 }, "supervisor.restart_window"},
+		{"zero shutdown timeout", func(c *Config) { c.Supervisor.ShutdownTimeout = 0 }, "supervisor.shutdown_timeout"},
+		{"debug level", func(c *Config) { c.Log.Level = "debug" }, ""},
+		{"error level", func(c *Config) { c.Log.Level = "error" }, ""},
+		{"unknown level", func(c *Config) { c.Log.Level = "verbose" }, "log.level"},
+		{"upper-case level", func(c *Config) { c.Log.Level = "INFO" }, "log.level"},
+		{"zero log size", func(c *Config) { c.Log.MaxSizeMB = 0 }, "log.max_size_mb"},
+		{"zero backups", func(c *Config) { c.Log.MaxBackups = 0 }, "log.max_backups"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := Defaults()
+			tt.mutate(&c)
+			err := c.Validate()
+			if tt.wantKey == "" {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("Validate() = nil, want an error naming %q", tt.wantKey)
+			}
+			if !strings.Contains(err.Error(), `"`+tt.wantKey+`"`) {
+				t.Fatalf("Validate() = %v, want it to name %q", err, tt.wantKey)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := Defaults()
+	c.Queue.MaxIterations = 0
+	c.Log.Level = "loud"
+	err := c.Validate()
+	if err == nil {
+		t.Fatal("Validate() = nil")
+	}
+	for _, key := range []string{"queue.max_iterations", "log.level"} {
+		if !strings.Contains(err.Error(), key) {
+			t.Errorf("error %q does not name %s", err, key)
+		}
+	}
+}
+
+func TestYAMLGolden(t *testing.T) {
+	got, err := Defaults().YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "defaults.yaml")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("reading golden file (run with -update to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("YAML() differs from %s (run with -update to accept):\n%s", golden, got)
+	}
+}
+
+func TestYAMLRoundTrip(t *testing.T) {
+	c := Defaults()
+	c.Queue.MaxIterations = 7
+	c.Queue.GitCommitCheck = false
+	c.Hook.Budget.Stop = 1500 * time.Millisecond
+	c.Hook.StartTimeout = 90 * time.Second
+	c.Supervisor.IdleTimeout = 2*time.Hour + 3*time.Minute
+	c.Supervisor.RestartMax = 0
+	c.Log.Level = "debug"
+	c.Log.MaxBackups = 9
+
+	y, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(path, y, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := Load(Sources{ProjectFile: path})
+	if err != nil {
+		t.Fatalf("loading the rendered YAML: %v\n%s", err, y)
+	}
+	if got != c {
+		t.Errorf("round trip changed the config:\n got %+v\nwant %+v\nyaml:\n%s", got, c, y)
+	}
+}
+
+func TestAddFlags(t *testing.T) {
+	fs := pflag.NewFlagSet("drover", pflag.ContinueOnError)
+	fs.Int("queue.max_iterations", 1, "registered by someone else")
+	AddFlags(fs)
+	AddFlags(fs) // idempotent: a second call must not panic on duplicates
+	for _, k := range Keys() {
+		f := fs.Lookup(k)
+		if f == nil {
+			t.Errorf("no flag --%s", k)
+			continue
+		}
+		if f.Usage == "" {
+			t.Errorf("flag --%s has no help text", k)
+		}
+	}
+	if got := fs.Lookup("hook.budget.stop").DefValue; got != "20s" {
+		t.Errorf("--hook.budget.stop default = %q, want 20s", got)
+	}
+	if got := fs.Lookup("log.level").DefValue; got != "info" {
+		t.Errorf("--log.level default = %q, want info", got)
+	}
+	if u := fs.Lookup("log.level").Usage; !strings.Contains(u, "DROVER_LOG_LEVEL") {
+		t.Errorf("--log.level help %q does not name its variable", u)
+	}
+}
