@@ -1,0 +1,66 @@
+# drover's build. `make run` and `make test` are the whole quick start: every
+# tool the tests need (Go modules, the pinned Claude Code CLI) is installed
+# by the targets themselves.
+
+GO          ?= go
+BIN         := bin/drover
+VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS     := -s -w -X main.version=$(VERSION)
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+CLAUDE      := tools/claude/node_modules/.bin/claude
+# CI has 90 minutes; the e2e package needs far less, this only stops a hang.
+TEST_TIMEOUT ?= 30m
+
+.PHONY: all build run test test-unit test-e2e lint bench install claude node demo clean
+
+all: build
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drover
+
+# Runs the supervisor for the project in the current directory, in the
+# foreground (Ctrl-C stops it). Hooks and commands would also start it on
+# demand.
+run: build
+	./$(BIN) serve --project $(CURDIR)
+
+install:
+	$(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/drover
+
+# Node and npm come from Debian when missing (CI runs as root on Debian).
+node:
+	@command -v npm >/dev/null 2>&1 || { \
+	  echo "npm not found; installing Debian's nodejs and npm"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
+
+# The real Claude Code CLI, pinned in tools/claude/package-lock.json
+# (version and sha512 of every package), installed into tools/claude/.
+claude: node
+	sh tools/claude/install.sh
+
+test: build claude
+	$(GO) vet ./...
+	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
+
+# Without the CLI: everything but the end-to-end package.
+test-unit:
+	$(GO) test -race -short ./...
+
+test-e2e: build claude
+	$(GO) test -race -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+# Benchmarks, printed as a table (name, iterations, ns/op and the custom
+# metrics such as median and p99 of the hook round trip).
+bench: build
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./... | tee bin/bench.txt | sh scripts/benchtable.sh
+
+demo: build claude
+	$(GO) run ./test/demo
+
+clean:
+	rm -rf bin

@@ -1,0 +1,80 @@
+// Package actors holds drover's actors: the sessions actor (the root of the
+// tree, one-for-one supervisor and registry of session actors) and the
+// session actor (one per agent session: gathers facts, applies a workflow,
+// persists, answers). Messages are plain structs; replies carry their error
+// so nothing panics across the actor boundary.
+package actors
+
+import (
+	"errors"
+
+	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/hook"
+)
+
+// ToSession routes Msg to the actor of one session, spawning or recovering
+// it on first use. The session actor replies to the original sender.
+type ToSession struct {
+	SessionID string
+	Msg       any
+}
+
+// HandleHook asks a session actor for the decision on one hook event.
+// It is answered with a *HookResult.
+type HandleHook struct {
+	RequestID string
+	Event     hook.Event
+	Input     hook.Input
+}
+
+// HookResult is the answer to HandleHook.
+type HookResult struct {
+	Output hook.Output
+	// Text, when set, is printed by the hook as plain text instead of the
+	// JSON Output (PreCompact, where JSON output is not accepted).
+	Text     string
+	Replayed bool
+	Err      error
+}
+
+// AddTask adds a task file to the session's queue; answered with *AddResult.
+type AddTask struct {
+	Prompt string
+}
+
+// AddResult is the answer to AddTask.
+type AddResult struct {
+	Response api.AddResponse
+	Err      error
+}
+
+// Command runs a queue command: one of "start", "stop", "unstick".
+// It is answered with *CommandResult.
+type Command struct {
+	Verb string
+}
+
+// CommandResult is the answer to Command.
+type CommandResult struct {
+	Response api.CommandResponse
+	Err      error
+}
+
+// Forget stops the actor of a session whose files were removed, so that a
+// later message recovers it afresh. Sent to the sessions actor; no reply.
+type Forget struct {
+	SessionID string
+}
+
+// passivate is sent by an idle session actor to its parent.
+type passivate struct {
+	sessionID string
+}
+
+// ErrBadRequest marks errors caused by what the caller asked (no pending
+// task to start, an empty prompt), as opposed to drover's own failures.
+var ErrBadRequest = errors.New("bad request")
+
+// ErrSessionFailed is the error an in-flight request gets when its session
+// actor failed and was restarted from its stored state.
+var ErrSessionFailed = errors.New("session actor failed and was restarted from its stored state")

@@ -1,0 +1,386 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/store"
+	"github.com/drover-dev/drover/internal/tasks"
+	"github.com/drover-dev/drover/internal/workflow/queue"
+	"github.com/drover-dev/drover/templates"
+)
+
+// Store is what the session actor needs of the store.
+type Store interface {
+	Load(ctx context.Context, id string) (session.Record, store.Status, error)
+	Save(ctx context.Context, rec session.Record) error
+}
+
+// Env is everything a session actor reads from the world. Every field is
+// required except Now (time.Now) and Log (no logging).
+type Env struct {
+	Store Store
+	// Root is the project root; task files live under
+	// Root/.drover/sessions/<id>/.
+	Root string
+	// SessionsDir is Root/.drover/sessions.
+	SessionsDir string
+	// Config returns the current configuration (it changes on reload).
+	Config func() config.Config
+	// Templates loads the prompt templates (built-ins plus overrides).
+	Templates func() (templates.Set, error)
+	// Dirty reports uncommitted changes outside .drover/ in dir.
+	Dirty func(ctx context.Context, dir string) (bool, []string, error)
+	Now   func() time.Time
+	Log   *zap.Logger
+}
+
+func (e Env) now() time.Time {
+	if e.Now == nil {
+		return time.Now()
+	}
+	return e.Now()
+}
+
+// ioTimeout bounds the store and git calls made while handling one message.
+const ioTimeout = 15 * time.Second
+
+// sessionActor owns one session: its record is only ever changed here, one
+// message at a time, and saved before the reply that depends on it.
+type sessionActor struct {
+	id  string
+	env Env
+	log *zap.Logger
+
+	rec     session.Record
+	found   bool
+	loadErr error
+	// notice is a warning for the user, shown once with the next hook
+	// answer (a quarantined record).
+	notice string
+	// inflight is the sender of the message being handled, so a failure in
+	// the middle of it can still be answered from Restarting.
+	inflight *actor.PID
+	idle     time.Duration
+	lastMsg  any
+}
+
+func newSessionActor(id string, env Env, idle time.Duration) actor.Actor {
+	log := env.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &sessionActor{id: id, env: env, log: log.With(zap.String("session", id)), idle: idle}
+}
+
+// Receive implements actor.Actor.
+func (a *sessionActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		a.load()
+		if a.idle > 0 {
+			ctx.SetReceiveTimeout(a.idle)
+		}
+	case *actor.Restarting:
+		if a.inflight != nil {
+			ctx.Send(a.inflight, failedReply(ctx, a.lastMsg))
+			a.inflight = nil
+		}
+	case *actor.ReceiveTimeout:
+		ctx.Send(ctx.Parent(), &passivate{sessionID: a.id})
+	case *HandleHook:
+		a.begin(ctx, msg)
+		ctx.Respond(a.handleHook(msg))
+		a.inflight = nil
+	case *AddTask:
+		a.begin(ctx, msg)
+		ctx.Respond(a.addTask(msg))
+		a.inflight = nil
+	case *Command:
+		a.begin(ctx, msg)
+		ctx.Respond(a.command(msg))
+		a.inflight = nil
+	}
+}
+
+func (a *sessionActor) begin(ctx actor.Context, msg any) {
+	a.inflight = ctx.Sender()
+	a.lastMsg = msg
+}
+
+func failedReply(_ actor.Context, msg any) any {
+	switch msg.(type) {
+	case *HandleHook:
+		return &HookResult{Err: ErrSessionFailed}
+	case *AddTask:
+		return &AddResult{Err: ErrSessionFailed}
+	case *Command:
+		return &CommandResult{Err: ErrSessionFailed}
+	}
+	return &HookResult{Err: ErrSessionFailed}
+}
+
+func (a *sessionActor) load() {
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	rec, status, err := a.env.Store.Load(ctx, a.id)
+	if err != nil {
+		a.loadErr = fmt.Errorf("loading session %s: %w", a.id, err)
+		a.log.Error("loading session", zap.Error(err))
+		return
+	}
+	a.loadErr = nil
+	a.rec = rec
+	a.rec.ID = a.id
+	a.found = status == store.Found
+	if status == store.Quarantined {
+		a.notice = fmt.Sprintf("drover: the stored state of session %s could not be read; it was set aside (quarantined) and the session starts clean.", a.id)
+		a.log.Warn("session record quarantined; starting clean")
+	}
+}
+
+func (a *sessionActor) sessionDir() string { return filepath.Join(a.env.SessionsDir, a.id) }
+
+// facts gathers what the queue workflow decides on. The git check runs
+// only when the answer can matter.
+func (a *sessionActor) facts(ctx context.Context, withGit bool) (queue.Facts, error) {
+	cfg := a.env.Config()
+	dir := a.sessionDir()
+	list, err := tasks.Scan(dir)
+	if err != nil {
+		return queue.Facts{}, fmt.Errorf("scanning tasks of session %s: %w", a.id, err)
+	}
+	f := queue.Facts{
+		SessionID:      a.id,
+		SessionDir:     dir,
+		Pending:        list.Pending,
+		Done:           list.Done,
+		Stuck:          list.Stuck,
+		MaxIterations:  cfg.Queue.MaxIterations,
+		GitCommitCheck: cfg.Queue.GitCommitCheck,
+	}
+	if withGit && cfg.Queue.GitCommitCheck {
+		dirty, files, err := a.env.Dirty(ctx, a.env.Root)
+		if err != nil {
+			// Not a git repository, or git failing: the gate cannot be
+			// checked, and a gate that cannot be checked must not wedge
+			// the agent.
+			a.log.Warn("git status failed; commit gate skipped", zap.Error(err))
+		}
+		f.Dirty, f.DirtyFiles = dirty, files
+	}
+	return f, nil
+}
+
+func (a *sessionActor) handleHook(m *HandleHook) *HookResult {
+	if a.loadErr != nil {
+		// The store could not be read (not a decode problem: that is
+		// quarantined). Try again on this request.
+		a.load()
+		if a.loadErr != nil {
+			return &HookResult{Err: a.loadErr}
+		}
+	}
+	if out, ok := a.rec.Lookup(m.RequestID); ok {
+		return &HookResult{Output: out, Replayed: true}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+
+	res, changed, err := a.decide(ctx, m)
+	if err != nil {
+		return &HookResult{Err: err}
+	}
+	if a.notice != "" {
+		res.Output.SystemMessage = joinLines(a.notice, res.Output.SystemMessage)
+		a.notice = ""
+	}
+	if changed {
+		next := res.rec
+		next.Events++
+		next.UpdatedAt = a.env.now()
+		next = next.Remember(m.RequestID, m.Event, res.Output)
+		if err := a.env.Store.Save(ctx, next); err != nil {
+			// Nothing was committed, so nothing may be decided: let the
+			// agent go on and say why.
+			a.log.Error("saving session", zap.Error(err))
+			return &HookResult{Output: hook.Output{SystemMessage: fmt.Sprintf("drover: could not save the state of session %s (%v); letting the agent stop.", a.id, err)}}
+		}
+		a.rec, a.found = next, true
+	}
+	return &HookResult{Output: res.Output, Text: res.Text}
+}
+
+type decision struct {
+	rec    session.Record
+	Output hook.Output
+	Text   string
+}
+
+// decide applies the session's workflow to one hook event. changed reports
+// whether the record must be saved before answering.
+func (a *sessionActor) decide(ctx context.Context, m *HandleHook) (decision, bool, error) {
+	d := decision{rec: a.rec}
+	if a.rec.Workflow != session.Queue || !a.rec.Queue.Active() {
+		// Unknown, never-started or finished sessions are never blocked.
+		return d, false, nil
+	}
+	tmpl, err := a.env.Templates()
+	if err != nil {
+		return d, false, fmt.Errorf("loading templates: %w", err)
+	}
+	switch m.Event {
+	case hook.Stop:
+		f, err := a.facts(ctx, a.rec.Queue.State == queue.On)
+		if err != nil {
+			return d, false, err
+		}
+		next, out, err := queue.Stop(a.rec.Queue, f, tmpl)
+		if err != nil {
+			return d, false, err
+		}
+		d.rec.Queue = next
+		d.Output = out
+		return d, true, nil
+	case hook.UserPromptSubmit:
+		f, err := a.facts(ctx, false)
+		if err != nil {
+			return d, false, err
+		}
+		out, err := queue.UserPromptSubmit(a.rec.Queue, f, tmpl)
+		d.Output = out
+		return d, false, err
+	case hook.PreCompact:
+		f, err := a.facts(ctx, false)
+		if err != nil {
+			return d, false, err
+		}
+		d.Text, err = queue.CompactContext(a.rec.Queue, f, tmpl)
+		return d, false, err
+	case hook.SessionStart:
+		if m.Input.Source != "compact" && m.Input.Source != "resume" {
+			return d, false, nil
+		}
+		f, err := a.facts(ctx, false)
+		if err != nil {
+			return d, false, err
+		}
+		text, err := queue.CompactContext(a.rec.Queue, f, tmpl)
+		if err != nil || text == "" {
+			return d, false, err
+		}
+		d.Output = hook.Context(hook.SessionStart, text)
+		return d, false, nil
+	}
+	// SubagentStop and SessionEnd never block: the review subagent must be
+	// able to finish, and the session may be resumed later.
+	return d, false, nil
+}
+
+func (a *sessionActor) addTask(m *AddTask) *AddResult {
+	if a.loadErr != nil {
+		return &AddResult{Err: a.loadErr}
+	}
+	if _, err := tasks.EnsureDroverDir(a.env.Root); err != nil {
+		return &AddResult{Err: err}
+	}
+	path, err := tasks.Add(a.sessionDir(), m.Prompt, a.env.now())
+	if err != nil {
+		return &AddResult{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
+	}
+	list, err := tasks.Scan(a.sessionDir())
+	if err != nil {
+		return &AddResult{Err: err}
+	}
+	if !a.found {
+		// Make the session known (state off) so status lists it; adding
+		// does not start anything.
+		ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+		defer cancel()
+		rec := a.rec
+		rec.Workflow = session.Queue
+		rec.CreatedAt = a.env.now()
+		rec.UpdatedAt = rec.CreatedAt
+		rec.Queue = queue.Session{State: queue.Off}
+		if err := a.env.Store.Save(ctx, rec); err != nil {
+			return &AddResult{Err: err}
+		}
+		a.rec, a.found = rec, true
+	}
+	return &AddResult{Response: api.AddResponse{Path: path, Pending: len(list.Pending)}}
+}
+
+func (a *sessionActor) command(m *Command) *CommandResult {
+	if a.loadErr != nil {
+		return &CommandResult{Err: a.loadErr}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	rec := a.rec
+	if rec.CreatedAt.IsZero() {
+		rec.CreatedAt = a.env.now()
+	}
+	rec.Workflow = session.Queue
+	var resp api.CommandResponse
+	switch m.Verb {
+	case "stop":
+		rec.Queue = queue.StopCommand(rec.Queue)
+		resp.Message = fmt.Sprintf("[drover] Stopped session %s at iteration %d. The agent may stop now.", a.id, rec.Queue.Iteration)
+	case "start", "unstick":
+		if m.Verb == "unstick" {
+			renamed, err := tasks.Unstick(a.sessionDir())
+			if err != nil {
+				return &CommandResult{Err: err}
+			}
+			resp.Renamed = renamed
+		}
+		f, err := a.facts(ctx, false)
+		if err != nil {
+			return &CommandResult{Err: err}
+		}
+		next, err := queue.Start(rec.Queue, f)
+		if err != nil {
+			return &CommandResult{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
+		}
+		rec.Queue = next
+		tmpl, err := a.env.Templates()
+		if err != nil {
+			return &CommandResult{Err: fmt.Errorf("loading templates: %w", err)}
+		}
+		msg, err := queue.StartText(next, f, tmpl)
+		if err != nil {
+			return &CommandResult{Err: err}
+		}
+		resp.Message = msg
+		resp.NextTask = f.Pending[0]
+	default:
+		return &CommandResult{Err: fmt.Errorf("%w: unknown command %q", ErrBadRequest, m.Verb)}
+	}
+	rec.UpdatedAt = a.env.now()
+	rec.Events++
+	if err := a.env.Store.Save(ctx, rec); err != nil {
+		return &CommandResult{Err: err}
+	}
+	a.rec, a.found = rec, true
+	resp.State, resp.Iteration = string(rec.Queue.State), rec.Queue.Iteration
+	return &CommandResult{Response: resp}
+}
+
+func joinLines(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n" + b
+}

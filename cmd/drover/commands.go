@@ -1,0 +1,432 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/client"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/hookclient"
+	"github.com/drover-dev/drover/internal/project"
+	"github.com/drover-dev/drover/templates"
+)
+
+type globalFlags struct {
+	project string
+	session string
+}
+
+func (a *app) rootCmd() *cobra.Command {
+	g := &globalFlags{}
+	root := &cobra.Command{
+		Use:   "drover",
+		Short: "Keep coding agents working until the work is really done",
+		Long: `drover supervises coding agents (Claude Code first). One supervisor runs per
+project (drover serve, started on demand); the Claude Code plugin calls
+drover hook <event> on every hook event, and the slash commands call the
+other subcommands.
+
+Queue workflow: drover do "task" adds a task and starts the queue; each time
+the agent tries to stop, drover hands it the next task, refuses to stop with
+uncommitted changes, runs a review phase when the queue is empty, and lets it
+stop when review adds nothing or the iteration budget is spent.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.PersistentFlags().StringVar(&g.project, "project", "", "project directory (default: $CLAUDE_PROJECT_DIR, else the current directory; worktrees resolve to their main repository)")
+	root.PersistentFlags().StringVar(&g.session, "session", "", "session id (default: $CLAUDE_CODE_SESSION_ID)")
+	root.AddCommand(
+		a.serveCmd(g),
+		a.hookCmd(g),
+		a.addCmd(g),
+		a.startCmd(g),
+		a.doCmd(g),
+		a.stopCmd(g),
+		a.unstickCmd(g),
+		a.statusCmd(g),
+		a.cleanupCmd(g),
+		a.templatesCmd(g),
+		a.configCmd(g),
+		a.initCmd(g),
+	)
+	return root
+}
+
+func (a *app) cwd() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	return wd
+}
+
+func (a *app) paths(g *globalFlags) (project.Paths, error) {
+	root, err := project.FromEnv(g.project, a.cwd(), a.getenv)
+	if err != nil {
+		return project.Paths{}, fmt.Errorf("finding the project: %w", err)
+	}
+	return project.PathsFor(root, a.getenv)
+}
+
+func (a *app) sessionID(g *globalFlags) (string, error) {
+	id := g.session
+	if id == "" {
+		id = a.getenv("CLAUDE_CODE_SESSION_ID")
+	}
+	if id == "" {
+		return "", errors.New("no session: run this inside Claude Code (it sets CLAUDE_CODE_SESSION_ID) or pass --session ID")
+	}
+	if err := hook.CheckSessionID(id); err != nil {
+		return "", err
+	}
+	return id, nil
+}
+
+// connect returns a client for the project's supervisor, starting one if
+// none answers.
+func (a *app) connect(ctx context.Context, p project.Paths) (*client.Client, error) {
+	c := client.New(p.Socket)
+	timeout := 10 * time.Second
+	if cfg, err := config.Load(config.DefaultSources(p.Root, a.environ)); err == nil && cfg.Hook.StartTimeout > timeout {
+		timeout = cfg.Hook.StartTimeout
+	}
+	sctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := client.Ensure(sctx, c, client.Spawner{Exe: a.getenv("DROVER_BIN"), Root: p.Root, OutFile: filepath.Join(p.LogsDir, "serve.out")}.Spawn)
+	if err != nil {
+		return nil, fmt.Errorf("reaching the supervisor for %s: %w (see %s)", p.Root, err, filepath.Join(p.LogsDir, "serve.out"))
+	}
+	return c, nil
+}
+
+func (a *app) hookCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "hook EVENT",
+		Short: "Handle one Claude Code hook event (reads the hook JSON on stdin)",
+		Long: `hook is what the plugin's hooks.json runs. EVENT is one of session-start,
+user-prompt-submit, stop, subagent-stop, pre-compact, session-end.
+
+It forwards the event to the project's supervisor (starting one if needed)
+and prints the decision JSON. It always exits 0: on any trouble of its own
+(bad input, no supervisor within the event's budget) it lets the agent go
+on and says why in a systemMessage.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := hook.ParseEvent(args[0])
+			if err != nil {
+				// Even a wrong event name must not block the agent.
+				fmt.Fprintf(a.stdout, "{\"systemMessage\":%q}\n", "drover: "+err.Error())
+				return nil
+			}
+			res := hookclient.Run(cmd.Context(), hookclient.Options{
+				Event:   e,
+				Stdin:   a.stdin,
+				Getenv:  a.getenv,
+				Environ: a.environ,
+				Cwd:     a.cwd(),
+				Project: g.project,
+			})
+			if res.Problem != "" {
+				fmt.Fprintln(a.stderr, res.Problem)
+			}
+			fmt.Fprint(a.stdout, res.Stdout)
+			return nil
+		},
+	}
+}
+
+func (a *app) addCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "add PROMPT... | add -",
+		Long:  "add writes PROMPT as a new task file in .drover/sessions/<session>/ (named by the time, so tasks run in the order added). With - the prompt is read from stdin.",
+		Short: "Add a task to this session's queue without starting it",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			prompt, err := a.prompt(args)
+			if err != nil {
+				return err
+			}
+			_, err = a.add(cmd.Context(), g, prompt)
+			return err
+		},
+	}
+}
+
+// maxPromptBytes caps a task prompt read from stdin.
+const maxPromptBytes = 1 << 20
+
+// prompt joins the arguments, or reads stdin when the only argument is "-".
+func (a *app) prompt(args []string) (string, error) {
+	if len(args) != 1 || args[0] != "-" {
+		return strings.Join(args, " "), nil
+	}
+	data, err := io.ReadAll(io.LimitReader(a.stdin, maxPromptBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("reading the prompt from stdin: %w", err)
+	}
+	if len(data) > maxPromptBytes {
+		return "", fmt.Errorf("the prompt on stdin is larger than %d bytes", maxPromptBytes)
+	}
+	return strings.TrimRight(string(data), "\n"), nil
+}
+
+func (a *app) add(ctx context.Context, g *globalFlags, prompt string) (api.AddResponse, error) {
+	id, err := a.sessionID(g)
+	if err != nil {
+		return api.AddResponse{}, err
+	}
+	p, err := a.paths(g)
+	if err != nil {
+		return api.AddResponse{}, err
+	}
+	c, err := a.connect(ctx, p)
+	if err != nil {
+		return api.AddResponse{}, err
+	}
+	r, err := c.Add(ctx, id, prompt)
+	if err != nil {
+		return r, fmt.Errorf("adding a task: %w", err)
+	}
+	fmt.Fprintf(a.stdout, "[drover] Added task %s (%d pending in session %s).\n", r.Path, r.Pending, id)
+	return r, nil
+}
+
+func (a *app) command(ctx context.Context, g *globalFlags, verb string) error {
+	id, err := a.sessionID(g)
+	if err != nil {
+		return err
+	}
+	p, err := a.paths(g)
+	if err != nil {
+		return err
+	}
+	c, err := a.connect(ctx, p)
+	if err != nil {
+		return err
+	}
+	r, err := c.Command(ctx, id, verb)
+	if err != nil {
+		return fmt.Errorf("%s: %w", verb, err)
+	}
+	for _, path := range r.Renamed {
+		fmt.Fprintf(a.stdout, "[drover] Unstuck %s\n", path)
+	}
+	fmt.Fprintln(a.stdout, strings.TrimRight(r.Message, "\n"))
+	return nil
+}
+
+func (a *app) startCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "start",
+		Short: "Start working through this session's queue",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "start") },
+	}
+}
+
+func (a *app) doCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "do PROMPT... | do -",
+		Long:  "do adds PROMPT as a task (with -, read from stdin) and starts the queue; it prints the instructions for the agent.",
+		Short: "Add a task and start the queue (add + start)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			prompt, err := a.prompt(args)
+			if err != nil {
+				return err
+			}
+			if _, err := a.add(cmd.Context(), g, prompt); err != nil {
+				return err
+			}
+			return a.command(cmd.Context(), g, "start")
+		},
+	}
+}
+
+func (a *app) stopCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "stop",
+		Short: "Stop this session's queue; the agent may stop",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "stop") },
+	}
+}
+
+func (a *app) unstickCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "unstick",
+		Short: "Rename this session's .stuck.md tasks back to pending and restart the queue",
+		Args:  cobra.NoArgs,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "unstick") },
+	}
+}
+
+func (a *app) statusCmd(g *globalFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show every session of this project: workflow, state, iteration and tasks",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := a.paths(g)
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(p.DB); errors.Is(err, os.ErrNotExist) {
+				if asJSON {
+					return json.NewEncoder(a.stdout).Encode(api.StatusResponse{Project: p.Root, Sessions: []api.SessionStatus{}})
+				}
+				fmt.Fprintf(a.stdout, "No drover state in %s yet (%s is missing): nothing has been queued here. `drover do \"task\"` starts a queue.\n", p.Root, p.StateDir)
+				return nil
+			}
+			c, err := a.connect(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			st, err := c.Status(cmd.Context())
+			if err != nil {
+				return fmt.Errorf("status: %w", err)
+			}
+			if asJSON {
+				enc := json.NewEncoder(a.stdout)
+				enc.SetIndent("", "  ")
+				return enc.Encode(st)
+			}
+			fmt.Fprintf(a.stdout, "project %s (supervisor pid %d)\n", st.Project, st.PID)
+			if len(st.Sessions) == 0 {
+				fmt.Fprintln(a.stdout, "no sessions")
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SESSION\tWORKFLOW\tSTATE\tITERATION\tPENDING\tDONE\tSTUCK\tUPDATED")
+			for _, s := range st.Sessions {
+				upd := "-"
+				if !s.UpdatedAt.IsZero() {
+					upd = s.UpdatedAt.Local().Format(time.DateTime)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", s.ID, s.Workflow, s.State, s.Iteration, s.Pending, s.Done, s.Stuck, upd)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+			if st.Quarantined > 0 {
+				fmt.Fprintf(a.stdout, "%d unreadable session record(s) were set aside (quarantined); see %s\n", st.Quarantined, p.LogFile)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"sessions\":[{\"id\",\"workflow\",\"state\",\"iteration\",\"pending\",\"done\",\"stuck\",...}]}")
+	return cmd
+}
+
+func (a *app) cleanupCmd(g *globalFlags) *cobra.Command {
+	var force bool
+	cmd := &cobra.Command{
+		Use:   "cleanup [DAYS]",
+		Short: "Remove session folders older than DAYS (default 7) that are finished; -f removes any old session",
+		Long: `cleanup removes .drover/sessions/<id>/ folders older than DAYS days (default 7).
+Without -f only finished sessions go: state off and every task .done.md (no
+pending, no stuck). With -f every session older than DAYS goes, whatever its
+state.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			days := 7
+			if len(args) == 1 {
+				n, err := strconv.Atoi(args[0])
+				if err != nil || n < 0 {
+					return fmt.Errorf("DAYS must be a whole number of days, 0 or more, got %q", args[0])
+				}
+				days = n
+			}
+			p, err := a.paths(g)
+			if err != nil {
+				return err
+			}
+			if _, err := os.Stat(p.SessionsDir); errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintf(a.stdout, "[drover] No sessions in %s; nothing to clean up.\n", p.Root)
+				return nil
+			}
+			c, err := a.connect(cmd.Context(), p)
+			if err != nil {
+				return err
+			}
+			r, err := c.Cleanup(cmd.Context(), api.CleanupRequest{Days: days, Force: force})
+			if err != nil {
+				return fmt.Errorf("cleanup: %w", err)
+			}
+			for _, d := range r.Deleted {
+				fmt.Fprintf(a.stdout, "[drover] Deleted %s\n", d)
+			}
+			fmt.Fprintf(a.stdout, "[drover] Deleted %d session(s) older than %d day(s); kept %d.\n", len(r.Deleted), days, len(r.Kept))
+			return nil
+		},
+	}
+	cmd.Flags().BoolVarP(&force, "force", "f", false, "also delete active and unfinished sessions older than DAYS")
+	return cmd
+}
+
+func (a *app) templatesCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "templates",
+		Short: "Copy the built-in prompt templates to .drover/templates/ for editing",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := a.paths(g)
+			if err != nil {
+				return err
+			}
+			written, skipped, err := templates.WriteDefaults(p.TemplatesDir)
+			if err != nil {
+				return err
+			}
+			for _, w := range written {
+				fmt.Fprintf(a.stdout, "[drover] Wrote %s\n", w)
+			}
+			for _, s := range skipped {
+				fmt.Fprintf(a.stdout, "[drover] Kept your %s\n", s)
+			}
+			fmt.Fprintf(a.stdout, "[drover] Edit the files in %s; drover uses them from the next hook on. Placeholders such as {{next_task}} and {{iteration}} are filled in.\n", p.TemplatesDir)
+			return nil
+		},
+	}
+}
+
+func (a *app) configCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "config",
+		Short: "Print the effective configuration (defaults < user file < .drover/config.yaml < DROVER_* env)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := a.paths(g)
+			if err != nil {
+				return err
+			}
+			cfg, err := config.Load(config.DefaultSources(p.Root, a.environ))
+			if err != nil {
+				return err
+			}
+			if err := cfg.Validate(); err != nil {
+				return err
+			}
+			y, err := cfg.YAML()
+			if err != nil {
+				return err
+			}
+			_, err = a.stdout.Write(y)
+			return err
+		},
+	}
+}

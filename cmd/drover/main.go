@@ -1,0 +1,59 @@
+// Command drover keeps coding agents working until the work is really done.
+// It is one binary in two roles: `drover serve`, the supervisor of one
+// project, and `drover hook <event>`, the thin client Claude Code runs on
+// every hook event. The other subcommands are what the plugin's slash
+// commands and people call.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is stamped by the Makefile with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr, os.Environ())
+	stop()
+	os.Exit(code)
+}
+
+// app is the process's view of the world, passed to every command so tests
+// can run commands in-process with their own streams and environment.
+type app struct {
+	stdin   io.Reader
+	stdout  io.Writer
+	stderr  io.Writer
+	environ []string
+}
+
+func (a *app) getenv(k string) string {
+	for i := len(a.environ) - 1; i >= 0; i-- {
+		kv := a.environ[i]
+		if len(kv) > len(k) && kv[len(k)] == '=' && kv[:len(k)] == k {
+			return kv[len(k)+1:]
+		}
+	}
+	return ""
+}
+
+// run executes one command line and returns the exit code.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
+	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, environ: environ}
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "drover: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,92 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/drover-dev/drover/internal/api"
+)
+
+// Spawner starts a detached supervisor for one project.
+type Spawner struct {
+	// Exe is the drover binary; empty means the running executable.
+	Exe string
+	// Root is the project root passed as --project.
+	Root string
+	// OutFile, when set, receives the new process's stdout and stderr, so a
+	// supervisor that dies during start-up leaves a trace. Empty discards.
+	OutFile string
+	// Env is the new process's environment; nil means the current one.
+	Env []string
+}
+
+// Spawn starts `drover serve --project Root` in its own session, so it
+// outlives the hook that started it and is not killed with the agent's
+// process group. It does not wait for the supervisor to answer.
+func (s Spawner) Spawn() error {
+	exe := s.Exe
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			return fmt.Errorf("finding the drover executable: %w", err)
+		}
+	}
+	cmd := exec.Command(exe, "serve", "--project", s.Root)
+	cmd.Env = s.Env
+	cmd.Dir = s.Root
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if s.OutFile != "" {
+		if err := os.MkdirAll(filepath.Dir(s.OutFile), 0o700); err != nil {
+			return fmt.Errorf("creating log directory for %q: %w", s.OutFile, err)
+		}
+		f, err := os.OpenFile(s.OutFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("opening supervisor output file %q: %w", s.OutFile, err)
+		}
+		defer f.Close()
+		cmd.Stdout, cmd.Stderr = f, f
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("starting supervisor %q: %w", exe, err)
+	}
+	// Reap it in the background so a long-lived caller (a test, `drover
+	// serve --detach`) does not keep a zombie; a short-lived hook simply
+	// exits and the process is re-parented.
+	go func() { _ = cmd.Wait() }()
+	return nil
+}
+
+// Ensure returns the health of the supervisor behind c, starting one with
+// spawn when none answers and waiting for it until ctx ends. spawn is
+// called at most once.
+func Ensure(ctx context.Context, c *Client, spawn func() error) (api.HealthResponse, error) {
+	h, err := c.Health(ctx)
+	if err == nil || !IsUnavailable(err) {
+		return h, err
+	}
+	if err := spawn(); err != nil {
+		return api.HealthResponse{}, err
+	}
+	delay := 5 * time.Millisecond
+	for {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return api.HealthResponse{}, fmt.Errorf("waiting for the started supervisor: %w", ctx.Err())
+		case <-t.C:
+		}
+		h, err = c.Health(ctx)
+		if err == nil || !IsUnavailable(err) {
+			return h, err
+		}
+		if delay < 100*time.Millisecond {
+			delay *= 2
+		}
+	}
+}

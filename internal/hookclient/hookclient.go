@@ -1,0 +1,195 @@
+// Package hookclient is what `drover hook <event>` does: read the hook JSON,
+// find or start the project's supervisor, forward the event, and print the
+// decision. It never blocks the agent because of its own trouble: every
+// failure becomes "allow", with a systemMessage that names the problem.
+package hookclient
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/client"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/project"
+)
+
+// ReviewerEnv is set in the environment of every reviewer process drover
+// starts; a hook that sees it does nothing, so a review never triggers
+// drover recursively.
+const ReviewerEnv = "DROVER_REVIEWER"
+
+// DisableEnv, when set to a non-empty value, turns every hook into a no-op.
+const DisableEnv = "DROVER_HOOK_DISABLE"
+
+// Options is the world a hook invocation sees.
+type Options struct {
+	Event hook.Event
+	Stdin io.Reader
+	// Getenv reads the environment; Environ lists it (for config).
+	Getenv  func(string) string
+	Environ []string
+	// Cwd is the process's working directory, used when neither --project
+	// nor CLAUDE_PROJECT_DIR nor the payload's cwd names the project.
+	Cwd string
+	// Project is the --project flag ("" = unset).
+	Project string
+	// Spawn starts a supervisor for root; nil uses client.Spawner with the
+	// running executable.
+	Spawn func(root string, p project.Paths) error
+	// Now and NewRequestID are for tests.
+	NewRequestID func() string
+}
+
+// Result is what the hook prints: Stdout (JSON, plain text, or empty for a
+// silent allow). The exit code is always 0.
+type Result struct {
+	Stdout string
+	// Problem is the trouble that made the hook fail open, if any.
+	Problem string
+}
+
+// Run handles one hook event.
+func Run(ctx context.Context, o Options) Result {
+	if o.Getenv(ReviewerEnv) != "" || o.Getenv(DisableEnv) != "" {
+		return Result{}
+	}
+	in, err := hook.Read(o.Stdin, hook.MaxInputBytes)
+	if err != nil {
+		return failOpen(fmt.Sprintf("could not read the %s hook input: %v", o.Event, err))
+	}
+	if err := hook.CheckSessionID(in.SessionID); err != nil {
+		return failOpen(fmt.Sprintf("ignoring the %s hook: %v", o.Event, err))
+	}
+	start := in.Cwd
+	if start == "" {
+		start = o.Cwd
+	}
+	root, err := project.FromEnv(o.Project, start, o.Getenv)
+	if err != nil {
+		return failOpen(fmt.Sprintf("finding the project for the %s hook: %v", o.Event, err))
+	}
+	paths, err := project.PathsFor(root, o.Getenv)
+	if err != nil {
+		return failOpen(fmt.Sprintf("locating the supervisor for %s: %v", root, err))
+	}
+	// No store means no session was ever started here: nothing can be
+	// active, so there is no reason to start a supervisor.
+	if _, err := os.Stat(paths.DB); errors.Is(err, os.ErrNotExist) {
+		return Result{}
+	}
+
+	var warn string
+	cfg, err := config.Load(config.DefaultSources(root, o.Environ))
+	if err != nil {
+		warn = fmt.Sprintf("drover: %v; using default hook budgets", err)
+		cfg = config.Defaults()
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Budget(o.Event))
+	defer cancel()
+
+	spawn := o.Spawn
+	if spawn == nil {
+		spawn = func(root string, p project.Paths) error {
+			return client.Spawner{Exe: o.Getenv("DROVER_BIN"), Root: root, OutFile: p.LogsDir + "/serve.out"}.Spawn()
+		}
+	}
+	newID := o.NewRequestID
+	if newID == nil {
+		newID = randomID
+	}
+	req := api.HookRequest{RequestID: newID(), Input: in}
+	c := client.New(paths.Socket)
+
+	resp, err := send(ctx, c, o.Event, req, cfg.Hook.StartTimeout, func() error { return spawn(root, paths) })
+	if err != nil {
+		return failOpen(joinMsg(warn, fmt.Sprintf("drover could not decide on %s for session %s: %v; letting the agent go on", o.Event, in.SessionID, err)))
+	}
+	if resp.Text != "" {
+		return Result{Stdout: resp.Text}
+	}
+	out := resp.Output
+	out.SystemMessage = joinMsg(warn, out.SystemMessage)
+	return Result{Stdout: render(out)}
+}
+
+// send forwards the event, starting a supervisor when none answers and
+// retrying with the same request id when one dies mid-request, until ctx
+// ends.
+func send(ctx context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout time.Duration, spawn func() error) (api.HookResponse, error) {
+	spawned := false
+	for {
+		resp, err := c.Hook(ctx, e, req)
+		if err == nil || !client.IsUnavailable(err) {
+			return resp, err
+		}
+		// Only one start attempt: a supervisor that does not come up in
+		// time will not come up by being started again.
+		if spawned {
+			select {
+			case <-ctx.Done():
+				return api.HookResponse{}, ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		sctx, cancel := context.WithTimeout(ctx, startTimeout)
+		_, err = client.Ensure(sctx, c, func() error {
+			if spawned {
+				return nil
+			}
+			spawned = true
+			return spawn()
+		})
+		cancel()
+		if err != nil {
+			if ctx.Err() != nil {
+				return api.HookResponse{}, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
+			}
+			return api.HookResponse{}, fmt.Errorf("starting the supervisor: %w", err)
+		}
+	}
+}
+
+func render(o hook.Output) string {
+	if o == (hook.Output{}) {
+		return ""
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return ""
+	}
+	return string(b) + "\n"
+}
+
+func failOpen(msg string) Result {
+	if len(msg) > 0 && !hasPrefix(msg, "drover") {
+		msg = "drover: " + msg
+	}
+	return Result{Stdout: render(hook.Output{SystemMessage: msg}), Problem: msg}
+}
+
+func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
+
+func joinMsg(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "\n" + b
+}
+
+func randomID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

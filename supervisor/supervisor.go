@@ -1,0 +1,194 @@
+// Package supervisor is drover's daemon: one per project, it owns the
+// project's store and actor tree and serves the local API over an
+// owner-only unix socket. It knows nothing of workflow rules; the actors
+// apply those.
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/gitstatus"
+	"github.com/drover-dev/drover/internal/logging"
+	"github.com/drover-dev/drover/internal/project"
+	"github.com/drover-dev/drover/internal/sockets"
+	"github.com/drover-dev/drover/internal/store"
+	"github.com/drover-dev/drover/internal/tasks"
+	"github.com/drover-dev/drover/templates"
+)
+
+// ErrAlreadyRunning is returned by Run when another supervisor holds the
+// project's lock.
+var ErrAlreadyRunning = errors.New("supervisor: another supervisor is already running for this project")
+
+// Options configures a supervisor.
+type Options struct {
+	Paths project.Paths
+	// Config is the configuration at start; Sources, when set, is watched
+	// and reloaded on change.
+	Config  config.Config
+	Sources *config.Sources
+	Log     *logging.Logger
+	// Version is reported by the health endpoint and response headers.
+	Version string
+	// Ready, when set, is called once the socket accepts connections.
+	Ready func()
+	// DirtyCheck overrides the git check (tests); nil means gitstatus.
+	DirtyCheck func(ctx context.Context, dir string) (bool, []string, error)
+}
+
+// Server is a running supervisor.
+type Server struct {
+	opts    Options
+	log     *zap.Logger
+	cfg     atomic.Pointer[config.Config]
+	store   *store.Store
+	system  *actor.ActorSystem
+	root    *actor.PID
+	started time.Time
+}
+
+// Run starts the supervisor and serves until ctx ends, then stops
+// gracefully: requests in flight are answered, the actor tree is stopped,
+// the store is closed and the socket removed.
+func Run(ctx context.Context, opts Options) (err error) {
+	lg := opts.Log
+	if lg == nil {
+		lg = logging.Nop()
+	}
+	s := &Server{opts: opts, log: lg.Zap(), started: time.Now()}
+	cfg := opts.Config
+	s.cfg.Store(&cfg)
+	p := opts.Paths
+
+	if err := project.EnsureRuntimeDir(p.RuntimeDir); err != nil {
+		return err
+	}
+	unlock, err := sockets.Lock(p.Lock)
+	if err != nil {
+		if errors.Is(err, sockets.ErrLocked) {
+			return fmt.Errorf("%w (%s)", ErrAlreadyRunning, p.Root)
+		}
+		return fmt.Errorf("locking %q: %w", p.Lock, err)
+	}
+	defer func() {
+		if uerr := unlock(); uerr != nil && err == nil {
+			err = fmt.Errorf("unlocking %q: %w", p.Lock, uerr)
+		}
+	}()
+	if _, err := tasks.EnsureDroverDir(p.Root); err != nil {
+		return err
+	}
+	st, err := store.Open(ctx, p.DB, store.Options{Logger: s.log})
+	if err != nil {
+		return fmt.Errorf("opening store: %w", err)
+	}
+	s.store = st
+	defer func() {
+		if cerr := st.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing store: %w", cerr)
+		}
+	}()
+
+	s.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return lg.Slog("actor")
+	}))
+	dirty := opts.DirtyCheck
+	if dirty == nil {
+		dirty = func(ctx context.Context, dir string) (bool, []string, error) {
+			return gitstatus.Dirty(ctx, dir, []string{".drover/"})
+		}
+	}
+	env := actors.Env{
+		Store:       st,
+		Root:        p.Root,
+		SessionsDir: p.SessionsDir,
+		Config:      func() config.Config { return *s.cfg.Load() },
+		Templates:   func() (templates.Set, error) { return templates.Load(p.TemplatesDir) },
+		Dirty:       dirty,
+		Log:         s.log,
+	}
+	root, err := s.system.Root.SpawnNamed(actors.NewSessionsProps(env, actors.SessionsOptions{
+		IdleTimeout:   cfg.Supervisor.IdleTimeout,
+		RestartMax:    cfg.Supervisor.RestartMax,
+		RestartWindow: cfg.Supervisor.RestartWindow,
+	}), "sessions")
+	if err != nil {
+		return fmt.Errorf("spawning the sessions actor: %w", err)
+	}
+	s.root = root
+	defer func() {
+		if werr := s.system.Root.StopFuture(root).Wait(); werr != nil {
+			s.log.Warn("stopping the actor tree", zap.Error(werr))
+		}
+		s.system.Shutdown()
+	}()
+
+	if opts.Sources != nil {
+		stop, werr := config.Watch(ctx, *opts.Sources, s.reload)
+		if werr != nil {
+			s.log.Warn("config changes will not be picked up", zap.Error(werr))
+		} else {
+			defer stop()
+		}
+	}
+
+	ln, err := sockets.Listen(ctx, p.Socket)
+	if err != nil {
+		return fmt.Errorf("listening on %q: %w", p.Socket, err)
+	}
+	ln = sockets.OwnerOnly(ln, func(format string, args ...any) { s.log.Warn(fmt.Sprintf(format, args...)) })
+	srv := &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          zap.NewStdLog(s.log),
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	s.log.Info("supervisor started", zap.String("project", p.Root), zap.String("socket", p.Socket), zap.Int("pid", os.Getpid()), zap.String("version", opts.Version))
+	if opts.Ready != nil {
+		opts.Ready()
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		return fmt.Errorf("serving on %q: %w", p.Socket, err)
+	}
+	s.log.Info("supervisor stopping")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Supervisor.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		s.log.Warn("http shutdown", zap.Error(err))
+		_ = srv.Close()
+	}
+	<-serveErr
+	s.log.Info("supervisor stopped")
+	return nil
+}
+
+func (s *Server) reload(c config.Config, err error) {
+	if err == nil {
+		err = c.Validate()
+	}
+	if err != nil {
+		s.log.Warn("config reload failed; keeping the previous configuration", zap.Error(err))
+		return
+	}
+	s.cfg.Store(&c)
+	if err := s.opts.Log.SetLevel(c.Log.Level); err != nil {
+		s.log.Warn("setting log level", zap.Error(err))
+	}
+	s.log.Info("config reloaded")
+}
