@@ -1,0 +1,26 @@
+//go:build unix
+
+package claudecli
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcessGroup puts the CLI in a process group of its own, and makes
+// cancelling the command kill that whole group: the CLI's hooks and tools
+// would otherwise keep running, and keep its output pipes open.
+func setProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
+
+// killProcessGroup kills what is left of the CLI's process group after it
+// exited. ESRCH (nothing left) is the usual outcome and not worth reporting.
+func killProcessGroup(cmd *exec.Cmd) {
+	if cmd.Process != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+}
