@@ -90,7 +90,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if _, err := tasks.EnsureDroverDir(p.Root); err != nil {
 		return err
 	}
-	st, err := store.Open(ctx, p.DB, store.Options{Logger: s.log})
+	// A short batch delay: a hook waits for its commit, and commits from many
+	// sessions arriving within a millisecond still share one fsync.
+	st, err := store.Open(ctx, p.DB, store.Options{Logger: s.log, MaxBatchDelay: time.Millisecond})
 	if err != nil {
 		return fmt.Errorf("opening store: %w", err)
 	}

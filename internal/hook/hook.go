@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"regexp"
 )
 
 // Event is the name drover uses for a hook event on its command line
@@ -126,14 +125,27 @@ func Parse(data []byte) (Input, error) {
 	return in, nil
 }
 
-var sessionIDPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$`)
-
 // ValidSessionID reports whether id is safe to use as a directory name and
 // store key: letters, digits, '-' and '_', at most 128 bytes, starting with a
 // letter or digit. Claude Code's ids are UUIDs; anything path-like such as
 // "../x" is refused so that nothing escapes .drover/.
+//
+// It is a loop rather than a regexp because it runs in every hook process,
+// where compiling a pattern at start-up costs more than the whole check.
 func ValidSessionID(id string) bool {
-	return sessionIDPattern.MatchString(id)
+	if len(id) == 0 || len(id) > 128 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case (c == '-' || c == '_') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // CheckSessionID returns nil for a valid id, or an error that says what is
