@@ -405,13 +405,30 @@ func (a *app) templatesCmd(g *globalFlags) *cobra.Command {
 }
 
 func (a *app) configCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var fromSupervisor bool
+	cmd := &cobra.Command{
 		Use:   "config",
 		Short: "Print the effective configuration (defaults < user file < .drover/config.yaml < DROVER_* env)",
-		Args:  cobra.NoArgs,
+		Long: `config prints the configuration this command line would use, as YAML.
+With --from-supervisor it prints what the project's running supervisor uses
+(it reloads .drover/config.yaml on change; a file that does not load leaves
+the previous configuration in force, and the reason is in its log).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := a.paths(g)
 			if err != nil {
+				return err
+			}
+			if fromSupervisor {
+				c, err := a.connect(cmd.Context(), p)
+				if err != nil {
+					return err
+				}
+				y, err := c.Config(cmd.Context())
+				if err != nil {
+					return fmt.Errorf("config: %w", err)
+				}
+				_, err = io.WriteString(a.stdout, y)
 				return err
 			}
 			cfg, err := config.Load(config.DefaultSources(p.Root, a.environ))
@@ -429,4 +446,6 @@ func (a *app) configCmd(g *globalFlags) *cobra.Command {
 			return err
 		},
 	}
+	cmd.Flags().BoolVar(&fromSupervisor, "from-supervisor", false, "print the configuration the running supervisor uses")
+	return cmd
 }

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/hook"
+)
+
+func TestAddStartDoStop(t *testing.T) {
+	p := newProj(t)
+	id := "cmd-session"
+
+	// add writes the raw prompt and starts nothing.
+	out := p.must("", "add", "--session", id, "fix the", "login bug")
+	if !strings.Contains(out, "Added task") {
+		t.Errorf("add printed %q", out)
+	}
+	s := p.session(id)
+	if s.State != "off" || s.Pending != 1 {
+		t.Fatalf("after add: %+v, want off with 1 pending", s)
+	}
+	data, err := os.ReadFile(s.NextTask)
+	if err != nil || strings.TrimSpace(string(data)) != "fix the login bug" {
+		t.Errorf("task file holds %q (%v)", data, err)
+	}
+	if h := p.hook(hook.Stop, stopInput(id)); h.IsBlock() {
+		t.Errorf("a stop before start blocked: %+v", h)
+	}
+
+	// start turns the queue on and prints the loop prompt for the task.
+	out = p.must("", "start", "--session", id)
+	if !strings.Contains(out, "Next task: "+s.NextTask) {
+		t.Errorf("start does not name the task:\n%s", out)
+	}
+	if s := p.session(id); s.State != "on" || s.Iteration != 0 {
+		t.Errorf("after start: %+v", s)
+	}
+
+	// do adds (from stdin, verbatim) and starts.
+	prompt := "it's \"quoted\" $HOME `x`\nsecond line"
+	out = p.must(prompt, "do", "--session", id, "-")
+	if !strings.Contains(out, "Started session") {
+		t.Errorf("do printed:\n%s", out)
+	}
+	if s := p.session(id); s.Pending != 2 {
+		t.Errorf("after do: %+v, want 2 pending", s)
+	}
+	files, _ := filepath.Glob(filepath.Join(p.root, ".drover", "sessions", id, "*.md"))
+	var found bool
+	for _, f := range files {
+		if b, _ := os.ReadFile(f); strings.TrimRight(string(b), "\n") == prompt {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no task file holds the stdin prompt verbatim")
+	}
+
+	// stop turns it off; the next Stop hook is allowed.
+	out = p.must("", "stop", "--session", id)
+	if !strings.Contains(out, "Stopped") {
+		t.Errorf("stop printed %q", out)
+	}
+	if h := p.hook(hook.Stop, stopInput(id)); h.IsBlock() {
+		t.Errorf("a stop after drover stop blocked: %+v", h)
+	}
+	if s := p.session(id); s.State != "off" {
+		t.Errorf("after stop: %+v", s)
+	}
+}
+
+func TestStartWithoutTasksFails(t *testing.T) {
+	p := newProj(t)
+	p.must("", "serve", "--detach")
+	r := p.drover("", "start", "--session", "empty")
+	if r.code == 0 || !strings.Contains(r.stderr, "no pending tasks") {
+		t.Errorf("start without tasks: exit %d stderr %q", r.code, r.stderr)
+	}
+	r = p.drover("", "add", "--session", "empty", "   ")
+	if r.code == 0 {
+		t.Errorf("add of a blank prompt succeeded: %q", r.stdout)
+	}
+	r = p.drover("", "add", "x")
+	if r.code == 0 || !strings.Contains(r.stderr, "CLAUDE_CODE_SESSION_ID") {
+		t.Errorf("add without a session: exit %d stderr %q", r.code, r.stderr)
+	}
+	r = p.drover("", "add", "--session", "../escape", "x")
+	if r.code == 0 || !strings.Contains(r.stderr, "not a valid session id") {
+		t.Errorf("add with a path-like session: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestUnstickRestartsTheQueue(t *testing.T) {
+	p := newProj(t)
+	id := "stuck-session"
+	p.must("", "do", "--session", id, "hard task")
+	task := p.session(id).NextTask
+	stuck := strings.TrimSuffix(task, ".md") + ".stuck.md"
+	if err := os.Rename(task, stuck); err != nil {
+		t.Fatal(err)
+	}
+	// All tasks stuck: the stop goes to review, the prompt reminder names
+	// the stuck task.
+	if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() || !strings.Contains(h.Reason, "review") {
+		t.Fatalf("stop with only a stuck task: %+v", h)
+	}
+	h := p.hook(hook.UserPromptSubmit, map[string]any{"session_id": id, "prompt": "help"})
+	if h.HookSpecificOutput == nil || !strings.Contains(h.HookSpecificOutput.AdditionalContext, "stuck") {
+		t.Errorf("prompt reminder does not mention the stuck task: %+v", h)
+	}
+	out := p.must("", "unstick", "--session", id)
+	if !strings.Contains(out, "Unstuck") || !strings.Contains(out, task) {
+		t.Errorf("unstick printed:\n%s", out)
+	}
+	if _, err := os.Stat(task); err != nil {
+		t.Errorf("task not renamed back: %v", err)
+	}
+	if s := p.session(id); s.State != "on" || s.Iteration != 0 || s.Stuck != 0 || s.Pending != 1 {
+		t.Errorf("after unstick: %+v", s)
+	}
+}
+
+func TestCleanup(t *testing.T) {
+	p := newProj(t)
+	p.must("", "add", "--session", "finished", "a")
+	p.must("", "do", "--session", "active", "b")
+	p.must("", "add", "--session", "unfinished", "c")
+	// Finish the first session's task, and age every session folder.
+	fin := p.session("finished").NextTask
+	if err := os.Rename(fin, strings.TrimSuffix(fin, ".md")+".done.md"); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-10 * 24 * time.Hour)
+	sessions := filepath.Join(p.root, ".drover", "sessions")
+	_ = filepath.Walk(sessions, func(path string, _ os.FileInfo, _ error) error {
+		if path != sessions {
+			_ = os.Chtimes(path, old, old)
+		}
+		return nil
+	})
+
+	out := p.must("", "cleanup")
+	if !strings.Contains(out, "Deleted 1 session") {
+		t.Errorf("cleanup printed:\n%s", out)
+	}
+	for id, want := range map[string]bool{"finished": false, "active": true, "unfinished": true} {
+		_, err := os.Stat(filepath.Join(sessions, id))
+		if (err == nil) != want {
+			t.Errorf("after cleanup, session %s exists=%v, want %v", id, err == nil, want)
+		}
+	}
+	ids := map[string]bool{}
+	for _, s := range p.status().Sessions {
+		ids[s.ID] = true
+	}
+	if ids["finished"] || !ids["active"] {
+		t.Errorf("status after cleanup: %v", ids)
+	}
+
+	// Younger than N days: kept even with -f.
+	out = p.must("", "cleanup", "30", "-f")
+	if !strings.Contains(out, "Deleted 0 session") {
+		t.Errorf("cleanup 30 -f printed:\n%s", out)
+	}
+	out = p.must("", "cleanup", "--force")
+	if !strings.Contains(out, "Deleted 2 session") {
+		t.Errorf("cleanup -f printed:\n%s", out)
+	}
+	if r := p.drover("", "cleanup", "soon"); r.code == 0 || !strings.Contains(r.stderr, "DAYS") {
+		t.Errorf("cleanup with a bad DAYS: exit %d stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestTemplatesOverride(t *testing.T) {
+	p := newProj(t)
+	out := p.must("", "templates")
+	loop := filepath.Join(p.root, ".drover", "templates", "loop.md")
+	if !strings.Contains(out, loop) {
+		t.Errorf("templates printed:\n%s", out)
+	}
+	if err := os.WriteFile(loop, []byte("CUSTOM LOOP for {{next_task}} at {{iteration}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A second run keeps the user's file.
+	if out := p.must("", "templates"); !strings.Contains(out, "Kept your "+loop) {
+		t.Errorf("second templates run:\n%s", out)
+	}
+	id := "tmpl"
+	p.must("", "do", "--session", id, "x")
+	h := p.hook(hook.Stop, stopInput(id))
+	if !strings.Contains(h.Reason, "CUSTOM LOOP for "+p.session(id).NextTask+" at 1") {
+		t.Errorf("the override was not used:\n%s", h.Reason)
+	}
+	// An override with an unknown name is an error the agent is told about,
+	// not a block.
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "templates", "lop.md"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h = p.hook(hook.Stop, stopInput(id))
+	if h.IsBlock() || !strings.Contains(h.SystemMessage, "lop.md") {
+		t.Errorf("stop with a misnamed template: %+v", h)
+	}
+}
+
+func TestConfigLayersAndReload(t *testing.T) {
+	p := newProj(t)
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(p.root, ".drover", "config.yaml")
+	if err := os.WriteFile(cfgFile, []byte("queue:\n  max_iterations: 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := p.must("", "config")
+	if !strings.Contains(out, "max_iterations: 7") {
+		t.Errorf("config does not show the project file's value:\n%s", out)
+	}
+	p.env = append(p.env, "DROVER_QUEUE_MAX_ITERATIONS=9")
+	if out := p.must("", "config"); !strings.Contains(out, "max_iterations: 9") {
+		t.Errorf("env does not override the file:\n%s", out)
+	}
+	p.env = p.env[:len(p.env)-1]
+
+	if err := os.WriteFile(cfgFile, []byte("queue:\n  max_iteratons: 7\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := p.drover("", "config")
+	if r.code == 0 || !strings.Contains(r.stderr, "max_iteratons") || !strings.Contains(r.stderr, cfgFile) {
+		t.Errorf("unknown key: exit %d stderr %q", r.code, r.stderr)
+	}
+
+	// A running supervisor picks up a changed project config: with
+	// max_iterations 1 the second stop ends the queue.
+	if err := os.WriteFile(cfgFile, []byte("queue:\n  max_iterations: 50\n  git_commit_check: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := "reload"
+	p.must("", "do", "--session", id, "x")
+	if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() {
+		t.Fatalf("first stop: %+v", h)
+	}
+	if err := os.WriteFile(cfgFile, []byte("queue:\n  max_iterations: 1\n  git_commit_check: false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if strings.Contains(p.supervisorConfig(), "max_iterations: 1\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the supervisor never picked up the changed config")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if h := p.hook(hook.Stop, stopInput(id)); h.IsBlock() {
+		t.Errorf("stop past the reloaded max_iterations blocked: %+v", h)
+	}
+	if s := p.session(id); s.State != "off" {
+		t.Errorf("after the budget: %+v", s)
+	}
+}
+
+// supervisorConfig asks the running supervisor for its effective config.
+func (p *proj) supervisorConfig() string {
+	p.t.Helper()
+	return p.must("", "config", "--from-supervisor")
+}
+
+func TestInitLiftsTheBlockCap(t *testing.T) {
+	p := newProj(t)
+	settings := filepath.Join(p.root, ".claude", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(settings, []byte(`{"model": "opus", "env": {"FOO": "1"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := p.must("", "init")
+	if !strings.Contains(out, "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP=0") {
+		t.Errorf("init printed:\n%s", out)
+	}
+	var got map[string]any
+	b, _ := os.ReadFile(settings)
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	env, _ := got["env"].(map[string]any)
+	if got["model"] != "opus" || env["FOO"] != "1" || env["CLAUDE_CODE_STOP_HOOK_BLOCK_CAP"] != "0" {
+		t.Errorf("settings after init: %s", b)
+	}
+	if out := p.must("", "init"); !strings.Contains(out, "already sets") {
+		t.Errorf("second init:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(p.root, ".drover", ".gitignore")); err != nil {
+		t.Errorf("init did not create .drover/.gitignore: %v", err)
+	}
+}
+
+func TestHelpOnEveryCommand(t *testing.T) {
+	p := newProj(t)
+	for _, c := range []string{"serve", "hook", "add", "start", "do", "stop", "unstick", "status", "cleanup", "templates", "config", "init"} {
+		out := p.must("", c, "--help")
+		if !strings.Contains(out, "Usage:") || len(out) < 80 {
+			t.Errorf("drover %s --help:\n%s", c, out)
+		}
+	}
+}
