@@ -19,7 +19,7 @@ import (
 )
 
 func (a *app) serveCmd(g *globalFlags) *cobra.Command {
-	var detach bool
+	var detach, noConsole bool
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the supervisor for this project (started on demand by hooks and commands)",
@@ -29,6 +29,8 @@ socket outside the work tree. Only one runs per project; worktrees of one
 repository share it. SIGTERM or SIGINT stops it gracefully.
 
 In the foreground it logs to stderr as well as to .drover/logs/drover.log.
+Every configuration key is also a flag (--queue.max_iterations=20 ...), which
+overrides the files and the environment.
 With --detach it starts in the background and returns once it answers.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -48,6 +50,7 @@ With --detach it starts in the background and returns once it answers.`,
 				return nil
 			}
 			src := config.DefaultSources(p.Root, a.environ)
+			src.Flags = cmd.Flags()
 			cfg, err := config.Load(src)
 			if err != nil {
 				return err
@@ -59,7 +62,7 @@ With --detach it starts in the background and returns once it answers.`,
 				return err
 			}
 			opts := logging.Options{File: p.LogFile, Level: cfg.Log.Level, MaxSizeMB: cfg.Log.MaxSizeMB, MaxBackups: cfg.Log.MaxBackups}
-			if fi, err := os.Stderr.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			if !noConsole {
 				opts.Console = a.stderr
 			}
 			lg, err := logging.New(opts)
@@ -84,6 +87,9 @@ With --detach it starts in the background and returns once it answers.`,
 		},
 	}
 	cmd.Flags().BoolVar(&detach, "detach", false, "start in the background and return once the supervisor answers")
+	cmd.Flags().BoolVar(&noConsole, "no-console", false, "log only to .drover/logs/drover.log, not to stderr (used when started on demand)")
+	// Every config key is also a flag, the last layer: --queue.max_iterations=20.
+	config.AddFlags(cmd.Flags())
 	return cmd
 }
 

@@ -36,7 +36,7 @@ func (s Spawner) Spawn() error {
 			return fmt.Errorf("finding the drover executable: %w", err)
 		}
 	}
-	cmd := exec.Command(exe, "serve", "--project", s.Root)
+	cmd := exec.Command(exe, "serve", "--no-console", "--project", s.Root)
 	cmd.Env = s.Env
 	cmd.Dir = s.Root
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
