@@ -124,7 +124,10 @@ func TestBudgetExpiryAllows(t *testing.T) {
 		}
 	}()
 	o.Stdin = strings.NewReader(`{"session_id":"s1"}`)
-	o.Spawn = func(string, project.Paths) error { t.Error("spawned although a supervisor answers the socket"); return nil }
+	o.Spawn = func(string, project.Paths) error {
+		t.Error("spawned although a supervisor answers the socket")
+		return nil
+	}
 	out := decode(t, Run(context.Background(), o))
 	if !strings.Contains(out.SystemMessage, "letting the agent go on") {
 		t.Errorf("systemMessage %q", out.SystemMessage)
