@@ -1,0 +1,335 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"path"
+
+	"github.com/drover-dev/drover/templates"
+)
+
+// The commands below are what the agent runs instead of editing state.json
+// (`drover plan <command>`), one per action of seed 001 that changes state.
+// Each takes the session's State and the plan folder's Facts and returns the
+// new State and its effects (always the WriteView of the new state); on
+// error the State is returned unchanged and nothing is to be done.
+
+// ErrReviewRunning is returned by a command that cannot run while a review
+// is in flight.
+var ErrReviewRunning = errors.New("a review is running: wait for it (drover plan wait), or end the loop with drover plan stop-reviews")
+
+// NewPlan is `drover plan new <plan-id>`, run after writing plan.md: the
+// session's plan becomes f.PlanID at phase new-plan, and the plan review
+// loop starts at the next stop (a new plan is always reviewed). maxReviews
+// is the per-cycle limit (DefaultMaxReviews unless configured; 0 turns
+// reviews off).
+func NewPlan(s State, f Facts, maxReviews int) (State, []Effect, error) {
+	switch {
+	case !ValidPlanID(f.PlanID):
+		return s, nil, fmt.Errorf("plan new: %q is not a valid plan id (letters, digits, '-', '_' and '.', starting with a letter or digit)", f.PlanID)
+	case s.Review != nil:
+		return s, nil, fmt.Errorf("plan new: %w", ErrReviewRunning)
+	case maxReviews < 0:
+		return s, nil, fmt.Errorf("plan new: max reviews %d is negative", maxReviews)
+	case !f.DirExists || !hasFile(f, "plan.md"):
+		return s, nil, fmt.Errorf("plan new: write %s first", path.Join(f.PlanDir, "plan.md"))
+	}
+	n := State{
+		PlanID:     f.PlanID,
+		Phase:      PhaseNewPlan,
+		NextPhase:  PhasePlanReview,
+		MaxReviews: maxReviews,
+	}
+	n.Ledger.Cycle = 1
+	return n, viewEffects(n, f), nil
+}
+
+// CreateTasks is `drover plan create-tasks`, run after writing tasks.md and
+// the task files: the tasks review loop starts at the next stop.
+func CreateTasks(s State, f Facts) (State, []Effect, error) {
+	if err := check(s, f, "create-tasks"); err != nil {
+		return s, nil, err
+	}
+	if !hasFile(f, "tasks.md") {
+		return s, nil, fmt.Errorf("plan create-tasks: write %s first", path.Join(f.PlanDir, "tasks.md"))
+	}
+	if problem := checkTable(f.TasksMD); problem != "" {
+		return s, nil, fmt.Errorf("plan create-tasks: %s", problem)
+	}
+	n := newCycle(s)
+	n.Phase = PhaseCreateTasks
+	n.NextPhase = PhaseTasksReview
+	n.CurrentTask = ""
+	return n, viewEffects(n, f), nil
+}
+
+// CompleteTask is `drover plan complete-task [ID] [--tdd]`, run after
+// implementing a task: the code review loop of that task starts at the next
+// stop. An empty task means the first task of tasks.md that is not done.
+// tdd records the variant, which later tasks keep.
+func CompleteTask(s State, f Facts, task string, tdd bool) (State, []Effect, error) {
+	return startTask(s, f, "complete-task", task, tdd, true)
+}
+
+// NextTask is `drover plan next-task [ID] [--tdd]`: the standalone variant
+// of CompleteTask, with no review loop (next_phase is null).
+func NextTask(s State, f Facts, task string, tdd bool) (State, []Effect, error) {
+	return startTask(s, f, "next-task", task, tdd, false)
+}
+
+func startTask(s State, f Facts, cmd, task string, tdd, review bool) (State, []Effect, error) {
+	if err := check(s, f, cmd); err != nil {
+		return s, nil, err
+	}
+	if task == "" {
+		rest := Remaining(f.TasksMD, "")
+		if len(rest) == 0 {
+			return s, nil, fmt.Errorf("plan %s: tasks.md has no task that is not done; name the task", cmd)
+		}
+		task = rest[0]
+	}
+	if !ValidTaskID(task) {
+		return s, nil, fmt.Errorf("plan %s: %q is not a valid task id", cmd, task)
+	}
+	if !hasFile(f, "task-"+task+".md") {
+		return s, nil, fmt.Errorf("plan %s: there is no task file %s", cmd, path.Join(f.PlanDir, "task-"+task+".md"))
+	}
+	n := newCycle(s)
+	n.CurrentTask = task
+	n.TDD = tdd
+	switch {
+	case review && tdd:
+		n.Phase, n.NextPhase = PhaseCompleteTaskTDD, PhaseCodeReview
+	case review:
+		n.Phase, n.NextPhase = PhaseCompleteTask, PhaseCodeReview
+	case tdd:
+		n.Phase, n.NextPhase = PhaseNextTaskTDD, PhaseNone
+	default:
+		n.Phase, n.NextPhase = PhaseNextTask, PhaseNone
+	}
+	return n, viewEffects(n, f), nil
+}
+
+// ContinueTask is `drover plan continue-task`: resuming an interrupted
+// task. next_phase passes through unchanged: a review loop that was set up
+// stays set up, a standalone task stays standalone.
+func ContinueTask(s State, f Facts) (State, []Effect, error) {
+	if err := check(s, f, "continue-task"); err != nil {
+		return s, nil, err
+	}
+	if s.CurrentTask == "" {
+		return s, nil, errors.New("plan continue-task: there is no current task; start one with drover plan complete-task")
+	}
+	n := s
+	n.Phase = PhaseContinueTask
+	return n, viewEffects(n, f), nil
+}
+
+// PostReviewDone is `drover plan post-review-done`, run after the
+// post-review work the last review asked for: phase becomes the post-review
+// and next_phase the review again, so the next stop starts the next review.
+// Whether the work is clean is the reviewer's call, never the agent's.
+func PostReviewDone(s State, f Facts) (State, []Effect, error) {
+	if err := check(s, f, "post-review-done"); err != nil {
+		return s, nil, err
+	}
+	kind, ok := s.NextPhase.PostReviewKind()
+	if !ok {
+		return s, nil, fmt.Errorf("plan post-review-done: no review is waiting for its post-review (phase %s, next %s)", orNone(string(s.Phase)), orNone(string(s.NextPhase)))
+	}
+	n := s
+	n.Phase = kind.PostReviewPhase()
+	n.NextPhase = kind.ReviewPhase()
+	return n, viewEffects(n, f), nil
+}
+
+// StopReviews is `drover plan stop-reviews`, the escape hatch: next_phase
+// becomes null, so no review starts at the next stop, and a review in
+// flight is abandoned (CancelReview).
+func StopReviews(s State, f Facts) (State, []Effect, error) {
+	if !s.Active() {
+		return s, nil, errors.New("plan stop-reviews: this session has no plan")
+	}
+	n := s
+	var effects []Effect
+	if s.Review != nil {
+		effects = append(effects, CancelReview{Kind: s.Review.Kind, Iteration: s.Review.Iteration})
+		n.Review = nil
+	}
+	n.NextPhase = PhaseNone
+	return n, append(effects, viewEffects(n, f)...), nil
+}
+
+// SetMaxReviews is `drover plan set-max-reviews N`: the per-cycle limit,
+// from now on (0 turns reviews off; the cycle in progress is then skipped at
+// the next stop).
+func SetMaxReviews(s State, f Facts, n int) (State, []Effect, error) {
+	if !s.Active() {
+		return s, nil, errors.New("plan set-max-reviews: this session has no plan")
+	}
+	if n < 0 {
+		return s, nil, fmt.Errorf("plan set-max-reviews: %d is negative", n)
+	}
+	next := s
+	next.MaxReviews = n
+	return next, viewEffects(next, f), nil
+}
+
+// AddTask is `drover plan add-task ID`, run after adding a task to tasks.md
+// and writing its task file: it becomes the current task when none is in
+// progress.
+func AddTask(s State, f Facts, task string) (State, []Effect, error) {
+	if err := check(s, f, "add-task"); err != nil {
+		return s, nil, err
+	}
+	if !ValidTaskID(task) {
+		return s, nil, fmt.Errorf("plan add-task: %q is not a valid task id", task)
+	}
+	if !hasFile(f, "task-"+task+".md") {
+		return s, nil, fmt.Errorf("plan add-task: there is no task file %s", path.Join(f.PlanDir, "task-"+task+".md"))
+	}
+	n := s
+	if n.CurrentTask == "" {
+		n.CurrentTask = task
+	}
+	return n, viewEffects(n, f), nil
+}
+
+// MarkComplete is `drover plan complete`: the plan is done. It is how a
+// user skips the all-code review of a small plan whose tasks were each
+// reviewed already (a choice drover never makes on its own).
+func MarkComplete(s State, f Facts) (State, []Effect, error) {
+	if err := check(s, f, "complete"); err != nil {
+		return s, nil, err
+	}
+	n := s
+	n.Phase, n.NextPhase = PhaseComplete, PhaseNone
+	return n, viewEffects(n, f), nil
+}
+
+// The actions Next routes to.
+const (
+	ActionPostReview   = "post-review"
+	ActionStop         = "stop"
+	ActionNewPlan      = "new-plan"
+	ActionCreateTasks  = "create-tasks"
+	ActionCompleteTask = "complete-task"
+	ActionContinueTask = "continue-task"
+	ActionDone         = "done"
+	ActionAskUser      = "ask-user"
+)
+
+// Route is where `drover plan next` sends the agent.
+type Route struct {
+	// Action is one of the Action* constants.
+	Action string
+	// Phase is the phase the action performs (post-code-review,
+	// complete-task-tdd, ...), when it is more specific than Action.
+	Phase Phase
+	// Task is the task to work on, File the review file to answer.
+	Task string
+	File string
+	// Text is the rendered plan_next template.
+	Text string
+}
+
+// Next is `drover plan next` (seed 001's continue-plan): it reads next_phase
+// first (what should happen) and phase only when next_phase is null (what
+// was last done), and says what to do. A next_phase of complete finishes the
+// plan.
+func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
+	if !s.Active() {
+		return s, Route{}, nil, errors.New("plan next: this session has no plan; start one with drover plan new")
+	}
+	if f.PlanID != s.PlanID {
+		return s, Route{}, nil, fmt.Errorf("plan next: the facts are for plan %q, the session's plan is %q", f.PlanID, s.PlanID)
+	}
+	n := s
+	r := Route{Phase: s.NextPhase}
+	if kind, ok := s.NextPhase.PostReviewKind(); ok {
+		r.Action = ActionPostReview
+		task := s.CurrentTask
+		r.Task = task
+		r.File = path.Join(f.PlanDir, ReviewFile(kind, task, s.Iteration))
+	} else if kind, ok := s.NextPhase.ReviewKind(); ok {
+		r.Action = ActionStop
+		_, afterPost := s.Phase.PostReviewKind()
+		switch {
+		case s.Review != nil || afterPost:
+		case kind == KindPlan && !hasFile(f, "plan.md"):
+			r.Action, r.Phase = ActionNewPlan, PhaseNewPlan
+		case kind == KindTasks && (!hasFile(f, "tasks.md") || checkTable(f.TasksMD) != ""):
+			r.Action, r.Phase = ActionCreateTasks, PhaseCreateTasks
+		case kind == KindCode && s.Phase == PhaseContinueTask:
+			r.Action, r.Phase, r.Task = ActionContinueTask, PhaseContinueTask, s.CurrentTask
+		}
+	} else {
+		switch s.NextPhase {
+		case PhaseCompleteTask, PhaseCompleteTaskTDD:
+			r.Action = ActionCompleteTask
+			if rest := Remaining(f.TasksMD, ""); len(rest) > 0 {
+				r.Task = rest[0]
+			}
+		case PhaseCreateTasks:
+			r.Action = ActionCreateTasks
+		case PhaseComplete:
+			n.Phase, n.NextPhase = PhaseComplete, PhaseNone
+			r.Action, r.Phase = ActionDone, PhaseComplete
+		case PhaseNone:
+			switch s.Phase {
+			case PhaseContinueTask, PhaseNextTask, PhaseNextTaskTDD, PhaseCompleteTask, PhaseCompleteTaskTDD:
+				r.Action, r.Phase, r.Task = ActionContinueTask, PhaseContinueTask, s.CurrentTask
+			case PhaseComplete:
+				r.Action, r.Phase = ActionDone, PhaseComplete
+			default:
+				r.Action, r.Phase = ActionAskUser, s.Phase
+			}
+		default:
+			r.Action, r.Phase = ActionAskUser, s.Phase
+		}
+	}
+	v := vars(n, f, "")
+	v["action"] = r.Action
+	if r.Phase != PhaseNone && string(r.Phase) != r.Action {
+		v["action"] = fmt.Sprintf("%s (%s)", r.Action, r.Phase)
+	}
+	v["target"] = ""
+	switch {
+	case r.File != "":
+		v["target"] = "Review file: " + r.File
+	case r.Task != "":
+		v["target"] = "Task: " + path.Join(f.PlanDir, "task-"+r.Task+".md")
+	}
+	text, err := t.Render(templates.PlanNext, v)
+	if err != nil {
+		return s, Route{}, nil, fmt.Errorf("plan next: %w", err)
+	}
+	r.Text = text
+	return n, r, viewEffects(n, f), nil
+}
+
+// CancelReview tells the actor to kill the reviewer of a review that was
+// abandoned; its answer, if one still arrives, is ignored.
+type CancelReview struct {
+	Kind      Kind
+	Iteration int
+}
+
+func (CancelReview) effect() {}
+
+// check is the common precondition of the plan commands.
+func check(s State, f Facts, cmd string) error {
+	switch {
+	case !s.Active():
+		return fmt.Errorf("plan %s: this session has no plan; start one with drover plan new", cmd)
+	case f.PlanID != s.PlanID:
+		return fmt.Errorf("plan %s: the facts are for plan %q, the session's plan is %q", cmd, f.PlanID, s.PlanID)
+	case s.Review != nil:
+		return fmt.Errorf("plan %s: %w", cmd, ErrReviewRunning)
+	}
+	return nil
+}
+
+func viewEffects(s State, f Facts) []Effect {
+	return []Effect{WriteView{Path: path.Join(f.PlanDir, ViewFile), Data: View(s, f.Models)}}
+}

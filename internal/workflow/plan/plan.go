@@ -1,0 +1,603 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/templates"
+)
+
+// ViewFile is the name of the view drover writes in the plan folder.
+const ViewFile = "state.json"
+
+// Stop decides a Stop hook for a session that runs the plan workflow. It
+// follows seed 001's hook logic, with the reviewer as a child process:
+//
+//   - No plan in the session: allow, nothing to do. A missing plan folder:
+//     allow, with a warning.
+//   - A review in flight: its answer, when Facts.Review carries it, is
+//     applied (below); without an answer the agent is blocked to wait, and
+//     a review that is neither running nor answered (the supervisor
+//     restarted) is started again.
+//   - next_phase is a review phase: with max_reviews 0 the cycle is skipped
+//     and the plan advances; past max_reviews it is a hard stop that waits
+//     for the user (the stop is allowed, the plan does not advance);
+//     otherwise a review starts (effect StartReview, model by alternation,
+//     a re-check prompt after the first review) and the agent is blocked
+//     until its answer is in.
+//   - An answer: a Failed run is not counted and the stop falls through to
+//     validation with a warning. A verdict writes the review file, moves the
+//     model on and counts clean reviews (reviewer.Clean: only blocking
+//     findings count unless Facts.StrictReviews); two clean in a row advance
+//     the plan and allow the stop (a user stop), otherwise the agent is
+//     blocked with the post-review instructions.
+//   - Anything else: the folder rules (Validate) block when broken, unless
+//     the agent is already continuing from a block (stop_hook_active).
+//
+// Rule 8 runs on every decision: a state.json that is not a valid view is
+// rewritten, with a warning. Any state change, or a view that differs from
+// the state, adds a WriteView effect.
+//
+// On error the returned State is s, unchanged, and there are no effects.
+func Stop(s State, f Facts, t templates.Set) (State, hook.Output, []Effect, error) {
+	if !s.Active() {
+		return s, hook.Output{}, nil, nil
+	}
+	if f.PlanID != s.PlanID {
+		return s, hook.Output{}, nil, fmt.Errorf("stop hook: the facts are for plan %q, the session's plan is %q", f.PlanID, s.PlanID)
+	}
+	if !f.DirExists {
+		msg, err := t.Render(templates.PlanFolderMissing, vars(s, f, ""))
+		if err != nil {
+			return s, hook.Output{}, nil, fmt.Errorf("stop hook: %w", err)
+		}
+		return s, hook.Output{SystemMessage: msg}, nil, nil
+	}
+	var (
+		d   decision
+		err error
+	)
+	switch kind, isReview := s.NextPhase.ReviewKind(); {
+	case s.Review != nil:
+		d, err = reviewing(s, f, t)
+	case isReview:
+		d, err = startReview(s, f, t, kind)
+	default:
+		d = decision{state: s}
+		d.out, err = validation(f, t)
+	}
+	if err == nil {
+		err = d.finish(f, t)
+	}
+	if err != nil {
+		return s, hook.Output{}, nil, fmt.Errorf("stop hook: %w", err)
+	}
+	return d.state, d.out, d.effects, nil
+}
+
+// decision is a Stop decision being built.
+type decision struct {
+	state   State
+	out     hook.Output
+	effects []Effect
+}
+
+// warn adds a message for the user.
+func (d *decision) warn(msg string) {
+	if d.out.SystemMessage == "" {
+		d.out.SystemMessage = msg
+		return
+	}
+	d.out.SystemMessage += "\n" + msg
+}
+
+// finish applies rule 8 and adds the WriteView effect when the view on disk
+// is not the state's.
+func (d *decision) finish(f Facts, t templates.Set) error {
+	if problem := CheckView(f.View); problem != nil {
+		v := vars(d.state, f, "")
+		v["problem"] = problem.Error()
+		msg, err := t.Render(templates.PlanViewRewritten, v)
+		if err != nil {
+			return err
+		}
+		d.warn(msg)
+	}
+	if view := View(d.state, f.Models); !bytes.Equal(view, f.View) {
+		d.effects = append(d.effects, WriteView{Path: path.Join(f.PlanDir, ViewFile), Data: view})
+	}
+	return nil
+}
+
+// reviewing decides a stop while a review is in flight.
+func reviewing(s State, f Facts, t templates.Set) (decision, error) {
+	r := *s.Review
+	if o := f.Review; o != nil && o.Kind == r.Kind && o.Iteration == r.Iteration {
+		return apply(s, f, t, *o)
+	}
+	d := decision{state: s}
+	if !f.ReviewInFlight {
+		// Started before a restart and lost: run it again, with the same
+		// iteration and model.
+		sr, err := startEffect(s, f, t, r)
+		if err != nil {
+			return d, err
+		}
+		d.effects = append(d.effects, sr)
+	}
+	reason, err := t.Render(templates.PlanReviewWait, reviewVars(s, f, r))
+	if err != nil {
+		return d, err
+	}
+	d.out = hook.Block(reason)
+	return d, nil
+}
+
+// startReview decides a stop whose next phase is a review of kind.
+func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error) {
+	d := decision{state: s}
+	if s.MaxReviews <= 0 {
+		d.state = advance(s, f, kind)
+		msg, err := t.Render(templates.PlanReviewsOff, vars(d.state, f, kind))
+		if err != nil {
+			return d, err
+		}
+		d.warn(msg)
+		return d, nil
+	}
+	r := InFlight{Kind: kind, Iteration: s.Iteration + 1, Model: reviewer.NextModel(f.Models, s.ModelIndex), Head: f.Head}
+	if kind == KindCode {
+		r.Task = s.CurrentTask
+	}
+	if r.Iteration > s.MaxReviews {
+		// Hard stop: the plan does not advance, the user decides.
+		var err error
+		if d.out, err = validation(f, t); err != nil {
+			return d, err
+		}
+		last := r
+		last.Iteration = s.Iteration
+		msg, err := t.Render(templates.PlanMaxReviews, reviewVars(s, f, last))
+		if err != nil {
+			return d, err
+		}
+		d.warn(msg)
+		return d, nil
+	}
+	if problem := missingInput(s, f, kind); problem != "" {
+		// Nothing to review: fall through to the folder rules, which
+		// usually say what is missing.
+		var err error
+		if d.out, err = validation(f, t); err != nil {
+			return d, err
+		}
+		v := vars(s, f, kind)
+		v["problem"] = problem
+		msg, err := t.Render(templates.PlanReviewMissing, v)
+		if err != nil {
+			return d, err
+		}
+		d.warn(msg)
+		return d, nil
+	}
+	sr, err := startEffect(s, f, t, r)
+	if err != nil {
+		return d, err
+	}
+	d.state.Review = &r
+	d.effects = append(d.effects, sr)
+	reason, err := t.Render(templates.PlanReviewWait, reviewVars(s, f, r))
+	if err != nil {
+		return d, err
+	}
+	d.out = hook.Block(reason)
+	return d, nil
+}
+
+// missingInput says what a review of kind would have nothing to read, or "".
+func missingInput(s State, f Facts, kind Kind) string {
+	switch kind {
+	case KindPlan:
+		if !hasFile(f, "plan.md") {
+			return "plan.md does not exist"
+		}
+	case KindCode:
+		if s.CurrentTask == "" {
+			return "no current task"
+		}
+		if !hasFile(f, "task-"+s.CurrentTask+".md") {
+			return fmt.Sprintf("task file task-%s.md does not exist", s.CurrentTask)
+		}
+	case KindTasks, KindAllCode:
+		if len(taskFiles(f)) == 0 {
+			return "tasks.md lists no task whose task file exists"
+		}
+	}
+	return ""
+}
+
+// startEffect builds the StartReview effect for r: the kind's prompt, plus
+// the re-check of the previous review after the first.
+func startEffect(s State, f Facts, t templates.Set, r InFlight) (StartReview, error) {
+	v := reviewVars(s, f, r)
+	prompt, err := t.Render(promptTemplate(r.Kind), v)
+	if err != nil {
+		return StartReview{}, err
+	}
+	if r.Iteration > 1 {
+		recheck, err := reviewer.RecheckPrompt(t, s.Ledger.Open(), f.DiffSinceReview)
+		if err != nil {
+			return StartReview{}, err
+		}
+		prompt += "\n\n" + recheck
+	}
+	return StartReview{
+		Kind: r.Kind, Iteration: r.Iteration, Model: r.Model, Prompt: prompt,
+		ReviewFile: v["review_file"], Task: r.Task,
+	}, nil
+}
+
+// apply applies a reviewer's answer to the review in flight.
+func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error) {
+	r := *s.Review
+	next := s
+	next.Review = nil
+	d := decision{state: next}
+
+	if o.Outcome != reviewer.Pass && o.Outcome != reviewer.Fail {
+		var err error
+		if d.out, err = validation(f, t); err != nil {
+			return d, err
+		}
+		v := reviewVars(s, f, r)
+		v["error"] = o.Err
+		if v["error"] == "" {
+			v["error"] = "the reviewer failed"
+		}
+		if o.LogPath != "" {
+			v["log_note"] = " Log: " + o.LogPath
+		}
+		msg, err := t.Render(templates.PlanReviewFailed, v)
+		if err != nil {
+			return d, err
+		}
+		d.warn(msg)
+		return d, nil
+	}
+
+	res := reviewer.Result{Outcome: o.Outcome, Verdict: o.Verdict, Findings: o.Findings}
+	next.Iteration = r.Iteration
+	next.ModelIndex++
+	next.ReviewHead = r.Head
+	if reviewer.Clean(res, !f.StrictReviews) {
+		next.ConsecutiveClean++
+	} else {
+		next.ConsecutiveClean = 0
+	}
+	next.Ledger.Add(r.Iteration, o.Findings)
+
+	v := reviewVars(next, f, r)
+	addVerdictVars(v, o)
+	body, err := t.Render(templates.PlanReviewFile, v)
+	if err != nil {
+		return d, err
+	}
+	d.effects = append(d.effects, WriteReview{Path: v["review_file"], Data: []byte(body + "\n")})
+
+	if next.ConsecutiveClean >= CleanToAdvance {
+		next = advance(next, f, r.Kind)
+		d.state = next
+		av := reviewVars(next, f, r)
+		msg, err := t.Render(templates.PlanPassed, av)
+		if err != nil {
+			return d, err
+		}
+		d.warn(msg)
+		return d, nil
+	}
+	next.Phase = r.Kind.ReviewPhase()
+	next.NextPhase = r.Kind.PostReviewPhase()
+	d.state = next
+	reason, err := t.Render(postReviewTemplate(r.Kind), v)
+	if err != nil {
+		return d, err
+	}
+	d.out = hook.Block(reason)
+	return d, nil
+}
+
+// advance ends a review cycle of kind (passed, or skipped with max_reviews
+// 0): phase becomes the review phase and next_phase the seed's advance
+// target. After the last task's code review that target is the all-code
+// review, which starts a new cycle.
+func advance(s State, f Facts, kind Kind) State {
+	s.Phase = kind.ReviewPhase()
+	switch kind {
+	case KindPlan:
+		s.NextPhase = PhaseCreateTasks
+	case KindTasks:
+		s.NextPhase = taskPhase(s.TDD)
+	case KindCode:
+		if len(Remaining(f.TasksMD, s.CurrentTask)) > 0 {
+			s.NextPhase = taskPhase(s.TDD)
+		} else {
+			s = newCycle(s)
+			s.NextPhase = PhaseAllCodeReview
+		}
+	case KindAllCode:
+		s.NextPhase = PhaseComplete
+	}
+	return s
+}
+
+func taskPhase(tdd bool) Phase {
+	if tdd {
+		return PhaseCompleteTaskTDD
+	}
+	return PhaseCompleteTask
+}
+
+// newCycle resets the review counters: a new cycle starts at iteration 0
+// with the strongest model and an empty ledger.
+func newCycle(s State) State {
+	s.Iteration = 0
+	s.ModelIndex = 0
+	s.ConsecutiveClean = 0
+	s.Review = nil
+	s.ReviewHead = ""
+	s.Ledger = reviewer.Ledger{Cycle: s.Ledger.Cycle + 1}
+	return s
+}
+
+// validation runs the folder rules: a block listing the violations, or
+// allow. When the agent is already continuing from a block, the violations
+// become a warning, so that a rule the agent cannot fix does not hold it
+// forever.
+func validation(f Facts, t templates.Set) (hook.Output, error) {
+	violations := Validate(f)
+	if len(violations) == 0 {
+		return hook.Output{}, nil
+	}
+	v := map[string]string{
+		"plan_id":    f.PlanID,
+		"plan_dir":   f.PlanDir,
+		"violations": "- " + strings.Join(violations, "\n- "),
+	}
+	text, err := t.Render(templates.PlanInvalid, v)
+	if err != nil {
+		return hook.Output{}, err
+	}
+	if f.StopHookActive {
+		return hook.Output{SystemMessage: text}, nil
+	}
+	return hook.Block(text), nil
+}
+
+func promptTemplate(k Kind) string {
+	switch k {
+	case KindPlan:
+		return templates.PlanReviewPlan
+	case KindTasks:
+		return templates.PlanReviewTasks
+	case KindCode:
+		return templates.PlanReviewCode
+	}
+	return templates.PlanReviewAllCode
+}
+
+func postReviewTemplate(k Kind) string {
+	switch k {
+	case KindPlan:
+		return templates.PlanPostReviewPlan
+	case KindTasks:
+		return templates.PlanPostReviewTasks
+	case KindCode:
+		return templates.PlanPostReviewCode
+	}
+	return templates.PlanPostReviewAllCode
+}
+
+// ReviewFile returns the name of review iteration n of kind (task for code
+// reviews), as seed 001 names them.
+func ReviewFile(k Kind, task string, n int) string {
+	if k == KindCode {
+		return fmt.Sprintf("task-%s-review-%d.md", task, n)
+	}
+	return fmt.Sprintf("%s-review-%d.md", k, n)
+}
+
+// PostReviewFile returns the name of the agent's post-review file for
+// review iteration n of kind.
+func PostReviewFile(k Kind, task string, n int) string {
+	if k == KindCode {
+		return fmt.Sprintf("task-%s-post-review-%d.md", task, n)
+	}
+	return fmt.Sprintf("%s-post-review-%d.md", k, n)
+}
+
+// reviewName names a review in messages.
+func reviewName(k Kind, task string) string {
+	switch k {
+	case KindPlan:
+		return "plan review"
+	case KindTasks:
+		return "tasks review"
+	case KindCode:
+		return "code review of task " + task
+	case KindAllCode:
+		return "all-code review"
+	}
+	return string(k) + " review"
+}
+
+func hasFile(f Facts, name string) bool {
+	for _, p := range f.Files {
+		if p == name {
+			return true
+		}
+	}
+	return false
+}
+
+// taskFiles lists, as paths in the plan folder, the task files of the tasks
+// in tasks.md that exist. Review files are never included, which keeps a
+// reviewer's reading list short.
+func taskFiles(f Facts) []string {
+	var files []string
+	for _, r := range Tasks(f.TasksMD) {
+		name := "task-" + r.ID + ".md"
+		if hasFile(f, name) {
+			files = append(files, path.Join(f.PlanDir, name))
+		}
+	}
+	return files
+}
+
+// vars returns the placeholders every plan template may use:
+//
+//	plan_id, plan_dir, phase, next_phase, task, tdd, iteration,
+//	max_reviews, consecutive_clean, model (of the next review),
+//	review_name (of kind, when given), task_files.
+func vars(s State, f Facts, kind Kind) map[string]string {
+	v := map[string]string{
+		"plan_id":           s.PlanID,
+		"plan_dir":          f.PlanDir,
+		"phase":             orNone(string(s.Phase)),
+		"next_phase":        orNone(string(s.NextPhase)),
+		"task":              orNone(s.CurrentTask),
+		"tdd":               strconv.FormatBool(s.TDD),
+		"iteration":         strconv.Itoa(s.Iteration),
+		"max_reviews":       strconv.Itoa(s.MaxReviews),
+		"consecutive_clean": strconv.Itoa(s.ConsecutiveClean),
+		"model":             reviewer.NextModel(f.Models, s.ModelIndex),
+		"task_files":        strings.Join(taskFiles(f), ", "),
+	}
+	if kind != "" {
+		v["review_name"] = reviewName(kind, orNone(s.CurrentTask))
+	}
+	return v
+}
+
+// reviewVars adds the placeholders of review r: review_name, iteration,
+// model, review_file, post_review_file (paths in the plan folder),
+// review_title, and log_note (empty).
+func reviewVars(s State, f Facts, r InFlight) map[string]string {
+	v := vars(s, f, r.Kind)
+	task := r.Task
+	if task == "" {
+		task = orNone(s.CurrentTask)
+	}
+	v["task"] = task
+	v["review_name"] = reviewName(r.Kind, task)
+	title := v["review_name"]
+	v["review_title"] = strings.ToUpper(title[:1]) + title[1:]
+	v["iteration"] = strconv.Itoa(r.Iteration)
+	v["model"] = r.Model
+	v["review_file"] = path.Join(f.PlanDir, ReviewFile(r.Kind, task, r.Iteration))
+	v["post_review_file"] = path.Join(f.PlanDir, PostReviewFile(r.Kind, task, r.Iteration))
+	v["log_note"] = ""
+	return v
+}
+
+// addVerdictVars adds verdict, blocking_count, minor_count and findings (a
+// Markdown list by severity) for an answer.
+func addVerdictVars(v map[string]string, o ReviewOutcome) {
+	var blocking, minor []reviewer.Finding
+	for _, fd := range o.Findings {
+		if fd.Blocking() {
+			blocking = append(blocking, fd)
+		} else {
+			minor = append(minor, fd)
+		}
+	}
+	v["verdict"] = o.Verdict
+	v["blocking_count"] = strconv.Itoa(len(blocking))
+	v["minor_count"] = strconv.Itoa(len(minor))
+	var b strings.Builder
+	section := func(title string, fs []reviewer.Finding) {
+		if len(fs) == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "## %s\n\n", title)
+		for i, fd := range fs {
+			fmt.Fprintf(&b, "%d. ", i+1)
+			switch {
+			case fd.File != "" && fd.Line > 0:
+				fmt.Fprintf(&b, "`%s:%d`: ", fd.File, fd.Line)
+			case fd.File != "":
+				fmt.Fprintf(&b, "`%s`: ", fd.File)
+			}
+			b.WriteString(strings.Join(strings.Fields(fd.Summary), " "))
+			b.WriteByte('\n')
+		}
+		b.WriteByte('\n')
+	}
+	section("Blocking", blocking)
+	section("Minor", minor)
+	if b.Len() == 0 {
+		b.WriteString("No findings.")
+	}
+	v["findings"] = strings.TrimRight(b.String(), "\n")
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}
+
+// viewNote tells whoever opens state.json where it comes from.
+const viewNote = "Written by drover from its own state; edits are overwritten. Change the plan with `drover plan` commands."
+
+// view is state.json: seed 001's eight fields, in the seed's spelling, plus
+// the plan id, whether a review is running, and a note.
+type view struct {
+	PlanID           string  `json:"plan_id"`
+	Phase            Phase   `json:"phase"`
+	NextPhase        *Phase  `json:"next_phase"`
+	CurrentTask      *string `json:"current_task"`
+	PhaseIteration   int     `json:"phase_iteration"`
+	MaxReviews       int     `json:"max_reviews"`
+	ReviewModel      string  `json:"review_model"`
+	ConsecutiveClean int     `json:"consecutive_clean"`
+	TDD              bool    `json:"tdd"`
+	ReviewRunning    bool    `json:"review_running"`
+	Note             string  `json:"note"`
+}
+
+// View renders s as the state.json the agent reads. review_model is the
+// model of the next review under models.
+func View(s State, models []string) []byte {
+	v := view{
+		PlanID:           s.PlanID,
+		Phase:            s.Phase,
+		PhaseIteration:   s.Iteration,
+		MaxReviews:       s.MaxReviews,
+		ReviewModel:      reviewer.NextModel(models, s.ModelIndex),
+		ConsecutiveClean: s.ConsecutiveClean,
+		TDD:              s.TDD,
+		ReviewRunning:    s.Review != nil,
+		Note:             viewNote,
+	}
+	if s.NextPhase != PhaseNone {
+		np := s.NextPhase
+		v.NextPhase = &np
+	}
+	if s.CurrentTask != "" {
+		ct := s.CurrentTask
+		v.CurrentTask = &ct
+	}
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		// Unreachable: the view holds only strings, ints and bools.
+		return nil
+	}
+	return append(data, '\n')
+}

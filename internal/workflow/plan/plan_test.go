@@ -1,0 +1,272 @@
+package plan
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/templates"
+)
+
+func TestStopReviewInFlight(t *testing.T) {
+	s := st(phase(PhasePostCodeReview, PhaseCodeReview), task("1"), iter(1), model(1))
+	next, out, effects, err := Stop(s, facts(), tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	started, ok := find[StartReview](effects)
+	if !ok || next.Review == nil || !out.IsBlock() {
+		t.Fatalf("the review did not start: %+v %s", next.Review, out.Kind())
+	}
+
+	// Still running: wait, change nothing, start nothing.
+	again, out2, effects2, err := Stop(next, facts(func(f *Facts) { f.ReviewInFlight = true; f.View = View(next, nil) }), tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(again, next) || out2 != out || len(effects2) != 0 {
+		t.Errorf("a stop while the review runs changed %s / %s / %v", formatState(again), out2.Kind(), effects2)
+	}
+
+	// Lost (the supervisor restarted): started again, same iteration and model.
+	again, out3, effects3, err := Stop(next, facts(), tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted, ok := find[StartReview](effects3)
+	if !ok || !reflect.DeepEqual(restarted, started) || !reflect.DeepEqual(again, next) || !out3.IsBlock() {
+		t.Errorf("a lost review was not restarted as it was: %+v vs %+v", restarted, started)
+	}
+}
+
+// TestStopHookActiveDoesNotStopReviews: the review loop is bounded by
+// max_reviews, so stop_hook_active (set on every stop after a block) must not
+// end it, or the loop would never get past the first post-review.
+func TestStopHookActiveDoesNotStopReviews(t *testing.T) {
+	s := st(phase(PhasePostCodeReview, PhaseCodeReview), task("1"), iter(1), model(1))
+	r := stop(t, s, facts(hookActive), fail)
+	if r.started == nil || !r.out.IsBlock() || r.state.Iteration != 2 {
+		t.Fatalf("with stop_hook_active: started %v, %s, %s", r.started != nil, r.out.Kind(), formatState(r.state))
+	}
+}
+
+func TestAllCodeReviewAfterTheLastTask(t *testing.T) {
+	lastTask := tasksMD("| Id | Status |\n|---|---|\n| 1 | done |\n| 2 | Done ✅ |\n| 3 | in progress |\n")
+	s := st(phase(PhasePostCodeReview, PhaseCodeReview), task("3"), iter(3), model(3), clean(1))
+	s.Ledger.Add(3, []reviewer.Finding{{Severity: "minor", Summary: "old"}})
+	r := stop(t, s, facts(lastTask), pass)
+	want := st(phase(PhaseCodeReview, PhaseAllCodeReview), task("3"))
+	if formatState(r.state) != formatState(want) || r.state.Ledger.Cycle != s.Ledger.Cycle+1 || len(r.state.Ledger.Findings) != 0 || r.state.ReviewHead != "" {
+		t.Fatalf("after the last task: %s ledger %+v, want %s in a new cycle", formatState(r.state), r.state.Ledger, formatState(want))
+	}
+	if r.out.IsBlock() || !strings.Contains(r.out.SystemMessage, "Next: all-code-review") {
+		t.Errorf("output %s", formatOutput(r.out))
+	}
+	// The next stop starts the all-code review, strongest model first.
+	r = stop(t, r.state, facts(lastTask), fail)
+	if r.started == nil || r.started.Kind != KindAllCode || r.started.Iteration != 1 || r.started.Model != "opus" {
+		t.Fatalf("all-code review: %+v", r.started)
+	}
+	if strings.Contains(r.started.Prompt, "Re-check") {
+		t.Error("the first review of a new cycle was asked to re-check")
+	}
+}
+
+func TestTDDVariantIsKept(t *testing.T) {
+	s := st(phase(PhasePostCodeReview, PhaseCodeReview), task("1"), iter(1), model(1), clean(1), tdd)
+	if r := stop(t, s, facts(), pass); r.state.NextPhase != PhaseCompleteTaskTDD {
+		t.Errorf("code review: next %s, want complete-task-tdd", r.state.NextPhase)
+	}
+	s = st(phase(PhasePostTasksReview, PhaseTasksReview), iter(1), model(1), clean(1), tdd)
+	if r := stop(t, s, facts(), pass); r.state.NextPhase != PhaseCompleteTaskTDD {
+		t.Errorf("tasks review: next %s, want complete-task-tdd", r.state.NextPhase)
+	}
+}
+
+func TestMaxReviewsZeroThroughTheEnd(t *testing.T) {
+	last := tasksMD("| Id | Status |\n|---|---|\n| 1 | done |\n")
+	s := st(phase(PhaseCompleteTask, PhaseCodeReview), task("1"), maxRev(0))
+	r := stop(t, s, facts(last), nil)
+	if r.started != nil || r.state.NextPhase != PhaseAllCodeReview {
+		t.Fatalf("code review skipped to %s (started %v)", r.state.NextPhase, r.started != nil)
+	}
+	r = stop(t, r.state, facts(last), nil)
+	if r.started != nil || r.state.NextPhase != PhaseComplete || r.state.Phase != PhaseAllCodeReview {
+		t.Fatalf("all-code review skipped to %s", formatState(r.state))
+	}
+	n, route, _, err := Next(r.state, facts(last), tm)
+	if err != nil || route.Action != ActionDone || n.Phase != PhaseComplete || n.NextPhase != PhaseNone {
+		t.Fatalf("next after the last skip: %s %s %v", formatState(n), route.Action, err)
+	}
+}
+
+func TestModelResetsAtEachNewCycle(t *testing.T) {
+	s := st(phase(PhasePostCodeReview, PhaseCodeReview), task("1"), iter(2), model(2), clean(1))
+	r := stop(t, s, facts(), pass) // second clean: advance to the next task
+	if r.state.NextPhase != PhaseCompleteTask || r.state.ModelIndex != 3 {
+		t.Fatalf("after the cycle: %s", formatState(r.state))
+	}
+	n, _, err := CompleteTask(r.state, facts(), "2", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = stop(t, n, facts(), fail)
+	if r.started.Model != "opus" || r.started.Iteration != 1 || r.started.ReviewFile != planDir+"/task-2-review-1.md" {
+		t.Errorf("the new cycle's first review: %+v", r.started)
+	}
+}
+
+// TestRecheckFromTheSecondReview: each review after the first is asked to
+// re-check the previous findings and the diff since, not the world.
+func TestRecheckFromTheSecondReview(t *testing.T) {
+	s := st(phase(PhaseCompleteTask, PhaseCodeReview), task("1"))
+	r := stop(t, s, facts(func(f *Facts) { f.Head = "c1" }), fail)
+	if strings.Contains(r.started.Prompt, "Re-check") {
+		t.Error("the first review was asked to re-check")
+	}
+	if r.state.ReviewHead != "c1" {
+		t.Errorf("ReviewHead %q, want the head at the start of the answered review", r.state.ReviewHead)
+	}
+	s, _, err := PostReviewDone(r.state, facts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = stop(t, s, facts(func(f *Facts) { f.Head = "c2"; f.DiffSinceReview = "+\tif err != nil { return err }" }), pass)
+	for _, want := range []string{"Re-check", "[blocking] config.go:42: the error from Open is ignored", "[minor] config.go: name the constant", "+\tif err != nil { return err }"} {
+		if !strings.Contains(r.started.Prompt, want) {
+			t.Errorf("second prompt lacks %q:\n%s", want, r.started.Prompt)
+		}
+	}
+	golden(t, r.started.Prompt+"\n")
+}
+
+// TestConvergesOnRandomNits: a reviewer that keeps finding random minor nits
+// (and says FAIL) ends the cycle in the minimum of two reviews under the
+// default policy, and never under strict counting.
+func TestConvergesOnRandomNits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	nits := func() *ReviewOutcome {
+		var fs []reviewer.Finding
+		for i := range 1 + rng.IntN(4) {
+			fs = append(fs, reviewer.Finding{Severity: "minor", File: fmt.Sprintf("f%d.go", rng.IntN(5)), Summary: fmt.Sprintf("nit %d-%d", i, rng.IntN(100))})
+		}
+		return &ReviewOutcome{Outcome: reviewer.Fail, Verdict: "FAIL", Findings: fs}
+	}
+	for _, strict := range []bool{false, true} {
+		t.Run(fmt.Sprintf("strict=%v", strict), func(t *testing.T) {
+			f := facts(func(f *Facts) { f.StrictReviews = strict })
+			s := st(phase(PhaseCompleteTask, PhaseCodeReview), task("1"))
+			reviews := 0
+			for s.NextPhase == PhaseCodeReview {
+				r := stop(t, s, f, nits())
+				if r.started == nil {
+					break // the limit
+				}
+				reviews++
+				if r.out.IsBlock() {
+					var err error
+					if s, _, err = PostReviewDone(r.state, f); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				s = r.state
+			}
+			want, next := 2, PhaseCompleteTask
+			if strict {
+				want, next = 8, PhaseCodeReview
+			}
+			if reviews != want || s.NextPhase != next {
+				t.Fatalf("%d reviews, next %s; want %d, %s", reviews, s.NextPhase, want, next)
+			}
+		})
+	}
+}
+
+func TestHardStop(t *testing.T) {
+	s := st(phase(PhasePostCodeReview, PhaseCodeReview), task("1"), iter(8), model(8))
+	// A broken folder still blocks at the hard stop (seed step 6).
+	r := stop(t, s, facts(addFiles("notes.md")), nil)
+	if !r.out.IsBlock() || !strings.Contains(r.out.Reason, "Invalid filename: notes.md") || !strings.Contains(r.out.SystemMessage, "limit of 8") {
+		t.Errorf("hard stop with a broken folder: %s", formatOutput(r.out))
+	}
+	// The user raises the limit: the next stop reviews again.
+	n, _, err := SetMaxReviews(s, facts(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = stop(t, n, facts(), fail)
+	if r.started == nil || r.started.Iteration != 9 {
+		t.Fatalf("after raising the limit: %+v", r.started)
+	}
+}
+
+func TestStopTemplateErrorChangesNothing(t *testing.T) {
+	cases := []struct {
+		s State
+		f Facts
+	}{
+		{st(phase(PhaseCompleteTask, PhaseCodeReview), task("1")), facts()},
+		{st(phase(PhaseNextTask, PhaseNone)), facts(files("x.md"))},
+		{st(phase(PhaseNextTask, PhaseNone)), facts(viewOf("garbage"))},
+		{st(phase(PhaseNextTask, PhaseNone)), facts(noDir)},
+		{st(phase(PhaseCompleteTask, PhaseCodeReview), maxRev(0)), facts()},
+	}
+	for i, c := range cases {
+		got, out, effects, err := Stop(c.s, c.f, templates.Set{})
+		if err == nil {
+			t.Errorf("case %d: no error with an empty template set (%s)", i, out.Kind())
+		}
+		if !reflect.DeepEqual(got, c.s) || effects != nil {
+			t.Errorf("case %d: on error the state became %s with effects %v", i, formatState(got), effects)
+		}
+	}
+}
+
+func TestStopUsesOverrides(t *testing.T) {
+	d := t.TempDir()
+	if err := os.WriteFile(filepath.Join(d, "plan_review_code.md"), []byte("MY REVIEW of {{task}} into {{review_file}}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	over, err := templates.Load(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, effects, err := Stop(st(phase(PhaseCompleteTask, PhaseCodeReview), task("2")), facts(), over)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, _ := find[StartReview](effects)
+	if sr.Prompt != "MY REVIEW of 2 into "+planDir+"/task-2-review-1.md" {
+		t.Errorf("prompt %q", sr.Prompt)
+	}
+}
+
+func TestView(t *testing.T) {
+	s := st(phase(PhaseCodeReview, PhasePostCodeReview), task("2"), iter(3), model(3), clean(1), tdd)
+	s.Review = &InFlight{Kind: KindCode, Iteration: 4}
+	golden(t, string(View(s, nil)))
+	if err := CheckView(View(State{}, nil)); err != nil {
+		t.Errorf("the view of an empty state is not valid: %v", err)
+	}
+}
+
+func TestOutcomeOf(t *testing.T) {
+	r := InFlight{Kind: KindCode, Iteration: 3, Model: "sonnet", Task: "2"}
+	o := OutcomeOf(r, reviewer.Result{Outcome: reviewer.Fail, Verdict: "FAIL", CostUSD: 0.5, Findings: fail.Findings}, "/x.log")
+	if o.Kind != KindCode || o.Iteration != 3 || o.Model != "sonnet" || o.Verdict != "FAIL" || o.Err != "" || o.LogPath != "" || len(o.Findings) != 2 {
+		t.Errorf("pass-through: %+v", o)
+	}
+	o = OutcomeOf(r, reviewer.Result{Outcome: reviewer.Failed, Err: fmt.Errorf("boom")}, "/x.log")
+	if o.Outcome != reviewer.Failed || o.Err != "boom" || o.LogPath != "/x.log" {
+		t.Errorf("failure: %+v", o)
+	}
+	if o := OutcomeOf(r, reviewer.Result{}, ""); o.Outcome != reviewer.Failed {
+		t.Errorf("a zero result is %q, want failed", o.Outcome)
+	}
+}

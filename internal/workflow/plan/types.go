@@ -1,0 +1,253 @@
+// Package plan is the plan workflow (seed 001) as a pure state machine: a
+// plan folder .drover/plans/<plan-id>/ with plan.md, tasks.md and task-N.md
+// files, worked through in phases (new-plan, plan-review, create-tasks,
+// tasks-review, complete-task, code-review, all-code-review, complete), with
+// review cycles run by independent reviewer processes until two reviews in a
+// row are clean or max_reviews is reached.
+//
+// Nothing here does I/O. The session actor owns the state: it gathers Facts
+// (the plan folder's files, the result of a reviewer that finished, whether
+// one is running), calls Stop or a command, persists the new State, performs
+// the Effects (start a reviewer, write the review file, write state.json)
+// and only then answers the hook. The agent never edits state.json: it is a
+// view drover writes, and the agent reports progress with `drover plan ...`
+// commands, each of which is a function here.
+//
+// Where seed 001 differs from the real CLI or from drover's architecture,
+// this package follows drover: the verdict comes from a reviewer.Result
+// (parsed from .structured_output, not .result), the reviewer is a child of
+// the supervisor rather than of the hook, so a review takes two stops (one
+// starts it, a later one reads its answer; the actor may also hold the first
+// reply until the answer is in), and drover writes the review file from the
+// reviewer's findings, so the reviewer needs no write permission.
+package plan
+
+import (
+	"github.com/drover-dev/drover/reviewer"
+)
+
+// Phase is a step of the plan workflow; the names are seed 001's.
+type Phase string
+
+// The phases.
+const (
+	PhaseNone              Phase = ""
+	PhaseNewPlan           Phase = "new-plan"
+	PhasePlanReview        Phase = "plan-review"
+	PhasePostPlanReview    Phase = "post-plan-review"
+	PhaseCreateTasks       Phase = "create-tasks"
+	PhaseTasksReview       Phase = "tasks-review"
+	PhasePostTasksReview   Phase = "post-tasks-review"
+	PhaseNextTask          Phase = "next-task"
+	PhaseNextTaskTDD       Phase = "next-task-tdd"
+	PhaseCompleteTask      Phase = "complete-task"
+	PhaseCompleteTaskTDD   Phase = "complete-task-tdd"
+	PhaseContinueTask      Phase = "continue-task"
+	PhaseCodeReview        Phase = "code-review"
+	PhasePostCodeReview    Phase = "post-code-review"
+	PhaseAllCodeReview     Phase = "all-code-review"
+	PhasePostAllCodeReview Phase = "post-all-code-review"
+	PhaseComplete          Phase = "complete"
+)
+
+// Kind is a kind of review.
+type Kind string
+
+// The kinds of review.
+const (
+	KindPlan    Kind = "plan"
+	KindTasks   Kind = "tasks"
+	KindCode    Kind = "code"
+	KindAllCode Kind = "all-code"
+)
+
+// ReviewKind returns the kind of review p is, if it is a review phase
+// (plan-review, tasks-review, code-review, all-code-review).
+func (p Phase) ReviewKind() (Kind, bool) {
+	switch p {
+	case PhasePlanReview:
+		return KindPlan, true
+	case PhaseTasksReview:
+		return KindTasks, true
+	case PhaseCodeReview:
+		return KindCode, true
+	case PhaseAllCodeReview:
+		return KindAllCode, true
+	}
+	return "", false
+}
+
+// PostReviewKind returns the kind of review p answers, if it is a
+// post-review phase.
+func (p Phase) PostReviewKind() (Kind, bool) {
+	switch p {
+	case PhasePostPlanReview:
+		return KindPlan, true
+	case PhasePostTasksReview:
+		return KindTasks, true
+	case PhasePostCodeReview:
+		return KindCode, true
+	case PhasePostAllCodeReview:
+		return KindAllCode, true
+	}
+	return "", false
+}
+
+// ReviewPhase returns the review phase of k (code-review for KindCode).
+func (k Kind) ReviewPhase() Phase { return Phase(string(k) + "-review") }
+
+// PostReviewPhase returns the post-review phase of k.
+func (k Kind) PostReviewPhase() Phase { return Phase("post-" + string(k) + "-review") }
+
+// DefaultMaxReviews is seed 001's default limit on reviews per cycle.
+const DefaultMaxReviews = 8
+
+// CleanToAdvance is how many clean reviews in a row end a cycle.
+const CleanToAdvance = 2
+
+// State is the plan workflow's persisted state for one session. The JSON
+// names of the seed's fields are the seed's; the view the agent reads
+// (state.json) is rendered from it by View.
+type State struct {
+	PlanID      string `json:"plan_id"`
+	Phase       Phase  `json:"phase"`
+	NextPhase   Phase  `json:"next_phase,omitempty"`
+	CurrentTask string `json:"current_task,omitempty"`
+	// Iteration counts the reviews finished in the current cycle (the
+	// seed's phase_iteration). The next review is Iteration+1.
+	Iteration  int `json:"phase_iteration"`
+	MaxReviews int `json:"max_reviews"`
+	// ModelIndex picks the next review's model with reviewer.NextModel;
+	// it advances after each review and is reset at each new cycle.
+	ModelIndex       int  `json:"model_index"`
+	ConsecutiveClean int  `json:"consecutive_clean"`
+	TDD              bool `json:"tdd"`
+	// Review is the review in flight, if any. It is persisted so that a
+	// supervisor that restarts runs it again (or adopts its result).
+	Review *InFlight `json:"review,omitempty"`
+	// Ledger holds the current cycle's findings, for the next review's
+	// re-check prompt.
+	Ledger reviewer.Ledger `json:"ledger"`
+	// ReviewHead is the git HEAD when the last answered review of this
+	// cycle started: the actor diffs against it for the next review.
+	ReviewHead string `json:"review_head,omitempty"`
+}
+
+// Active reports whether the session has a plan.
+func (s State) Active() bool { return s.Phase != PhaseNone }
+
+// InFlight is a review that was started and whose answer has not been
+// applied yet.
+type InFlight struct {
+	Kind      Kind   `json:"kind"`
+	Iteration int    `json:"iteration"`
+	Model     string `json:"model"`
+	Task      string `json:"task,omitempty"`
+	// Head is the git HEAD when the review started; it becomes
+	// State.ReviewHead once the review's answer is applied.
+	Head string `json:"head,omitempty"`
+}
+
+// Facts is what the session actor gathered before a decision.
+type Facts struct {
+	// PlanID and PlanDir name the session's plan folder; PlanDir is
+	// absolute and appears in messages. They must match the State.
+	PlanID  string
+	PlanDir string
+	// DirExists is false when the plan folder is missing.
+	DirExists bool
+	// Files lists every file under PlanDir, relative and slash-separated
+	// ("plan.md", "nested/extra.md"), including non-Markdown ones.
+	Files []string
+	// TasksMD is the content of tasks.md (empty when it is missing).
+	TasksMD string
+	// View is the content of state.json as found; nil when missing.
+	View []byte
+
+	// Review is the answer of a reviewer that finished since the last
+	// decision, if any; ReviewInFlight is true while one still runs.
+	Review         *ReviewOutcome
+	ReviewInFlight bool
+
+	// Models is the alternation of reviewer models (config); empty means
+	// reviewer.DefaultModels.
+	Models []string
+	// StrictReviews makes minor findings count against a clean review
+	// too; by default only blocking findings do.
+	StrictReviews bool
+
+	// StopHookActive is the Stop input's stop_hook_active. It only keeps
+	// a failing folder validation from blocking twice in a row: review
+	// loops are bounded by max_reviews instead.
+	StopHookActive bool
+
+	// Head is the current git HEAD, and DiffSinceReview the diff from
+	// State.ReviewHead to the work tree (empty for the first review of a
+	// cycle or outside git).
+	Head            string
+	DiffSinceReview string
+}
+
+// ReviewOutcome is a finished reviewer run, as the actor hands it back.
+type ReviewOutcome struct {
+	Kind      Kind
+	Iteration int
+	Model     string
+	Outcome   reviewer.Outcome
+	Verdict   string
+	Findings  []reviewer.Finding
+	CostUSD   float64
+	// Err says why a Failed run failed; LogPath is its log, if any.
+	Err     string
+	LogPath string
+}
+
+// OutcomeOf turns a reviewer result for the review in flight into a
+// ReviewOutcome.
+func OutcomeOf(r InFlight, res reviewer.Result, logPath string) ReviewOutcome {
+	o := ReviewOutcome{
+		Kind: r.Kind, Iteration: r.Iteration, Model: r.Model,
+		Outcome: res.Outcome, Verdict: res.Verdict, Findings: res.Findings, CostUSD: res.CostUSD,
+	}
+	if res.Err != nil {
+		o.Err = res.Err.Error()
+		o.LogPath = logPath
+	}
+	if o.Outcome == "" {
+		o.Outcome = reviewer.Failed
+	}
+	return o
+}
+
+// Effect is something the actor must do after persisting the new State.
+type Effect interface{ effect() }
+
+// StartReview starts a reviewer child: Prompt for Model, its answer to be
+// handed back as Facts.Review with this Kind and Iteration.
+type StartReview struct {
+	Kind      Kind
+	Iteration int
+	Model     string
+	Prompt    string
+	// ReviewFile is where the review will be written (by WriteReview).
+	ReviewFile string
+	// Task is the task reviewed (code reviews only).
+	Task string
+}
+
+// WriteReview writes the review file rendered from a reviewer's answer.
+type WriteReview struct {
+	Path string
+	Data []byte
+}
+
+// WriteView writes state.json, the agent's read-only view of the State.
+// Write it atomically (a temporary file in the same folder, then rename).
+type WriteView struct {
+	Path string
+	Data []byte
+}
+
+func (StartReview) effect() {}
+func (WriteReview) effect() {}
+func (WriteView) effect()   {}

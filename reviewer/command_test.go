@@ -1,0 +1,151 @@
+package reviewer
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestBuildCommandClaude(t *testing.T) {
+	base := []string{"PATH=/bin", "CLAUDECODE=1", GuardEnv + "=0", "HOME=/h"}
+	tests := []struct {
+		name string
+		spec Spec
+		want []string
+	}{
+		{
+			name: "seed 4.1 4.4 4.14 model print and structured json output",
+			spec: Spec{Model: "opus", Prompt: "p", Env: base},
+			want: []string{"--print", "--model", "opus", "--output-format", "json", "--json-schema", string(Schema()), "--settings", `{"disableAllHooks":true}`, "p"},
+		},
+		{
+			name: "seed 4.2 sonnet and a budget",
+			spec: Spec{CLI: CLIClaude, Model: "sonnet", Prompt: "p", BudgetUSD: 1.5, Env: base},
+			want: []string{"--print", "--model", "sonnet", "--output-format", "json", "--json-schema", string(Schema()), "--settings", `{"disableAllHooks":true}`, "--max-budget-usd", "1.5", "p"},
+		},
+		{
+			name: "no model leaves the CLI default and a custom schema is used",
+			spec: Spec{Prompt: "p", Schema: []byte(`{"type":"object"}`), Env: base},
+			want: []string{"--print", "--output-format", "json", "--json-schema", `{"type":"object"}`, "--settings", `{"disableAllHooks":true}`, "p"},
+		},
+		{
+			name: "a prompt starting with a dash is not a flag",
+			spec: Spec{Model: "opus", Prompt: "- review this", Env: base},
+			want: []string{"--print", "--model", "opus", "--output-format", "json", "--json-schema", string(Schema()), "--settings", `{"disableAllHooks":true}`, "\n- review this"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name, args, env, err := BuildCommand(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name != "claude" {
+				t.Errorf("name = %q, want claude", name)
+			}
+			if !slices.Equal(args, tt.want) {
+				t.Errorf("args =\n%q\nwant\n%q", args, tt.want)
+			}
+			// seed 4.3: the reviewer never gets permission to write; drover writes the review file.
+			for _, a := range args {
+				if strings.Contains(a, "dangerously") || a == "--permission-mode" {
+					t.Errorf("args grant permissions: %q", a)
+				}
+			}
+			wantEnv := []string{"PATH=/bin", "HOME=/h", GuardEnv + "=1"}
+			if !slices.Equal(env, wantEnv) {
+				t.Errorf("env = %q, want %q (guard set once, CLAUDECODE removed)", env, wantEnv)
+			}
+		})
+	}
+}
+
+func TestBuildCommandPath(t *testing.T) {
+	name, _, _, err := BuildCommand(Spec{Path: "/opt/claude/bin/claude", Prompt: "p", Env: []string{}})
+	if err != nil || name != "/opt/claude/bin/claude" {
+		t.Fatalf("name = %q, err = %v", name, err)
+	}
+}
+
+func TestBuildCommandNilEnvInheritsWithGuard(t *testing.T) {
+	t.Setenv("DROVER_TEST_MARKER", "yes")
+	_, _, env, err := BuildCommand(Spec{Prompt: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(env, "DROVER_TEST_MARKER=yes") || env[len(env)-1] != GuardEnv+"=1" {
+		t.Errorf("env does not inherit the caller's with the guard last: %q", env[len(env)-3:])
+	}
+}
+
+func TestBuildCommandCustom(t *testing.T) {
+	spec := Spec{
+		CLI:       CLICustom,
+		Model:     "gpt-x",
+		Prompt:    "look at {{schema}} $HOME `rm -rf /`",
+		BudgetUSD: 2,
+		Env:       []string{"CLAUDECODE=1"},
+		Command:   []string{"mycli", "--model={{model}}", "--schema", "{{ schema }}", "--budget", "{{budget_usd}}", "{{prompt}}"},
+	}
+	name, args, env, err := BuildCommand(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"--model=gpt-x", "--schema", string(Schema()), "--budget", "2", spec.Prompt}
+	if name != "mycli" || !slices.Equal(args, want) {
+		t.Errorf("got %q %q, want mycli %q (no shell, prompt passed as it is)", name, args, want)
+	}
+	if !slices.Equal(env, []string{"CLAUDECODE=1", GuardEnv + "=1"}) {
+		t.Errorf("env = %q", env)
+	}
+}
+
+func TestBuildCommandErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		spec Spec
+		want string
+	}{
+		{"empty prompt", Spec{Prompt: " \n"}, "prompt is empty"},
+		{"huge prompt", Spec{Prompt: strings.Repeat("x", MaxPromptBytes+1)}, "more than"},
+		{"negative budget", Spec{Prompt: "p", BudgetUSD: -1}, "negative budget"},
+		{"model like a flag", Spec{Prompt: "p", Model: "--evil"}, "looks like a flag"},
+		{"unknown cli", Spec{CLI: "gemini", Prompt: "p"}, `unknown CLI "gemini"`},
+		{"custom without command", Spec{CLI: CLICustom, Prompt: "p"}, "custom command is empty"},
+		{"custom without prompt", Spec{CLI: CLICustom, Prompt: "p", Command: []string{"x", "{{model}}"}}, "no {{prompt}}"},
+		{"custom unknown placeholder", Spec{CLI: CLICustom, Prompt: "p", Command: []string{"x", "{{modle}}", "{{prompt}}"}}, "{{modle}}"},
+		{"custom placeholder in executable", Spec{CLI: CLICustom, Prompt: "p", Command: []string{"{{model}}", "{{prompt}}"}}, "executable"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, _, _, err := BuildCommand(tt.spec)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSchema(t *testing.T) {
+	var s struct {
+		Required   []string                   `json:"required"`
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(Schema(), &s); err != nil {
+		t.Fatalf("schema is not JSON: %v", err)
+	}
+	if !slices.Equal(s.Required, []string{"verdict", "findings"}) {
+		t.Errorf("required = %v", s.Required)
+	}
+	for _, want := range []string{`"enum":["PASS","FAIL"]`, `"enum":["blocking","minor"]`, `"file"`, `"line"`, `"summary"`} {
+		if !strings.Contains(string(Schema()), want) {
+			t.Errorf("schema lacks %s", want)
+		}
+	}
+	a := Schema()
+	a[0] = 'X'
+	if Schema()[0] != '{' {
+		t.Error("Schema returns a shared slice")
+	}
+}

@@ -1,0 +1,247 @@
+package reviewer
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Bounds on what ParseOutput keeps of a reviewer's answer. A reviewer is
+// untrusted output: its findings end up in files and prompts.
+const (
+	MaxFindings       = 100
+	MaxSummaryBytes   = 2000
+	MaxFileBytes      = 512
+	maxErrorTextBytes = 300
+	// maxCandidates bounds how many line starts ParseOutput tries when
+	// stdout is not one JSON value, so that adversarial output cannot
+	// make parsing quadratic.
+	maxCandidates = 16
+)
+
+// envelope is the part of Claude Code's --output-format json result that
+// drover reads. Unknown fields are ignored.
+type envelope struct {
+	Type             string          `json:"type"`
+	Subtype          string          `json:"subtype"`
+	IsError          bool            `json:"is_error"`
+	APIErrorStatus   json.RawMessage `json:"api_error_status"`
+	Result           json.RawMessage `json:"result"`
+	StructuredOutput json.RawMessage `json:"structured_output"`
+	TotalCostUSD     float64         `json:"total_cost_usd"`
+	TerminalReason   string          `json:"terminal_reason"`
+}
+
+// answer is the structured output the verdict schema asks for.
+type answer struct {
+	Verdict  *string           `json:"verdict"`
+	Findings []json.RawMessage `json:"findings"`
+}
+
+type rawFinding struct {
+	Severity string          `json:"severity"`
+	File     string          `json:"file"`
+	Line     json.RawMessage `json:"line"`
+	Summary  string          `json:"summary"`
+}
+
+// ParseOutput reads a reviewer's stdout. It is pure.
+//
+// stdout is expected to hold Claude Code's --output-format json result: one
+// JSON object, or, when --verbose is in effect, a JSON array of messages of
+// which the last with type "result" is used. Leading non-JSON lines are
+// skipped (the last JSON value that starts a line wins). The envelope's
+// is_error (checked first: subtype "success" can carry is_error true) and an
+// "error_*" subtype are errors; the verdict comes from
+// .structured_output.verdict and the findings from
+// .structured_output.findings, never from .result (a string).
+//
+// A custom CLI may print the structured output itself, a bare
+// {"verdict": ..., "findings": [...]} object with no "type".
+//
+// The verdict must be exactly PASS or FAIL. A finding's severity other than
+// "minor" (or a few synonyms such as "nit") counts as blocking. Findings past
+// MaxFindings are dropped and long texts are cut.
+//
+// cost is total_cost_usd when the envelope has it, also alongside an error.
+// The error wraps ErrUnparsable, ErrIsError, ErrNoStructuredOutput or
+// ErrBadVerdict.
+func ParseOutput(stdout []byte) (verdict string, findings []Finding, cost float64, err error) {
+	doc, err := lastJSON(stdout)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	doc, err = resultOf(doc)
+	if err != nil {
+		return "", nil, 0, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &fields); err != nil {
+		return "", nil, 0, fmt.Errorf("%w: the result is not a JSON object", ErrUnparsable)
+	}
+	structured := doc
+	if _, typed := fields["type"]; typed {
+		var env envelope
+		if err := json.Unmarshal(doc, &env); err != nil {
+			return "", nil, 0, fmt.Errorf("%w: decoding the result envelope: %v", ErrUnparsable, err)
+		}
+		cost = finite(env.TotalCostUSD)
+		if env.Type != "result" {
+			return "", nil, cost, fmt.Errorf("%w: the last message has type %q, not \"result\"", ErrUnparsable, cut(env.Type, 40))
+		}
+		if env.IsError || strings.HasPrefix(env.Subtype, "error") {
+			return "", nil, cost, fmt.Errorf("%w: %s", ErrIsError, describeError(env))
+		}
+		structured = env.StructuredOutput
+		if len(bytes.TrimSpace(structured)) == 0 || bytes.Equal(bytes.TrimSpace(structured), []byte("null")) {
+			return "", nil, cost, fmt.Errorf("%w (subtype %q)", ErrNoStructuredOutput, cut(env.Subtype, 60))
+		}
+	} else if _, ok := fields["verdict"]; !ok {
+		return "", nil, 0, fmt.Errorf("%w: an object with neither \"type\" nor \"verdict\"", ErrUnparsable)
+	}
+
+	var a answer
+	if err := json.Unmarshal(structured, &a); err != nil {
+		return "", nil, cost, fmt.Errorf("%w: structured output is not a verdict object: %v", ErrNoStructuredOutput, err)
+	}
+	if a.Verdict == nil {
+		return "", nil, cost, fmt.Errorf("%w: structured output has no verdict", ErrNoStructuredOutput)
+	}
+	switch *a.Verdict {
+	case VerdictPass, VerdictFail:
+		verdict = *a.Verdict
+	default:
+		return "", nil, cost, fmt.Errorf("%w: %q", ErrBadVerdict, cut(*a.Verdict, 40))
+	}
+	for _, raw := range a.Findings {
+		if len(findings) == MaxFindings {
+			break
+		}
+		f, ok := parseFinding(raw)
+		if ok {
+			findings = append(findings, f)
+		}
+	}
+	return verdict, findings, cost, nil
+}
+
+// lastJSON returns stdout itself when it is one JSON value, else the last
+// JSON value that starts at the beginning of a line and runs to the end.
+func lastJSON(stdout []byte) ([]byte, error) {
+	trimmed := bytes.TrimSpace(stdout)
+	if len(trimmed) == 0 {
+		return nil, fmt.Errorf("%w: stdout is empty", ErrUnparsable)
+	}
+	if json.Valid(trimmed) {
+		return trimmed, nil
+	}
+	tries := 0
+	for i := len(trimmed) - 1; i > 0 && tries < maxCandidates; i-- {
+		c := trimmed[i]
+		if (c != '{' && c != '[') || trimmed[i-1] != '\n' {
+			continue
+		}
+		tries++
+		if json.Valid(trimmed[i:]) {
+			return trimmed[i:], nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnparsable, cut(string(trimmed), 80))
+}
+
+// resultOf returns doc, or for a JSON array (--verbose) its last element
+// whose type is "result".
+func resultOf(doc []byte) ([]byte, error) {
+	if doc[0] != '[' {
+		return doc, nil
+	}
+	var msgs []json.RawMessage
+	if err := json.Unmarshal(doc, &msgs); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnparsable, err)
+	}
+	for i := len(msgs) - 1; i >= 0; i-- {
+		var m struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(msgs[i], &m) == nil && m.Type == "result" {
+			return msgs[i], nil
+		}
+	}
+	return nil, fmt.Errorf("%w: a JSON array of %d message(s) with no \"result\" message", ErrUnparsable, len(msgs))
+}
+
+func describeError(env envelope) string {
+	parts := []string{fmt.Sprintf("subtype %q", cut(env.Subtype, 60))}
+	if s := bytes.TrimSpace(env.APIErrorStatus); len(s) > 0 && !bytes.Equal(s, []byte("null")) {
+		parts = append(parts, "api_error_status "+cut(string(s), 20))
+	}
+	if env.TerminalReason != "" {
+		parts = append(parts, "terminal_reason "+cut(env.TerminalReason, 60))
+	}
+	var text string
+	if json.Unmarshal(env.Result, &text) == nil && text != "" {
+		parts = append(parts, strconv.Quote(cut(text, maxErrorTextBytes)))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func parseFinding(raw json.RawMessage) (Finding, bool) {
+	var r rawFinding
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return Finding{}, false
+	}
+	summary := strings.TrimSpace(r.Summary)
+	if summary == "" {
+		return Finding{}, false
+	}
+	return Finding{
+		Severity: severity(r.Severity),
+		File:     cut(strings.TrimSpace(r.File), MaxFileBytes),
+		Line:     line(r.Line),
+		Summary:  cut(summary, MaxSummaryBytes),
+	}, true
+}
+
+// severity maps what a reviewer wrote to blocking or minor. Only words that
+// clearly mean "not required" become minor.
+func severity(s string) string {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "minor", "nit", "nitpick", "trivial", "suggestion", "info", "low":
+		return SeverityMinor
+	}
+	return SeverityBlocking
+}
+
+// line accepts a JSON number or a numeric string; anything else is 0.
+func line(raw json.RawMessage) int {
+	s := strings.Trim(string(bytes.TrimSpace(raw)), `"`)
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f < 0 || f > math.MaxInt32 {
+		return 0
+	}
+	return int(f)
+}
+
+func finite(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
+		return 0
+	}
+	return f
+}
+
+// cut shortens s to n bytes, without splitting a UTF-8 sequence, and marks
+// the cut with "...".
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + "..."
+}

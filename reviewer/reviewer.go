@@ -1,0 +1,182 @@
+// Package reviewer runs one independent reviewer: a CLI process (claude, or
+// a custom command template) asked to review some work and to answer with a
+// structured verdict and findings.
+//
+// It owns everything about that one process and nothing about sessions: the
+// command line (built without a shell), the recursion guard, the timeout and
+// the kill of the whole process group, the capped capture of its output, the
+// parsing of the CLI's JSON envelope, model alternation, the convergence
+// helpers that decide when reviews are clean, and parallel runs with a quorum
+// on a bounded pool. The caller (a session's actor) decides what to review
+// and what a verdict means for its workflow.
+//
+// A run that did not produce a verdict (the CLI failed, timed out, reported
+// is_error, or printed no structured output) has Outcome Failed. It is never
+// mistaken for PASS or FAIL.
+package reviewer
+
+import (
+	"errors"
+	"time"
+)
+
+// The CLIs BuildCommand knows.
+const (
+	// CLIClaude is Claude Code in print mode. It is the default.
+	CLIClaude = "claude"
+	// CLICustom runs Spec.Command, a template of argv with {{model}},
+	// {{prompt}}, {{schema}} and {{budget_usd}} placeholders.
+	CLICustom = "custom"
+)
+
+// Defaults applied by Run when a Spec leaves the field zero.
+const (
+	DefaultTimeout   = 10 * time.Minute
+	DefaultOutputCap = 1 << 20
+)
+
+// GuardEnv is the environment variable set in every reviewer process.
+// drover's own hook sees it and does nothing, so that a reviewer that
+// happens to load the project's hooks cannot recurse into drover.
+const GuardEnv = "DROVER_REVIEWER"
+
+// MaxPromptBytes caps the prompt. It travels as one argv string, and Linux
+// refuses a single argument longer than 128 KiB (MAX_ARG_STRLEN) with E2BIG;
+// a prompt near this size is a bug in whatever composed it anyway.
+const MaxPromptBytes = 100 << 10
+
+// Spec is one reviewer invocation. Only Prompt is required.
+type Spec struct {
+	// CLI is CLIClaude (also when empty) or CLICustom.
+	CLI string
+	// Path is the executable for CLIClaude; empty means "claude" looked
+	// up in PATH. CLICustom takes its executable from Command[0].
+	Path string
+	// Model is passed as --model (or {{model}}); empty leaves the CLI's
+	// default for claude.
+	Model string
+	// Prompt is what the reviewer is asked to do.
+	Prompt string
+	// Schema is the JSON schema of the answer; nil means Schema().
+	Schema []byte
+	// BudgetUSD caps the run's spend (--max-budget-usd); 0 means no cap.
+	BudgetUSD float64
+	// Timeout bounds the run; 0 means DefaultTimeout. When it expires the
+	// whole process group is killed.
+	Timeout time.Duration
+	// Dir is the working directory; empty means the caller's.
+	Dir string
+	// Env is the environment; nil means the caller's. GuardEnv=1 is
+	// always added.
+	Env []string
+	// Command is the argv template for CLICustom, for example
+	// ["mycli", "--model", "{{model}}", "{{prompt}}"]. Placeholders may
+	// also appear inside an argument ("--model={{model}}").
+	Command []string
+	// OutputCap is how many bytes of stdout, and separately of stderr,
+	// are kept; 0 means DefaultOutputCap. Output past it is read and
+	// discarded so that the child never blocks on a full pipe.
+	OutputCap int
+	// LogPath, when set, is where a failed run's log is written: the
+	// command line, exit code, error and the tail of its output.
+	LogPath string
+	// Limiter, when set, caps how many reviewer processes run at once
+	// across every caller sharing it. Run waits for a slot (or for ctx).
+	Limiter *Limiter
+}
+
+// Outcome is how a run ended.
+type Outcome string
+
+// The outcomes. Pass and Fail are the reviewer's verdict; Failed means there
+// is no verdict at all.
+const (
+	Pass   Outcome = "pass"
+	Fail   Outcome = "fail"
+	Failed Outcome = "failed"
+)
+
+// The verdicts, as the schema spells them.
+const (
+	VerdictPass = "PASS"
+	VerdictFail = "FAIL"
+)
+
+// The finding severities, as the schema spells them.
+const (
+	SeverityBlocking = "blocking"
+	SeverityMinor    = "minor"
+)
+
+// Finding is one problem a reviewer reported.
+type Finding struct {
+	Severity string `json:"severity"`
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Summary  string `json:"summary"`
+}
+
+// Blocking reports whether f must be fixed before the work is clean.
+func (f Finding) Blocking() bool { return f.Severity != SeverityMinor }
+
+// Result is what one run produced.
+type Result struct {
+	// Index is the position of the run's Spec in RunParallel's specs
+	// (0 for Run), and Model its model: the pool returns results in no
+	// particular order.
+	Index int
+	Model string
+
+	Outcome  Outcome
+	Verdict  string
+	Findings []Finding
+	// CostUSD is the CLI's total_cost_usd, when it reported one (also for
+	// some failed runs, such as is_error).
+	CostUSD float64
+	// Duration is the process's wall time, not counting the wait for a
+	// Limiter slot.
+	Duration time.Duration
+	// ExitCode is the process's exit code, or -1 when it did not start or
+	// was killed by a signal.
+	ExitCode int
+	// Err says why the run Failed; it is nil otherwise. It wraps one of
+	// the Err* sentinels of this package, a context error, or the error
+	// from starting the process.
+	Err error
+
+	// Stdout and Stderr are the captured output, at most OutputCap bytes
+	// each; the Truncated flags say that more was discarded.
+	Stdout, Stderr                   []byte
+	StdoutTruncated, StderrTruncated bool
+}
+
+// The errors a Failed run wraps.
+var (
+	ErrTimeout            = errors.New("reviewer: timed out (process group killed)")
+	ErrExit               = errors.New("reviewer: exited with a non-zero status")
+	ErrOutputTooLarge     = errors.New("reviewer: stdout exceeded the output cap")
+	ErrUnparsable         = errors.New("reviewer: stdout holds no JSON result")
+	ErrIsError            = errors.New("reviewer: the CLI reported an error")
+	ErrNoStructuredOutput = errors.New("reviewer: the result has no structured output")
+	ErrBadVerdict         = errors.New("reviewer: the verdict is neither PASS nor FAIL")
+)
+
+// schema is the verdict schema. Severity is an enum so that the CLI rejects
+// anything else and retries; ParseOutput still treats an unknown severity
+// as blocking, since a lenient CLI must not turn a problem into a nit.
+const schema = `{"type":"object",` +
+	`"properties":{` +
+	`"verdict":{"type":"string","enum":["PASS","FAIL"]},` +
+	`"findings":{"type":"array","items":{"type":"object",` +
+	`"properties":{` +
+	`"severity":{"type":"string","enum":["blocking","minor"]},` +
+	`"file":{"type":"string"},` +
+	`"line":{"type":"integer","minimum":0},` +
+	`"summary":{"type":"string"}},` +
+	`"required":["severity","summary"],"additionalProperties":false}}},` +
+	`"required":["verdict","findings"],"additionalProperties":false}`
+
+// Schema returns the JSON schema of a reviewer's answer:
+// {"verdict": "PASS"|"FAIL", "findings": [{"severity": "blocking"|"minor",
+// "file", "line", "summary"}]}. Each call returns a fresh copy.
+func Schema() []byte { return []byte(schema) }
