@@ -1,0 +1,519 @@
+package loop
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/tracker"
+	"github.com/drover-dev/drover/templates"
+)
+
+// DefaultPromise is the completion promise of a loop started without
+// --completion-promise: every loop has a way for the agent to say it is done.
+const DefaultPromise = "DONE"
+
+// MaxPromptChars bounds the loop prompt. It is re-fed in every block reason,
+// which Claude Code caps at 10,000 characters together with the rest of the
+// continuation prompt; a longer task belongs in a file the prompt names.
+const MaxPromptChars = 3000
+
+// MaxPromiseChars bounds the completion promise phrase.
+const MaxPromiseChars = 200
+
+// Caps on the pieces of text other packages hand in, in characters. With
+// the prompt at MaxPromptChars and every piece at its cap, the longest block
+// reason (checks failed, every section present) stays under Claude Code's
+// 10,000 characters (TestStopReasonFitsTheHookCap).
+const (
+	maxStatusReason = 300
+	maxReflection   = 1000
+	maxConsensus    = 1000
+	maxChecks       = 1500
+	maxTrackerError = 300
+	maxRolePrompt   = 800
+)
+
+// Start is `/drover:loop`: it validates opts and returns an active loop at
+// iteration 1, started at now. Every invalid flag is reported, each error
+// naming its flag.
+func Start(opts StartOptions, now time.Time) (State, error) {
+	var errs []error
+	prompt := strings.TrimSpace(opts.Prompt)
+	switch n := utf8.RuneCountInString(prompt); {
+	case n == 0:
+		errs = append(errs, errors.New(`the loop prompt is empty: say what the loop should do, as in /drover:loop "make the parser handle unicode"`))
+	case n > MaxPromptChars:
+		errs = append(errs, fmt.Errorf("the loop prompt is %d characters, more than %d: put the details in a file and name the file in the prompt", n, MaxPromptChars))
+	}
+	if opts.MaxIterations < 1 {
+		errs = append(errs, fmt.Errorf("--max-iterations is %d, want 1 or more", opts.MaxIterations))
+	}
+	if opts.MaxMinutes < 0 {
+		errs = append(errs, fmt.Errorf("--max-minutes is %d, want 0 (no limit) or more", opts.MaxMinutes))
+	}
+	if math.IsNaN(opts.MaxUSD) || math.IsInf(opts.MaxUSD, 0) || opts.MaxUSD < 0 {
+		errs = append(errs, fmt.Errorf("--max-usd is %v, want 0 (no limit) or more", opts.MaxUSD))
+	}
+	if opts.CheckpointEvery < 0 {
+		errs = append(errs, fmt.Errorf("--checkpoint-every is %d, want 0 (no checkpoints) or more", opts.CheckpointEvery))
+	}
+	promise := normalize(opts.CompletionPromise)
+	switch {
+	case promise == "":
+		promise = DefaultPromise
+	case strings.ContainsAny(promise, "<>"):
+		errs = append(errs, fmt.Errorf("--completion-promise %q holds < or >, which would break the <promise> tag", promise))
+	case utf8.RuneCountInString(promise) > MaxPromiseChars:
+		errs = append(errs, fmt.Errorf("--completion-promise is longer than %d characters", MaxPromiseChars))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return State{}, fmt.Errorf("starting loop: %w", err)
+	}
+	return State{
+		Active:            true,
+		Iteration:         1,
+		MaxIterations:     opts.MaxIterations,
+		CompletionPromise: promise,
+		Prompt:            prompt,
+		StartedAt:         now,
+		MaxMinutes:        opts.MaxMinutes,
+		MaxUSD:            opts.MaxUSD,
+		CheckpointEvery:   opts.CheckpointEvery,
+		RequireChecks:     opts.RequireChecks,
+	}, nil
+}
+
+// Stop decides a Stop hook for a loop session, in this order:
+//
+//   - inactive (or no loop): allow, unchanged.
+//   - completion: the promise kept in the final message (the payload's
+//     last_assistant_message; the transcript only when the payload has no
+//     such field and the transcript has caught up, since a transcript behind
+//     the turn is no signal at all), or the tracker's completion marker.
+//     With require_checks, completion also needs the checks to have passed;
+//     without that it blocks with the check results, as the promise is
+//     necessary, not sufficient. Otherwise the loop ends (Done) and the
+//     stop is allowed with a message for the user.
+//   - budgets: the iteration that just ended was the last one
+//     (max_iterations), the wall time since StartedAt (max_minutes), the
+//     spend (max_usd), or the convergence status budget_exhausted. The first
+//     spent one ends the loop; the stop is allowed with a message naming it.
+//     A converged_success status ends nothing: only a completion signal
+//     does.
+//   - otherwise the iteration moves on and the stop is blocked with the
+//     continuation prompt: the task, the routed role's instructions and
+//     agent, the convergence status, the last reflection and the checkpoint
+//     review when there are any.
+//
+// A tracker that could not be read (f.TrackerErr) never blocks or ends
+// anything by itself: it adds a warning for the user to whatever the
+// decision is. On error the returned State is s, unchanged, so that nothing
+// half decided is persisted.
+func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
+	if !s.Active {
+		return s, hook.Output{}, nil
+	}
+	next := s
+	next.CostUSD = max(s.CostUSD, f.CostUSD)
+	if f.Role != "" {
+		next.LastRole = f.Role
+	}
+	if f.Status != "" {
+		next.LastStatus, next.LastStatusReason = f.Status, f.StatusReason
+	}
+	fail := func(err error) (State, hook.Output, error) {
+		return s, hook.Output{}, fmt.Errorf("loop stop hook: %w", err)
+	}
+
+	var warning string
+	if f.TrackerErr != nil {
+		var err error
+		if warning, err = t.Render(templates.LoopTrackerError, Vars(next, f)); err != nil {
+			return fail(err)
+		}
+	}
+
+	signal := completion(s, f)
+	if signal != "" && (!s.RequireChecks || checksPassed(f)) {
+		next.Active, next.Outcome = false, Done
+		vars := Vars(next, f)
+		vars["completed_by"] = signal
+		vars["checks_result"] = "not required"
+		if s.RequireChecks {
+			vars["checks_result"] = "passed"
+		}
+		msg, err := t.Render(templates.LoopDone, vars)
+		if err != nil {
+			return fail(err)
+		}
+		return next, hook.Output{SystemMessage: joinLines(warning, msg)}, nil
+	}
+
+	if outcome, detail := spent(next, f); outcome != Running {
+		next.Active, next.Outcome = false, outcome
+		vars := Vars(next, f)
+		vars["budget"] = string(outcome)
+		vars["budget_detail"] = detail
+		msg, err := t.Render(templates.LoopBudget, vars)
+		if err != nil {
+			return fail(err)
+		}
+		return next, hook.Output{SystemMessage: joinLines(warning, msg)}, nil
+	}
+
+	next.Iteration++
+	prompt, err := continuePrompt(next, f, t)
+	if err != nil {
+		return fail(err)
+	}
+	reason := prompt
+	if signal != "" {
+		// The agent said it was done; the checks say otherwise.
+		vars := Vars(next, f)
+		vars["completed_by"] = signal
+		vars["loop_prompt"] = prompt
+		if !f.ChecksConfigured || f.ChecksPassed == nil {
+			if vars["checks_summary"], err = t.Render(templates.LoopChecksNone, vars); err != nil {
+				return fail(err)
+			}
+		}
+		if reason, err = t.Render(templates.LoopChecksFailed, vars); err != nil {
+			return fail(err)
+		}
+		reason = tidy(reason)
+	}
+	out := hook.Block(reason)
+	out.SystemMessage = warning
+	return next, out, nil
+}
+
+// completion returns what signalled completion ("promise" or "tracker"), or
+// "" for none.
+func completion(s State, f Facts) string {
+	switch {
+	case f.LastAssistantMessage != nil:
+		if PromiseKept(*f.LastAssistantMessage, s.CompletionPromise) {
+			return "promise"
+		}
+	case f.TranscriptCaughtUp:
+		if PromiseKept(f.TranscriptLastText, s.CompletionPromise) {
+			return "promise"
+		}
+	}
+	if f.TrackerErr == nil && f.TrackerComplete {
+		return "tracker"
+	}
+	return ""
+}
+
+// checksPassed reports whether the checks gate is open: checks are
+// configured, ran, and passed. No result is not a pass.
+func checksPassed(f Facts) bool {
+	return f.ChecksConfigured && f.ChecksPassed != nil && *f.ChecksPassed
+}
+
+// spent returns the first budget s has used up after the iteration that
+// just ended, and what it used, or Running when none is.
+func spent(s State, f Facts) (Outcome, string) {
+	switch minutes := elapsedMinutes(s, f.Now); {
+	case s.Iteration >= s.MaxIterations:
+		return MaxIterationsSpent, fmt.Sprintf("max_iterations: %d of %d iterations", s.Iteration, s.MaxIterations)
+	case s.MaxMinutes > 0 && !s.StartedAt.IsZero() && f.Now.Sub(s.StartedAt) >= time.Duration(s.MaxMinutes)*time.Minute:
+		return MaxMinutesSpent, fmt.Sprintf("max_minutes: %d of %d minutes", minutes, s.MaxMinutes)
+	case s.MaxUSD > 0 && s.CostUSD >= s.MaxUSD:
+		return MaxUSDSpent, fmt.Sprintf("max_usd: $%.2f of $%.2f", s.CostUSD, s.MaxUSD)
+	case f.Status == StatusBudgetExhausted:
+		detail := "budget_exhausted"
+		if r := clip(f.StatusReason, maxStatusReason); r != "" {
+			detail += ": " + r
+		}
+		return BudgetExhausted, detail
+	}
+	return Running, ""
+}
+
+// continuePrompt renders the continuation prompt for the iteration s is on.
+func continuePrompt(s State, f Facts, t templates.Set) (string, error) {
+	vars := Vars(s, f)
+	var err error
+	if f.RolePrompt != "" {
+		vars["role_prompt"] = clip(f.RolePrompt, maxRolePrompt)
+	} else if name := RoleTemplate(vars["role"]); t.Source(name) != "" {
+		if vars["role_prompt"], err = t.Render(name, vars); err != nil {
+			return "", err
+		}
+	}
+	sections := []struct {
+		key, name string
+		when      bool
+	}{
+		{"status_section", templates.LoopStatus, f.Status != ""},
+		{"reflection_section", templates.LoopReflection, strings.TrimSpace(f.Reflection) != ""},
+		{"checkpoint_section", templates.LoopCheckpoint, strings.TrimSpace(f.CheckpointConsensus) != ""},
+		{"checkpoint_section", templates.LoopCheckpointPending, f.CheckpointDue && strings.TrimSpace(f.CheckpointConsensus) == ""},
+	}
+	for _, sec := range sections {
+		if !sec.when {
+			continue
+		}
+		if vars[sec.key], err = t.Render(sec.name, vars); err != nil {
+			return "", err
+		}
+	}
+	text, err := t.Render(templates.LoopContinue, vars)
+	if err != nil {
+		return "", err
+	}
+	return tidy(text), nil
+}
+
+// tidy collapses runs of blank lines to one: what the sections that have
+// nothing to say leave behind in the continuation prompt. (No regexp: this
+// package is linked into the hook client, which must start fast.)
+func tidy(s string) string {
+	lines := strings.Split(s, "\n")
+	out := lines[:0]
+	blank := false
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			if blank {
+				continue
+			}
+			blank, l = true, ""
+		} else {
+			blank = false
+		}
+		out = append(out, l)
+	}
+	return strings.Join(out, "\n")
+}
+
+// Cancel is the user stopping the loop (`drover stop`): it turns inactive
+// with the Cancelled outcome, keeping its counts for status. An inactive
+// loop is returned as it is.
+func Cancel(s State) State {
+	if !s.Active {
+		return s
+	}
+	s.Active, s.Outcome = false, Cancelled
+	return s
+}
+
+// StartText returns what `/drover:loop` tells the agent once s was started:
+// begin now, following the continuation prompt for the first iteration.
+func StartText(s State, f Facts, t templates.Set) (string, error) {
+	prompt, err := continuePrompt(s, f, t)
+	if err != nil {
+		return "", fmt.Errorf("loop start: %w", err)
+	}
+	vars := Vars(s, f)
+	vars["loop_prompt"] = prompt
+	text, err := t.Render(templates.LoopStart, vars)
+	if err != nil {
+		return "", fmt.Errorf("loop start: %w", err)
+	}
+	return text, nil
+}
+
+// ContextSnapshot returns the text that brings the agent back into an
+// active loop after its context was compacted: the session, the iteration,
+// where the notes are, and the continuation prompt (task, role, last
+// status, last reflection). Facts may be partial here: a missing role or
+// status is taken from what the last Stop saw. It is empty for an inactive
+// loop. The caller hands it to the agent as SessionStart(compact) context,
+// and may print it from PreCompact to steer what the summary keeps.
+func ContextSnapshot(s State, f Facts, t templates.Set) (string, error) {
+	if !s.Active {
+		return "", nil
+	}
+	if f.Role == "" {
+		f.Role = s.LastRole
+	}
+	if f.Status == "" {
+		f.Status, f.StatusReason = s.LastStatus, s.LastStatusReason
+	}
+	prompt, err := continuePrompt(s, f, t)
+	if err != nil {
+		return "", fmt.Errorf("loop context snapshot: %w", err)
+	}
+	vars := Vars(s, f)
+	vars["loop_prompt"] = prompt
+	text, err := t.Render(templates.LoopCompact, vars)
+	if err != nil {
+		return "", fmt.Errorf("loop context snapshot: %w", err)
+	}
+	return text, nil
+}
+
+// CheckpointDue reports whether a checkpoint review falls due now that s,
+// as Stop returned it, is about to run its iteration: once every
+// CheckpointEvery finished iterations. The actor starts the reviewers on
+// it; their consensus comes back in Facts.CheckpointConsensus.
+func CheckpointDue(s State) bool {
+	done := s.Iteration - 1
+	return s.Active && s.CheckpointEvery > 0 && done > 0 && done%s.CheckpointEvery == 0
+}
+
+// RoleTemplate is the name of the template holding role's instructions.
+func RoleTemplate(role string) string { return templates.RolePrefix + role }
+
+// TrackerView returns the tracker file for s with body as its body: the
+// front matter mirrors s, so the agent (and the user) can read where the
+// loop stands. The actor writes it after every decision, keeping the body
+// the agent wrote; TrackerBody gives the first one.
+func TrackerView(s State, body string) tracker.Tracker {
+	return tracker.Tracker{
+		Iteration:         s.Iteration,
+		MaxIterations:     s.MaxIterations,
+		CompletionMarker:  tracker.DefaultCompletionMarker,
+		Active:            s.Active,
+		StartedAt:         s.StartedAt,
+		Prompt:            s.Prompt,
+		CompletionPromise: s.CompletionPromise,
+		MaxMinutes:        s.MaxMinutes,
+		MaxUSD:            s.MaxUSD,
+		CheckpointEvery:   s.CheckpointEvery,
+		RequireChecks:     s.RequireChecks,
+		Role:              s.LastRole,
+		Status:            s.LastStatus,
+		StatusReason:      s.LastStatusReason,
+		Body:              body,
+	}
+}
+
+// TrackerBody returns the first body of a new loop's tracker.
+func TrackerBody(s State, f Facts, t templates.Set) (string, error) {
+	text, err := t.Render(templates.LoopTracker, Vars(s, f))
+	if err != nil {
+		return "", fmt.Errorf("loop tracker body: %w", err)
+	}
+	return text + "\n", nil
+}
+
+// Vars returns the template placeholders for s and f:
+//
+//	session_id, tracker_path, prompt, iteration, max_iterations,
+//	completion_promise, completion_marker, started_at (RFC 3339, UTC),
+//	elapsed_minutes, max_minutes, cost_usd, max_usd (dollars, 2 places),
+//	spent_usd ("$1.25", or "unknown" while nothing was reported),
+//	budgets (a one-line summary of the budgets in force),
+//	require_checks (yes or no), checks_summary,
+//	role (the routed role, else the last, else developer),
+//	agent_name (Facts.AgentName, else drover:<role> for a shipped role),
+//	status, status_reason, reflection, checkpoint_consensus,
+//	tracker_error.
+//
+// Free text from other packages is clipped to keep the prompt within the
+// hook output cap. The composed pieces (role_prompt, the *_section ones,
+// loop_prompt, completed_by, checks_result, budget, budget_detail) are set
+// by the decision that needs them, and are empty here.
+func Vars(s State, f Facts) map[string]string {
+	role := f.Role
+	if role == "" {
+		role = s.LastRole
+	}
+	if role == "" {
+		role = RoleDeveloper
+	}
+	agent := f.AgentName
+	if agent == "" && (role == RoleDeveloper || role == RoleDebugger || role == RoleArchitect) {
+		agent = "drover:" + role
+	}
+	started := ""
+	if !s.StartedAt.IsZero() {
+		started = s.StartedAt.UTC().Format(time.RFC3339)
+	}
+	requireChecks := "no"
+	if s.RequireChecks {
+		requireChecks = "yes"
+	}
+	trackerErr := ""
+	if f.TrackerErr != nil {
+		trackerErr = clip(f.TrackerErr.Error(), maxTrackerError)
+	}
+	return map[string]string{
+		"session_id":           f.SessionID,
+		"tracker_path":         f.TrackerPath,
+		"prompt":               s.Prompt,
+		"iteration":            strconv.Itoa(s.Iteration),
+		"max_iterations":       strconv.Itoa(s.MaxIterations),
+		"completion_promise":   s.CompletionPromise,
+		"completion_marker":    tracker.DefaultCompletionMarker,
+		"started_at":           started,
+		"elapsed_minutes":      strconv.Itoa(elapsedMinutes(s, f.Now)),
+		"max_minutes":          strconv.Itoa(s.MaxMinutes),
+		"cost_usd":             dollars(max(s.CostUSD, f.CostUSD)),
+		"spent_usd":            formatSpend(max(s.CostUSD, f.CostUSD)),
+		"max_usd":              dollars(s.MaxUSD),
+		"budgets":              budgets(s, f),
+		"require_checks":       requireChecks,
+		"checks_summary":       clip(f.ChecksSummary, maxChecks),
+		"role":                 role,
+		"agent_name":           agent,
+		"status":               f.Status,
+		"status_reason":        clip(f.StatusReason, maxStatusReason),
+		"reflection":           clip(f.Reflection, maxReflection),
+		"checkpoint_consensus": clip(f.CheckpointConsensus, maxConsensus),
+		"tracker_error":        trackerErr,
+		"role_prompt":          "",
+		"status_section":       "",
+		"reflection_section":   "",
+		"checkpoint_section":   "",
+	}
+}
+
+// budgets summarises the budgets in force, for the agent.
+func budgets(s State, f Facts) string {
+	parts := []string{fmt.Sprintf("iteration %d of %d", s.Iteration, s.MaxIterations)}
+	if s.MaxMinutes > 0 {
+		parts = append(parts, fmt.Sprintf("%d of %d minutes", elapsedMinutes(s, f.Now), s.MaxMinutes))
+	}
+	if s.MaxUSD > 0 {
+		parts = append(parts, fmt.Sprintf("$%s of $%s", dollars(max(s.CostUSD, f.CostUSD)), dollars(s.MaxUSD)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// elapsedMinutes is the whole minutes since s started, 0 when either time
+// is unknown.
+func elapsedMinutes(s State, now time.Time) int {
+	if s.StartedAt.IsZero() || now.IsZero() || now.Before(s.StartedAt) {
+		return 0
+	}
+	return int(now.Sub(s.StartedAt) / time.Minute)
+}
+
+func dollars(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
+
+func formatSpend(v float64) string {
+	if v <= 0 {
+		return "unknown"
+	}
+	return "$" + dollars(v)
+}
+
+// clip trims s and cuts it to at most n characters, marking the cut.
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return strings.TrimSpace(string(r[:n])) + " […]"
+}
+
+func joinLines(parts ...string) string {
+	var keep []string
+	for _, p := range parts {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	return strings.Join(keep, "\n")
+}

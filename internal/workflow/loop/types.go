@@ -1,0 +1,144 @@
+// Package loop is the loop workflow as a pure state machine: one prompt
+// re-fed at every Stop until the agent keeps its completion promise (or
+// marks its tracker complete), with budgets in iterations, wall time and
+// dollars, an optional checks gate, and a continuation prompt steered by
+// convergence status, role routing, reflections and checkpoint reviews.
+//
+// Nothing here does I/O. The session actor gathers Facts (the hook payload,
+// the transcript, the tracker file, metrics, convergence, the routed role,
+// check results), calls these functions, persists the new State, performs
+// the effects (writing the tracker, starting checkpoint reviewers), and only
+// then answers the hook. The metrics, convergence and routing themselves
+// live in other packages; their results arrive here as plain values.
+package loop
+
+import "time"
+
+// Outcome says how a loop ended. Running is the outcome of an active loop.
+type Outcome string
+
+// The outcomes.
+const (
+	Running Outcome = ""
+	// Done: the agent signalled completion (and the checks passed, when
+	// the loop requires them).
+	Done Outcome = "done"
+	// The budgets, named as their flags are.
+	MaxIterationsSpent Outcome = "max_iterations"
+	MaxMinutesSpent    Outcome = "max_minutes"
+	MaxUSDSpent        Outcome = "max_usd"
+	// BudgetExhausted: the convergence status said budget_exhausted.
+	BudgetExhausted Outcome = "budget_exhausted"
+	// Cancelled: the user stopped the loop.
+	Cancelled Outcome = "cancelled"
+)
+
+// The convergence statuses this package acts on or names in its prompts.
+// The convergence package decides them; only StatusBudgetExhausted changes
+// what Stop does.
+const (
+	StatusConvergedSuccess = "converged_success"
+	StatusStuckPlateau     = "stuck_plateau"
+	StatusThrashing        = "thrashing"
+	StatusExploring        = "exploring"
+	StatusBudgetExhausted  = "budget_exhausted"
+)
+
+// The roles the plugin ships an agent and a prompt for. The router may
+// name others; their prompt then comes in Facts.RolePrompt.
+const (
+	RoleDeveloper = "developer"
+	RoleDebugger  = "debugger"
+	RoleArchitect = "architect"
+)
+
+// State is the loop workflow's persisted state for one session.
+//
+// Iteration is the number of the iteration the agent is on, from 1 at
+// Start. Stop moves it on only when the loop continues, so once the loop
+// has ended it is the number of iterations that ran. A zero budget
+// (MaxMinutes, MaxUSD) or CheckpointEvery means none.
+type State struct {
+	Active            bool      `json:"active"`
+	Iteration         int       `json:"iteration"`
+	MaxIterations     int       `json:"max_iterations"`
+	CompletionPromise string    `json:"completion_promise"`
+	Prompt            string    `json:"prompt"`
+	StartedAt         time.Time `json:"started_at"`
+	MaxMinutes        int       `json:"max_minutes,omitempty"`
+	MaxUSD            float64   `json:"max_usd,omitempty"`
+	CheckpointEvery   int       `json:"checkpoint_every,omitempty"`
+	RequireChecks     bool      `json:"require_checks,omitempty"`
+
+	// What the last Stop saw, for status and for the context snapshot.
+	LastRole         string `json:"last_role,omitempty"`
+	LastStatus       string `json:"last_status,omitempty"`
+	LastStatusReason string `json:"last_status_reason,omitempty"`
+	// CostUSD is the largest spend reported so far.
+	CostUSD float64 `json:"cost_usd,omitempty"`
+
+	Outcome Outcome `json:"outcome,omitempty"`
+}
+
+// StartOptions are the flags of `/drover:loop "<prompt>" ...`.
+type StartOptions struct {
+	Prompt            string
+	MaxIterations     int     // --max-iterations, at least 1
+	CompletionPromise string  // --completion-promise; empty means DefaultPromise
+	MaxMinutes        int     // --max-minutes, 0 for no limit
+	MaxUSD            float64 // --max-usd, 0 for no limit
+	CheckpointEvery   int     // --checkpoint-every, 0 for none
+	RequireChecks     bool    // --require-checks
+}
+
+// Facts is what the session actor gathered before a decision.
+type Facts struct {
+	SessionID string
+	// TrackerPath is the absolute path of the session's loop tracker.
+	TrackerPath string
+
+	// LastAssistantMessage is the Stop payload's field: nil when the CLI
+	// did not send it, which is not the same as an empty final message
+	// (a turn that ended on a tool call).
+	LastAssistantMessage *string
+	// TranscriptLastText is the final assistant text read from the
+	// transcript, used only when LastAssistantMessage is nil, and only
+	// when TranscriptCaughtUp says the transcript holds the current turn.
+	TranscriptLastText string
+	TranscriptCaughtUp bool
+
+	// TrackerComplete is tracker.Tracker.Complete of the tracker file.
+	// TrackerErr is the error reading it (the actor has quarantined a
+	// malformed one); a tracker with an error never completes the loop.
+	TrackerComplete bool
+	TrackerErr      error
+
+	Now time.Time
+	// CostUSD is the loop's spend so far, as measured; 0 when unknown.
+	CostUSD float64
+
+	// The checks gate: ChecksPassed is nil when no result is available.
+	ChecksConfigured bool
+	ChecksPassed     *bool
+	ChecksSummary    string
+
+	// Status is the convergence status ("" unknown) and StatusReason its
+	// explanation.
+	Status       string
+	StatusReason string
+	// Role is the routed role ("" keeps the last one, or developer).
+	// RolePrompt, when set, replaces the role_<role> template; it is how a
+	// role the plugin does not ship gets its instructions. AgentName is
+	// the subagent for the role ("" means drover:<role> for the roles the
+	// plugin ships).
+	Role       string
+	RolePrompt string
+	AgentName  string
+	// Reflection is the last reflection summary.
+	Reflection string
+	// CheckpointDue is true while a checkpoint review started for this
+	// loop has not reported; CheckpointConsensus is its consensus once it
+	// has.
+	CheckpointDue       bool
+	CheckpointConsensus string
+}

@@ -1,0 +1,39 @@
+package templates
+
+// The names of the loop workflow's templates (internal/workflow/loop) and of
+// the role prompts it routes to. They live in their own file so that each
+// workflow's names stay together.
+const (
+	// LoopStart is what `/drover:loop` tells the agent once the loop runs.
+	LoopStart = "loop_start"
+	// LoopContinue is the block reason that re-feeds the loop prompt.
+	LoopContinue = "loop_continue"
+	// LoopChecksFailed blocks a completion signal that the required
+	// checks did not confirm.
+	LoopChecksFailed = "loop_checks_failed"
+	// LoopChecksNone stands in for the check results when there are none.
+	LoopChecksNone = "loop_checks_none"
+
+	// Sections of LoopContinue, each present only when it has something
+	// to say.
+	LoopStatus            = "loop_status"
+	LoopReflection        = "loop_reflection"
+	LoopCheckpoint        = "loop_checkpoint"
+	LoopCheckpointPending = "loop_checkpoint_pending"
+
+	// Messages for the user (systemMessage).
+	LoopDone         = "loop_done"
+	LoopBudget       = "loop_budget"
+	LoopTrackerError = "loop_tracker_error"
+
+	// LoopCompact brings the agent back into the loop after compaction.
+	LoopCompact = "loop_compact"
+	// LoopTracker is the first body of a new loop tracker file.
+	LoopTracker = "loop_tracker"
+
+	// RolePrefix starts the name of a role's prompt: role_<role>.
+	RolePrefix    = "role_"
+	RoleDeveloper = RolePrefix + "developer"
+	RoleDebugger  = RolePrefix + "debugger"
+	RoleArchitect = RolePrefix + "architect"
+)

@@ -1,0 +1,37 @@
+package templates
+
+// loopNames are the loop workflow's templates and the role prompts (loop.go).
+var loopNames = []string{
+	LoopStart, LoopContinue, LoopChecksFailed, LoopChecksNone,
+	LoopStatus, LoopReflection, LoopCheckpoint, LoopCheckpointPending,
+	LoopDone, LoopBudget, LoopTrackerError, LoopCompact, LoopTracker,
+	RoleDeveloper, RoleDebugger, RoleArchitect,
+}
+
+// loopContent pins what each loop template must say and which placeholders
+// it must use: internal/workflow/loop fills them in.
+var loopContent = []struct {
+	name    string
+	phrases []string
+}{
+	{LoopStart, []string{"[drover] Started a loop in session {{session_id}}", "{{max_iterations}}", "{{loop_prompt}}"}},
+	{LoopContinue, []string{
+		"{{iteration}} of {{max_iterations}}", "{{prompt}}", "## Role: {{role}}", "{{role_prompt}}",
+		"{{status_section}}", "{{reflection_section}}", "{{checkpoint_section}}", "{{tracker_path}}",
+		"\n<promise>{{completion_promise}}</promise>\n", "alone on its line", "{{completion_marker}}", "{{require_checks}}", "{{budgets}}",
+	}},
+	{LoopChecksFailed, []string{"{{completed_by}}", "necessary, not sufficient", "{{checks_summary}}", "{{loop_prompt}}"}},
+	{LoopChecksNone, []string{"No check results", "/drover:stop"}},
+	{LoopStatus, []string{"## Convergence: {{status}}", "{{status_reason}}", "converged_success", "only your completion signal"}},
+	{LoopReflection, []string{"{{reflection}}"}},
+	{LoopCheckpoint, []string{"{{checkpoint_consensus}}"}},
+	{LoopCheckpointPending, []string{"checkpoint review", "running"}},
+	{LoopDone, []string{"[drover] Loop done in session {{session_id}}", "{{iteration}}", "{{completed_by}}", "{{checks_result}}", "{{spent_usd}}"}},
+	{LoopBudget, []string{"[drover] Stopped the loop in session {{session_id}}", "{{budget_detail}}", "{{tracker_path}}", "/drover:loop"}},
+	{LoopTrackerError, []string{"[drover]", "{{tracker_path}}", "{{tracker_error}}"}},
+	{LoopCompact, []string{"[drover] Active loop in session {{session_id}}", "{{iteration}} of {{max_iterations}}", "{{tracker_path}}", "{{loop_prompt}}"}},
+	{LoopTracker, []string{"{{prompt}}", "{{completion_marker}}", "last line"}},
+	{RoleDeveloper, []string{"developer", "{{agent_name}}", "test"}},
+	{RoleDebugger, []string{"debugger", "{{agent_name}}", "Reproduce"}},
+	{RoleArchitect, []string{"architect", "{{agent_name}}", "plan"}},
+}
