@@ -33,9 +33,14 @@ type List struct {
 	Pending, Done, Stuck []string
 }
 
+// reserved names live in a session directory but are not tasks: the loop
+// workflow's tracker.
+var reserved = map[string]bool{"loop.md": true}
+
 // Scan lists the task files in dir. A missing dir is an empty List: a session
 // that never had a task. Subdirectories, files not ending in .md and dot
-// files (such as Add's temporary files) are not tasks and are skipped.
+// files (such as Add's temporary files) and the loop tracker (loop.md) are
+// not tasks and are skipped.
 func Scan(dir string) (List, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
@@ -53,7 +58,7 @@ func Scan(dir string) (List, error) {
 	var l List
 	for _, e := range ents {
 		name := e.Name()
-		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, PendingSuffix) || !isFile(abs, e) {
+		if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, PendingSuffix) || reserved[name] || !isFile(abs, e) {
 			continue
 		}
 		p := filepath.Join(abs, name)

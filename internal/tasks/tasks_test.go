@@ -70,7 +70,7 @@ func TestScan(t *testing.T) {
 			"20260203T145230.md", "20260203T145212.md", // pending, written out of order
 			"20260203T140100.done.md", "20260203T140000.done.md",
 			"20260203T145300.stuck.md", "20260203T145245.stuck.md",
-			"state.json", "notes.txt", ".task-123.tmp", ".hidden.md", "README", // not tasks
+			"state.json", "notes.txt", ".task-123.tmp", ".hidden.md", "README", "loop.md", // not tasks
 		} {
 			write(t, filepath.Join(dir, n), "task")
 		}
