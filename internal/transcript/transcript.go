@@ -1,0 +1,541 @@
+// Package transcript reads Claude Code session transcripts (JSONL, one entry
+// per line) as a stream of typed events, in bounded memory, however large the
+// file.
+//
+// The entry format is internal to Claude Code and changes between releases,
+// so the reader is tolerant: unknown entry types and fields are skipped, a
+// line that is not a JSON object is counted and skipped (a half-written last
+// line is normal while the agent runs), a line longer than the limit is
+// skipped without being held in memory, and the repeats Claude Code writes
+// (one content block per line under a repeated message id, whole lines
+// repeated on resume) are reported once.
+//
+// Nothing here opens files: callers hand in an io.Reader.
+package transcript
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// DefaultMaxLine is the longest line Scan decodes. Longer lines (a huge tool
+// result inlined in the transcript) are skipped and counted in
+// Stats.TooLong; the reader never holds more than this much of one line.
+const DefaultMaxLine = 16 << 20
+
+// StopFeedbackPrefix starts the user entry Claude Code writes when a Stop hook
+// blocks with a reason: the reason follows on the next line.
+const StopFeedbackPrefix = "Stop hook feedback:"
+
+// ErrStop may be returned by a Scan callback to end the scan early; Scan
+// then returns nil.
+var ErrStop = errors.New("transcript: stop scanning")
+
+// Kind says what an Event is.
+type Kind uint8
+
+// The event kinds. The zero Kind is not an event; Iteration.StartedBy uses it
+// for "the start of the transcript".
+const (
+	// AssistantText is one text block of an assistant message.
+	AssistantText Kind = iota + 1
+	// ToolUse is one tool_use block of an assistant message.
+	ToolUse
+	// ToolResult is one tool_result block of a user entry.
+	ToolResult
+	// UserPrompt is a prompt a person (or a slash command they typed) sent:
+	// not a tool result, not a system-injected (isMeta) message, not the
+	// post-compaction summary, not local command output, not Stop-hook
+	// feedback.
+	UserPrompt
+	// StopFeedback is the user entry Claude Code writes when a Stop hook
+	// blocked the stop; Event.Text is the hook's reason without the prefix.
+	StopFeedback
+	// CompactBoundary is the system entry that marks a compaction.
+	CompactBoundary
+)
+
+var kindNames = [...]string{"", "assistant_text", "tool_use", "tool_result", "user_prompt", "stop_feedback", "compact_boundary"}
+
+// String returns the kind's snake_case name.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && k != 0 {
+		return kindNames[k]
+	}
+	return "kind(" + strconv.Itoa(int(k)) + ")"
+}
+
+// Event is one thing that happened in a transcript. Which fields are set
+// depends on Kind; the rest are zero.
+type Event struct {
+	Kind Kind
+	// Line is the 1-based line number of the entry in the input, and
+	// Offset the byte offset where the line starts, both counted from
+	// where the reader began: a caller that remembers an iteration's
+	// boundary can seek there next time instead of rereading the file.
+	Line   int
+	Offset int64
+	// UUID is the entry's uuid, when it has one.
+	UUID string
+	// Sidechain is true for entries of a subagent mixed into the main file
+	// (older Claude Code versions did that).
+	Sidechain bool
+
+	// MessageID is the API message id (AssistantText, ToolUse). Claude Code
+	// writes each content block of a message on its own line under the
+	// same id.
+	MessageID string
+
+	// Text is the text of an AssistantText, UserPrompt or StopFeedback
+	// event, or the flattened text content of a ToolResult.
+	Text string
+
+	// ToolUseID is the tool call id of a ToolUse, or the call a ToolResult
+	// answers.
+	ToolUseID string
+	// ToolName is the tool of a ToolUse ("Bash", "Write", ...).
+	ToolName string
+	// Input is the raw JSON input of a ToolUse (a copy, safe to keep).
+	Input json.RawMessage
+	// Command is input.command of a Bash ToolUse.
+	Command string
+	// FilePath is input.file_path (or notebook_path) of a ToolUse, when
+	// present.
+	FilePath string
+	// IsError is the is_error flag of a ToolResult.
+	IsError bool
+}
+
+// Stats counts what a scan read and what it skipped.
+type Stats struct {
+	// Lines is the number of non-blank lines read.
+	Lines int
+	// Events is the number of events delivered.
+	Events int
+	// Malformed counts lines that are not a JSON object (a half-written
+	// last line, corruption).
+	Malformed int
+	// TooLong counts lines over the line limit, skipped unread.
+	TooLong int
+	// Duplicates counts lines and blocks skipped because they were already
+	// reported (same entry uuid, tool call id, or message id and text).
+	Duplicates int
+	// Skipped counts well-formed entries with nothing to report: other
+	// entry types, system-injected messages, thinking blocks.
+	Skipped int
+}
+
+// Scanner reads transcripts. The zero value is ready to use.
+type Scanner struct {
+	// MaxLine is the longest line decoded; zero means DefaultMaxLine.
+	MaxLine int
+}
+
+// Scan reads the transcript from r with a zero Scanner.
+func Scan(ctx context.Context, r io.Reader, fn func(Event) error) (Stats, error) {
+	return Scanner{}.Scan(ctx, r, fn)
+}
+
+// Scan reads JSONL entries from r and calls fn for each event, in order.
+// It stops at the end of r, when ctx is done, when reading fails, or when
+// fn returns an error (returned wrapped, except ErrStop, which ends the scan
+// with a nil error). The Stats are valid in every case.
+func (s Scanner) Scan(ctx context.Context, r io.Reader, fn func(Event) error) (Stats, error) {
+	maxLine := s.MaxLine
+	if maxLine <= 0 {
+		maxLine = DefaultMaxLine
+	}
+	lr := lineReader{br: bufio.NewReaderSize(r, 64<<10), max: maxLine}
+	d := newDeduper(dedupeWindow)
+	var st Stats
+	var emitErr error
+	emit := func(ev Event) bool {
+		st.Events++
+		if err := fn(ev); err != nil {
+			emitErr = err
+			return false
+		}
+		return true
+	}
+	for lineNo := 1; ; lineNo++ {
+		if lineNo%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return st, fmt.Errorf("reading transcript at line %d: %w", lineNo, err)
+			}
+		}
+		line, offset, tooLong, err := lr.next()
+		if err != nil && !errors.Is(err, io.EOF) {
+			return st, fmt.Errorf("reading transcript line %d: %w", lineNo, err)
+		}
+		switch {
+		case tooLong:
+			st.Lines++
+			st.TooLong++
+		default:
+			line = bytes.TrimSpace(line)
+			if len(line) == 0 {
+				break
+			}
+			st.Lines++
+			if !decodeLine(line, lineNo, offset, &st, d, emit) {
+				if errors.Is(emitErr, ErrStop) {
+					return st, nil
+				}
+				return st, fmt.Errorf("handling transcript line %d: %w", lineNo, emitErr)
+			}
+		}
+		if err != nil { // io.EOF, after the last (possibly unterminated) line
+			return st, nil
+		}
+	}
+}
+
+// lineReader splits a stream into lines without a cap on what it reads and a
+// cap on what it keeps.
+type lineReader struct {
+	br  *bufio.Reader
+	buf []byte
+	max int
+	off int64 // where the next line starts
+}
+
+// next returns the next line without its newline, and its offset. The
+// slice is valid until the next call. A line longer than max comes back as
+// tooLong with no bytes. At the end of input err is io.EOF, possibly with a
+// last unterminated line.
+func (lr *lineReader) next() (line []byte, offset int64, tooLong bool, err error) {
+	lr.buf = lr.buf[:0]
+	offset = lr.off
+	first := true
+	for {
+		chunk, err := lr.br.ReadSlice('\n')
+		lr.off += int64(len(chunk))
+		if !tooLong {
+			n := len(chunk)
+			if n > 0 && chunk[n-1] == '\n' {
+				n--
+			}
+			switch {
+			case len(lr.buf)+n > lr.max:
+				tooLong = true
+				lr.buf = lr.buf[:0]
+			case first && !errors.Is(err, bufio.ErrBufferFull):
+				// The whole line is in the reader's buffer: no copy.
+				return chunk[:n], offset, false, err
+			default:
+				lr.buf = append(lr.buf, chunk[:n]...)
+			}
+		}
+		first = false
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if tooLong {
+			return nil, offset, true, err
+		}
+		return lr.buf, offset, false, err
+	}
+}
+
+// dedupeWindow is how many recent ids the reader remembers. Repeats are
+// written close together (one message's blocks, a resumed session's copy of
+// recent lines), and a fixed window keeps memory flat on huge files.
+const dedupeWindow = 4096
+
+// deduper remembers the last n keys it was shown.
+type deduper struct {
+	seen map[string]struct{}
+	ring []string
+	next int
+}
+
+func newDeduper(n int) *deduper {
+	return &deduper{seen: make(map[string]struct{}, n), ring: make([]string, n)}
+}
+
+// repeat reports whether key was seen recently, and remembers it. The empty
+// key is never a repeat: entries without ids cannot be told apart.
+func (d *deduper) repeat(key string) bool {
+	if key == "" {
+		return false
+	}
+	if _, ok := d.seen[key]; ok {
+		return true
+	}
+	if old := d.ring[d.next]; old != "" {
+		delete(d.seen, old)
+	}
+	d.ring[d.next] = key
+	d.next = (d.next + 1) % len(d.ring)
+	d.seen[key] = struct{}{}
+	return false
+}
+
+// entry is the part of a transcript line the reader looks at.
+type entry struct {
+	Type             string          `json:"type"`
+	Subtype          string          `json:"subtype"`
+	UUID             string          `json:"uuid"`
+	IsSidechain      bool            `json:"isSidechain"`
+	IsMeta           bool            `json:"isMeta"`
+	IsCompactSummary bool            `json:"isCompactSummary"`
+	Message          *message        `json:"message"`
+	ToolUseResult    json.RawMessage `json:"toolUseResult"`
+}
+
+type message struct {
+	ID      string  `json:"id"`
+	Content content `json:"content"`
+}
+
+type block struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	ToolUseID string          `json:"tool_use_id"`
+	Content   content         `json:"content"`
+	IsError   bool            `json:"is_error"`
+}
+
+// content is a message or tool-result content: either a string (one text
+// block) or an array of blocks. Any other shape decodes as empty.
+type content []block
+
+// UnmarshalJSON accepts both shapes and never fails, so that an odd content
+// does not cost the rest of the entry.
+func (c *content) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	if len(b) == 0 {
+		return nil
+	}
+	switch b[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(b, &s) == nil {
+			*c = content{{Type: "text", Text: s}}
+		}
+	case '[':
+		var bs []block
+		_ = json.Unmarshal(b, &bs) // type errors leave the rest decoded
+		*c = bs
+	}
+	return nil
+}
+
+// text joins the text blocks, and says whether any block was an image (a
+// prompt can be an image alone).
+func (c content) text() (string, bool) {
+	var parts []string
+	image := false
+	for _, b := range c {
+		switch b.Type {
+		case "text":
+			parts = append(parts, b.Text)
+		case "image", "document":
+			image = true
+		}
+	}
+	return strings.Join(parts, "\n"), image
+}
+
+type toolInput struct {
+	Command      string `json:"command"`
+	FilePath     string `json:"file_path"`
+	NotebookPath string `json:"notebook_path"`
+}
+
+// decodeLine turns one line into events. It returns false when emit
+// refused an event.
+func decodeLine(line []byte, lineNo int, offset int64, st *Stats, d *deduper, emit func(Event) bool) bool {
+	if line[0] != '{' {
+		st.Malformed++
+		return true
+	}
+	var e entry
+	if err := json.Unmarshal(line, &e); err != nil {
+		// A type mismatch in some field leaves the others decoded: keep
+		// going, the format drifts between releases.
+		var te *json.UnmarshalTypeError
+		if !errors.As(err, &te) {
+			st.Malformed++
+			return true
+		}
+	}
+	if e.UUID != "" && d.repeat("l\x00"+e.UUID) {
+		st.Duplicates++
+		return true
+	}
+	base := Event{Line: lineNo, Offset: offset, UUID: e.UUID, Sidechain: e.IsSidechain}
+	switch e.Type {
+	case "assistant":
+		if e.Message == nil {
+			st.Skipped++
+			return true
+		}
+		return assistantEvents(base, e.Message, st, d, emit)
+	case "user":
+		if e.Message == nil {
+			st.Skipped++
+			return true
+		}
+		return userEvents(base, &e, st, d, emit)
+	case "system":
+		if e.Subtype == "compact_boundary" {
+			ev := base
+			ev.Kind = CompactBoundary
+			return emit(ev)
+		}
+	}
+	st.Skipped++
+	return true
+}
+
+func assistantEvents(base Event, m *message, st *Stats, d *deduper, emit func(Event) bool) bool {
+	base.MessageID = m.ID
+	for _, b := range m.Content {
+		ev := base
+		switch b.Type {
+		case "text":
+			if strings.TrimSpace(b.Text) == "" {
+				st.Skipped++
+				continue
+			}
+			if m.ID != "" && d.repeat("t\x00"+m.ID+"\x00"+textKey(b.Text)) {
+				st.Duplicates++
+				continue
+			}
+			ev.Kind = AssistantText
+			ev.Text = b.Text
+		case "tool_use":
+			if d.repeat(idKey("u", b.ID)) {
+				st.Duplicates++
+				continue
+			}
+			ev.Kind = ToolUse
+			ev.ToolUseID = b.ID
+			ev.ToolName = b.Name
+			ev.Input = b.Input
+			if len(b.Input) > 0 {
+				var in toolInput
+				_ = json.Unmarshal(b.Input, &in) // a missing or odd field just stays empty
+				if b.Name == "Bash" {
+					ev.Command = in.Command
+				}
+				ev.FilePath = in.FilePath
+				if ev.FilePath == "" {
+					ev.FilePath = in.NotebookPath
+				}
+			}
+		default:
+			st.Skipped++
+			continue
+		}
+		if !emit(ev) {
+			return false
+		}
+	}
+	return true
+}
+
+func userEvents(base Event, e *entry, st *Stats, d *deduper, emit func(Event) bool) bool {
+	results := false
+	for _, b := range e.Message.Content {
+		if b.Type != "tool_result" {
+			continue
+		}
+		results = true
+		if d.repeat(idKey("r", b.ToolUseID)) {
+			st.Duplicates++
+			continue
+		}
+		ev := base
+		ev.Kind = ToolResult
+		ev.ToolUseID = b.ToolUseID
+		ev.IsError = b.IsError
+		ev.Text, _ = b.Content.text()
+		if ev.Text == "" {
+			ev.Text = toolUseResultText(e.ToolUseResult)
+		}
+		if !emit(ev) {
+			return false
+		}
+	}
+	if results {
+		return true
+	}
+	text, image := e.Message.Content.text()
+	trimmed := strings.TrimLeft(text, " \t\r\n")
+	ev := base
+	switch {
+	case strings.HasPrefix(trimmed, StopFeedbackPrefix):
+		// Claude Code marks it isMeta; it is still the loop's turn marker.
+		ev.Kind = StopFeedback
+		ev.Text = strings.TrimLeft(strings.TrimPrefix(trimmed, StopFeedbackPrefix), " \t\r\n")
+	case e.IsMeta, e.IsCompactSummary,
+		strings.HasPrefix(trimmed, "<local-command-"),
+		strings.HasPrefix(trimmed, "[Request interrupted"),
+		trimmed == "" && !image:
+		st.Skipped++
+		return true
+	default:
+		ev.Kind = UserPrompt
+		ev.Text = text
+	}
+	return emit(ev)
+}
+
+// toolUseResultText reads the entry-level toolUseResult when the tool_result
+// block had no text: a string on errors, or an object with stdout/stderr
+// (Bash) or content.
+func toolUseResultText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		return s
+	case '{':
+		var r struct {
+			Stdout  string `json:"stdout"`
+			Stderr  string `json:"stderr"`
+			Content string `json:"content"`
+		}
+		_ = json.Unmarshal(raw, &r)
+		parts := make([]string, 0, 3)
+		for _, p := range []string{r.Stdout, r.Stderr, r.Content} {
+			if p != "" {
+				parts = append(parts, p)
+			}
+		}
+		return strings.Join(parts, "\n")
+	}
+	return ""
+}
+
+func idKey(prefix, id string) string {
+	if id == "" {
+		return ""
+	}
+	return prefix + "\x00" + id
+}
+
+// textKey is a short stand-in for a text block, so the dedupe window holds
+// ids rather than whole texts.
+func textKey(s string) string {
+	h := fnv.New64a()
+	_, _ = io.WriteString(h, s)
+	return strconv.FormatUint(h.Sum64(), 36) + ":" + strconv.Itoa(len(s))
+}
