@@ -6,6 +6,7 @@
 package actors
 
 import (
+	"encoding/json"
 	"errors"
 
 	"github.com/drover-dev/drover/internal/api"
@@ -57,6 +58,22 @@ type Command struct {
 // CommandResult is the answer to Command.
 type CommandResult struct {
 	Response api.CommandResponse
+	Err      error
+}
+
+// WorkflowCommand runs a command of the loop or plan workflow ("start",
+// "cancel", "status" for loop; "new", "advance", ... for plan). Args holds
+// the verb's JSON arguments. It is answered with *WorkflowResult.
+type WorkflowCommand struct {
+	Workflow string
+	Verb     string
+	Args     json.RawMessage
+}
+
+// WorkflowResult is the answer to WorkflowCommand: Response is the verb's
+// JSON answer, passed through to the client as it is.
+type WorkflowResult struct {
+	Response json.RawMessage
 	Err      error
 }
 

@@ -99,7 +99,7 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 		ctx.Send(ctx.Parent(), &passivate{sessionID: a.id})
 	case *HandleHook:
 		a.begin(ctx, msg)
-		ctx.Respond(a.handleHook(msg))
+		ctx.Respond(a.handleHook(ctx, msg))
 		a.inflight = nil
 	case *AddTask:
 		a.begin(ctx, msg)
@@ -109,7 +109,36 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 		a.begin(ctx, msg)
 		ctx.Respond(a.command(msg))
 		a.inflight = nil
+	case *WorkflowCommand:
+		a.begin(ctx, msg)
+		ctx.Respond(a.workflowCommand(ctx, msg))
+		a.inflight = nil
+	default:
+		a.receiveOther(ctx, msg)
 	}
+}
+
+// workflowCommand dispatches a loop or plan command.
+func (a *sessionActor) workflowCommand(actx actor.Context, m *WorkflowCommand) *WorkflowResult {
+	if a.loadErr != nil {
+		return &WorkflowResult{Err: a.loadErr}
+	}
+	switch m.Workflow {
+	case string(session.Loop):
+		return a.loopCommand(actx, m)
+	case string(session.Plan):
+		return a.planCommand(actx, m)
+	}
+	return &WorkflowResult{Err: fmt.Errorf("%w: unknown workflow %q", ErrBadRequest, m.Workflow)}
+}
+
+// receiveOther handles the messages of workflows that work in the
+// background (reviews, checks): their results come back as messages.
+func (a *sessionActor) receiveOther(actx actor.Context, msg any) {
+	if a.planMessage(actx, msg) {
+		return
+	}
+	a.loopMessage(actx, msg)
 }
 
 func (a *sessionActor) begin(ctx actor.Context, msg any) {
@@ -125,6 +154,8 @@ func failedReply(_ actor.Context, msg any) any {
 		return &AddResult{Err: ErrSessionFailed}
 	case *Command:
 		return &CommandResult{Err: ErrSessionFailed}
+	case *WorkflowCommand:
+		return &WorkflowResult{Err: ErrSessionFailed}
 	}
 	return &HookResult{Err: ErrSessionFailed}
 }
@@ -181,7 +212,7 @@ func (a *sessionActor) facts(ctx context.Context, withGit bool) (queue.Facts, er
 	return f, nil
 }
 
-func (a *sessionActor) handleHook(m *HandleHook) *HookResult {
+func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) *HookResult {
 	if a.loadErr != nil {
 		// The store could not be read (not a decode problem: that is
 		// quarantined). Try again on this request.
@@ -196,7 +227,7 @@ func (a *sessionActor) handleHook(m *HandleHook) *HookResult {
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
 
-	res, changed, err := a.decide(ctx, m)
+	res, changed, err := a.decide(actx, ctx, m)
 	if err != nil {
 		return &HookResult{Err: err}
 	}
@@ -228,8 +259,14 @@ type decision struct {
 
 // decide applies the session's workflow to one hook event. changed reports
 // whether the record must be saved before answering.
-func (a *sessionActor) decide(ctx context.Context, m *HandleHook) (decision, bool, error) {
+func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *HandleHook) (decision, bool, error) {
 	d := decision{rec: a.rec}
+	switch a.rec.Workflow {
+	case session.Loop:
+		return a.decideLoop(actx, ctx, m)
+	case session.Plan:
+		return a.decidePlan(actx, ctx, m)
+	}
 	if a.rec.Workflow != session.Queue || !a.rec.Queue.Active() {
 		// Unknown, never-started or finished sessions are never blocked.
 		return d, false, nil

@@ -38,6 +38,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/hook/{event}", s.serveHook)
 	mux.HandleFunc("POST /v1/sessions/{id}/tasks", s.serveAdd)
 	mux.HandleFunc("POST /v1/sessions/{id}/{verb}", s.serveCommand)
+	mux.HandleFunc("POST /v1/sessions/{id}/{workflow}/{verb}", s.serveWorkflow)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(api.VersionHeader, s.opts.Version)
 		mux.ServeHTTP(w, r)
@@ -278,4 +279,32 @@ func (s *Server) serveConfig(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"yaml": string(y)})
+}
+
+func (s *Server) serveWorkflow(w http.ResponseWriter, r *http.Request) {
+	id, wf, verb := r.PathValue("id"), r.PathValue("workflow"), r.PathValue("verb")
+	if err := hook.CheckSessionID(id); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	var args json.RawMessage
+	if err := decodeBody(w, r, &args); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	res, err := s.ask(id, &actors.WorkflowCommand{Workflow: wf, Verb: verb, Args: args})
+	if err == nil {
+		if wr, ok := res.(*actors.WorkflowResult); ok {
+			if wr.Err != nil {
+				writeError(w, statusFor(wr.Err), wr.Err)
+				return
+			}
+			s.log.Info("workflow command", zap.String("session", id), zap.String("workflow", wf), zap.String("command", verb))
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(wr.Response)
+			return
+		}
+		err = fmt.Errorf("unexpected reply %T", res)
+	}
+	writeError(w, http.StatusInternalServerError, err)
 }

@@ -34,6 +34,11 @@ func HookPath(e hook.Event) string { return "/v1/hook/" + string(e) }
 // "start", "stop" or "unstick".
 func SessionPath(id, verb string) string { return "/v1/sessions/" + id + "/" + verb }
 
+// WorkflowPath returns the route of a loop or plan command.
+func WorkflowPath(id, workflow, verb string) string {
+	return "/v1/sessions/" + id + "/" + workflow + "/" + verb
+}
+
 // Error is the body of every non-2xx response.
 type Error struct {
 	Error string `json:"error"`

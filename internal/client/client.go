@@ -130,6 +130,15 @@ func (c *Client) Command(ctx context.Context, sessionID, verb string) (api.Comma
 	return r, err
 }
 
+// Workflow runs a loop or plan command with JSON arguments args (nil for
+// none) and decodes its answer into out.
+func (c *Client) Workflow(ctx context.Context, sessionID, workflow, verb string, args, out any) error {
+	if args == nil {
+		args = struct{}{}
+	}
+	return c.do(ctx, http.MethodPost, api.WorkflowPath(sessionID, workflow, verb), args, out)
+}
+
 // Status lists the sessions.
 func (c *Client) Status(ctx context.Context) (api.StatusResponse, error) {
 	var r api.StatusResponse

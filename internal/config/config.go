@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,7 +31,35 @@ type Config struct {
 	Queue      Queue      `koanf:"queue"`
 	Hook       Hook       `koanf:"hook"`
 	Supervisor Supervisor `koanf:"supervisor"`
+	Loop       Loop       `koanf:"loop"`
+	Review     Review     `koanf:"review"`
 	Log        Log        `koanf:"log"`
+}
+
+// Loop configures the loop workflow: its default budget, the project's
+// check command, and the convergence thresholds.
+type Loop struct {
+	MaxIterations int           `koanf:"max_iterations" help:"default iteration budget of drover loop start"`
+	CheckCommand  string        `koanf:"check_command" help:"the project's check command (run with sh -c), required to pass when a loop has --require-checks"`
+	CheckTimeout  time.Duration `koanf:"check_timeout" help:"time limit of one run of loop.check_command"`
+	PlateauWindow int           `koanf:"plateau_window" help:"iterations without improvement that make a loop stuck_plateau"`
+	ThrashRepeats int           `koanf:"thrash_repeats" help:"iterations failing with the same error hash that make a loop thrashing"`
+	MinToolCalls  int           `koanf:"min_tool_calls" help:"iterations with fewer tool calls get no reflection (low signal)"`
+}
+
+// Review configures reviewer processes: the plan workflow's reviews and the
+// loop's checkpoints.
+type Review struct {
+	MaxReviews  int           `koanf:"max_reviews" help:"reviews per review cycle before the hard stop (0 skips reviews)"`
+	CleanStreak int           `koanf:"clean_streak" help:"consecutive clean reviews that pass a cycle"`
+	Models      string        `koanf:"models" help:"comma-separated reviewer models, used in turn (alternate) or all at once (parallel)"`
+	Strategy    string        `koanf:"strategy" help:"alternate or parallel"`
+	Quorum      string        `koanf:"quorum" help:"all or majority (parallel reviews)"`
+	Timeout     time.Duration `koanf:"timeout" help:"time limit of one reviewer process; its process group is killed past it"`
+	MaxParallel int           `koanf:"max_parallel" help:"reviewer processes at once across the whole supervisor"`
+	CLI         string        `koanf:"cli" help:"reviewer CLI: claude or custom"`
+	Command     string        `koanf:"command" help:"custom reviewer command template, e.g. mycli --model {{model}} {{prompt}}"`
+	BudgetUSD   string        `koanf:"budget_usd" help:"dollar budget per reviewer run (empty: none)"`
 }
 
 // Queue bounds the task queue loop.
@@ -94,8 +123,36 @@ func Defaults() Config {
 			RestartWindow:   time.Minute,
 			ShutdownTimeout: 10 * time.Second,
 		},
+		Loop: Loop{
+			MaxIterations: 20,
+			CheckTimeout:  10 * time.Minute,
+			PlateauWindow: 3,
+			ThrashRepeats: 3,
+			MinToolCalls:  10,
+		},
+		Review: Review{
+			MaxReviews:  8,
+			CleanStreak: 2,
+			Models:      "opus,sonnet",
+			Strategy:    "alternate",
+			Quorum:      "all",
+			Timeout:     10 * time.Minute,
+			MaxParallel: 2,
+			CLI:         "claude",
+		},
 		Log: Log{Level: "info", MaxSizeMB: 10, MaxBackups: 3},
 	}
+}
+
+// ReviewModels returns review.models as a list, without empty entries.
+func (c Config) ReviewModels() []string {
+	var out []string
+	for _, m := range strings.Split(c.Review.Models, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // HookTimeout returns the timeout plugin/hooks.json gives the hook command
@@ -180,6 +237,57 @@ func (c Config) Validate() error {
 	}
 	if c.Supervisor.RestartMax < 0 {
 		bad("supervisor.restart_max", "must not be negative, got %d", c.Supervisor.RestartMax)
+	}
+	for _, p := range []struct {
+		key string
+		v   int
+	}{
+		{"loop.max_iterations", c.Loop.MaxIterations},
+		{"loop.plateau_window", c.Loop.PlateauWindow},
+		{"loop.thrash_repeats", c.Loop.ThrashRepeats},
+		{"review.clean_streak", c.Review.CleanStreak},
+		{"review.max_parallel", c.Review.MaxParallel},
+	} {
+		if p.v < 1 {
+			bad(p.key, "must be at least 1, got %d", p.v)
+		}
+	}
+	if c.Loop.MinToolCalls < 0 {
+		bad("loop.min_tool_calls", "must not be negative, got %d", c.Loop.MinToolCalls)
+	}
+	if c.Review.MaxReviews < 0 {
+		bad("review.max_reviews", "must not be negative, got %d", c.Review.MaxReviews)
+	}
+	for _, p := range []struct {
+		key string
+		d   time.Duration
+	}{{"loop.check_timeout", c.Loop.CheckTimeout}, {"review.timeout", c.Review.Timeout}} {
+		if p.d <= 0 {
+			bad(p.key, "must be above 0, got %v", p.d)
+		}
+	}
+	if len(c.ReviewModels()) == 0 {
+		bad("review.models", "must name at least one model")
+	}
+	if !contains([]string{"alternate", "parallel"}, c.Review.Strategy) {
+		bad("review.strategy", "must be alternate or parallel, got %q", c.Review.Strategy)
+	}
+	if !contains([]string{"all", "majority"}, c.Review.Quorum) {
+		bad("review.quorum", "must be all or majority, got %q", c.Review.Quorum)
+	}
+	switch c.Review.CLI {
+	case "claude":
+	case "custom":
+		if strings.TrimSpace(c.Review.Command) == "" {
+			bad("review.command", "must be set when review.cli is custom")
+		}
+	default:
+		bad("review.cli", "must be claude or custom, got %q", c.Review.CLI)
+	}
+	if c.Review.BudgetUSD != "" {
+		if v, err := strconv.ParseFloat(c.Review.BudgetUSD, 64); err != nil || v < 0 {
+			bad("review.budget_usd", "must be a non-negative number of dollars, got %q", c.Review.BudgetUSD)
+		}
 	}
 	if !contains(logLevels, c.Log.Level) {
 		bad("log.level", "must be one of %s, got %q", strings.Join(logLevels, ", "), c.Log.Level)

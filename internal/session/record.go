@@ -6,7 +6,10 @@ package session
 import (
 	"time"
 
+	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/workflow/loop"
+	"github.com/drover-dev/drover/internal/workflow/plan"
 	"github.com/drover-dev/drover/internal/workflow/queue"
 )
 
@@ -17,7 +20,12 @@ type Workflow string
 const (
 	None  Workflow = ""
 	Queue Workflow = "queue"
+	Loop  Workflow = "loop"
+	Plan  Workflow = "plan"
 )
+
+// MaxHistory bounds the loop metrics and reflections a record keeps.
+const MaxHistory = 50
 
 // MaxRecorded bounds how many recent decisions a record keeps for replay.
 const MaxRecorded = 32
@@ -27,6 +35,13 @@ type Record struct {
 	ID        string        `json:"id"`
 	Workflow  Workflow      `json:"workflow"`
 	Queue     queue.Session `json:"queue"`
+	// Loop is the loop workflow's state; LoopHistory and LoopReflections
+	// are its last MaxHistory iterations, for convergence and reflections.
+	Loop            loop.State               `json:"loop"`
+	LoopHistory     []convergence.Metrics    `json:"loop_history,omitempty"`
+	LoopReflections []convergence.Reflection `json:"loop_reflections,omitempty"`
+	// Plan is the session's plan workflow state (one plan at a time).
+	Plan plan.State `json:"plan"`
 	CreatedAt time.Time     `json:"created_at"`
 	UpdatedAt time.Time     `json:"updated_at"`
 	// Events counts every hook event applied to this session; tests use it
