@@ -2,17 +2,459 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/drover-dev/drover/convergence"
+	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/tracker"
+	"github.com/drover-dev/drover/internal/transcript"
+	"github.com/drover-dev/drover/internal/workflow/loop"
+	"github.com/drover-dev/drover/router"
 )
 
-// decideLoop applies the loop workflow to one hook event.
+// LoopStartArgs are the arguments of `drover loop start`.
+type LoopStartArgs struct {
+	Prompt            string  `json:"prompt"`
+	MaxIterations     int     `json:"max_iterations,omitempty"`
+	CompletionPromise string  `json:"completion_promise,omitempty"`
+	MaxMinutes        int     `json:"max_minutes,omitempty"`
+	MaxUSD            float64 `json:"max_usd,omitempty"`
+	CheckpointEvery   int     `json:"checkpoint_every,omitempty"`
+	RequireChecks     bool    `json:"require_checks,omitempty"`
+}
+
+// LoopStatus is the answer to every loop command: where the loop stands,
+// and, for start and cancel, the text for the agent.
+type LoopStatus struct {
+	SessionID         string    `json:"session_id"`
+	Active            bool      `json:"active"`
+	Iteration         int       `json:"iteration"`
+	MaxIterations     int       `json:"max_iterations"`
+	CompletionPromise string    `json:"completion_promise,omitempty"`
+	Prompt            string    `json:"prompt,omitempty"`
+	StartedAt         time.Time `json:"started_at,omitempty"`
+	Status            string    `json:"status,omitempty"`
+	StatusReason      string    `json:"status_reason,omitempty"`
+	Role              string    `json:"role,omitempty"`
+	Outcome           string    `json:"outcome,omitempty"`
+	CostUSD           float64   `json:"cost_usd,omitempty"`
+	Tracker           string    `json:"tracker,omitempty"`
+	Reflections       int       `json:"reflections"`
+	Message           string    `json:"message,omitempty"`
+}
+
+// checkRun is the project's check command running for one iteration.
+type checkRun struct {
+	iteration int
+	done      bool
+	passed    bool
+	summary   string
+	cancel    context.CancelFunc
+}
+
+// checksDone is sent to the session actor when its check command ends.
+type checksDone struct {
+	iteration int
+	passed    bool
+	summary   string
+}
+
+func (a *sessionActor) trackerPath() string { return tracker.Path(a.sessionDir()) }
+
+func (a *sessionActor) loopStatus(msg string) LoopStatus {
+	s := a.rec.Loop
+	return LoopStatus{
+		SessionID: a.id, Active: s.Active, Iteration: s.Iteration, MaxIterations: s.MaxIterations,
+		CompletionPromise: s.CompletionPromise, Prompt: s.Prompt, StartedAt: s.StartedAt,
+		Status: s.LastStatus, StatusReason: s.LastStatusReason, Role: s.LastRole, Outcome: string(s.Outcome),
+		CostUSD: s.CostUSD, Tracker: a.trackerPath(), Reflections: len(a.rec.LoopReflections), Message: msg,
+	}
+}
+
+func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *WorkflowResult {
+	reply := func(st LoopStatus) *WorkflowResult {
+		b, err := json.Marshal(st)
+		return &WorkflowResult{Response: b, Err: err}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	tmpl, err := a.env.Templates()
+	if err != nil {
+		return &WorkflowResult{Err: fmt.Errorf("loading templates: %w", err)}
+	}
+	switch m.Verb {
+	case "status":
+		return reply(a.loopStatus(""))
+	case "cancel":
+		if a.rec.Workflow != session.Loop || !a.rec.Loop.Active {
+			return &WorkflowResult{Err: fmt.Errorf("%w: no loop is running in session %s", ErrBadRequest, a.id)}
+		}
+		rec := a.rec
+		rec.Loop = loop.Cancel(rec.Loop)
+		a.stopChecks()
+		if err := a.saveRecord(ctx, rec); err != nil {
+			return &WorkflowResult{Err: err}
+		}
+		a.writeTracker(rec.Loop)
+		return reply(a.loopStatus(fmt.Sprintf("[drover] Cancelled the loop of session %s at iteration %d. You may stop now.", a.id, rec.Loop.Iteration)))
+	case "start":
+		var args LoopStartArgs
+		if len(m.Args) > 0 {
+			if err := json.Unmarshal(m.Args, &args); err != nil {
+				return &WorkflowResult{Err: fmt.Errorf("%w: decoding loop start arguments: %w", ErrBadRequest, err)}
+			}
+		}
+		if a.rec.Workflow == session.Queue && a.rec.Queue.Active() {
+			return &WorkflowResult{Err: fmt.Errorf("%w: session %s has an active queue; run drover stop first", ErrBadRequest, a.id)}
+		}
+		if a.rec.Workflow == session.Plan && a.rec.Plan.Active() {
+			return &WorkflowResult{Err: fmt.Errorf("%w: session %s is working on plan %s; a loop needs its own session", ErrBadRequest, a.id, a.rec.Plan.PlanID)}
+		}
+		if args.MaxIterations == 0 {
+			args.MaxIterations = a.env.Config().Loop.MaxIterations
+		}
+		st, err := loop.Start(loop.StartOptions{
+			Prompt: args.Prompt, MaxIterations: args.MaxIterations, CompletionPromise: args.CompletionPromise,
+			MaxMinutes: args.MaxMinutes, MaxUSD: args.MaxUSD, CheckpointEvery: args.CheckpointEvery, RequireChecks: args.RequireChecks,
+		}, a.env.now())
+		if err != nil {
+			return &WorkflowResult{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
+		}
+		rec := a.rec
+		if rec.CreatedAt.IsZero() {
+			rec.CreatedAt = a.env.now()
+		}
+		rec.Workflow, rec.Loop = session.Loop, st
+		rec.LoopHistory, rec.LoopReflections = nil, nil
+		f := a.loopFacts()
+		body, err := loop.TrackerBody(st, f, tmpl)
+		if err != nil {
+			return &WorkflowResult{Err: err}
+		}
+		if err := os.MkdirAll(a.sessionDir(), 0o755); err != nil {
+			return &WorkflowResult{Err: fmt.Errorf("creating session folder: %w", err)}
+		}
+		if err := tracker.Write(a.trackerPath(), loop.TrackerView(st, body)); err != nil {
+			return &WorkflowResult{Err: err}
+		}
+		text, err := loop.StartText(st, f, tmpl)
+		if err != nil {
+			return &WorkflowResult{Err: err}
+		}
+		a.stopChecks()
+		if err := a.saveRecord(ctx, rec); err != nil {
+			return &WorkflowResult{Err: err}
+		}
+		return reply(a.loopStatus(text))
+	}
+	return &WorkflowResult{Err: fmt.Errorf("%w: unknown loop command %q (start, cancel, status)", ErrBadRequest, m.Verb)}
+}
+
+func (a *sessionActor) saveRecord(ctx context.Context, rec session.Record) error {
+	rec.UpdatedAt = a.env.now()
+	rec.Events++
+	if err := a.env.Store.Save(ctx, rec); err != nil {
+		return err
+	}
+	a.rec, a.found = rec, true
+	return nil
+}
+
+// loopFacts are the facts every loop decision starts from.
+func (a *sessionActor) loopFacts() loop.Facts {
+	return loop.Facts{SessionID: a.id, TrackerPath: a.trackerPath(), Now: a.env.now()}
+}
+
+// readTracker reads the loop's tracker; a malformed one is quarantined
+// and reported, never a reason to block.
+func (a *sessionActor) readTracker() (tracker.Tracker, error) {
+	tr, err := tracker.Read(a.trackerPath())
+	if err == nil || errors.Is(err, fs.ErrNotExist) {
+		return tr, nil
+	}
+	if errors.Is(err, tracker.ErrMalformed) {
+		moved, qerr := tracker.Quarantine(a.trackerPath(), a.env.now())
+		a.log.Warn("loop tracker quarantined", zap.String("moved_to", moved), zap.Error(err))
+		if qerr != nil {
+			return tracker.Tracker{}, fmt.Errorf("%w (and setting it aside failed: %v)", err, qerr)
+		}
+		return tracker.Tracker{}, fmt.Errorf("%w; it was set aside as %s and rewritten", err, filepath.Base(moved))
+	}
+	return tracker.Tracker{}, err
+}
+
+// writeTracker mirrors s into the tracker's front matter, keeping the body
+// the agent wrote (or a fresh one).
+func (a *sessionActor) writeTracker(s loop.State) {
+	tr, err := tracker.Read(a.trackerPath())
+	body := tr.Body
+	if err != nil || body == "" {
+		if tmpl, terr := a.env.Templates(); terr == nil {
+			body, _ = loop.TrackerBody(s, a.loopFacts(), tmpl)
+		}
+	}
+	if err := tracker.Write(a.trackerPath(), loop.TrackerView(s, body)); err != nil {
+		a.log.Warn("writing loop tracker", zap.Error(err))
+	}
+}
+
+func (a *sessionActor) thresholds() convergence.Thresholds {
+	cfg := a.env.Config()
+	th := convergence.DefaultThresholds()
+	th.PlateauWindow, th.ThrashRepeats, th.MinToolCalls = cfg.Loop.PlateauWindow, cfg.Loop.ThrashRepeats, cfg.Loop.MinToolCalls
+	return th
+}
+
+// iterationFromTranscript summarizes the iteration that just ended. A
+// missing or unreadable transcript is no signal, not an error.
+func (a *sessionActor) iterationFromTranscript(ctx context.Context, path string) (transcript.Iteration, bool) {
+	if path == "" {
+		return transcript.Iteration{}, false
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return transcript.Iteration{}, false
+	}
+	defer f.Close()
+	it, err := transcript.Summarize(ctx, f, transcript.SinceIteration)
+	if err != nil {
+		a.log.Warn("reading transcript", zap.String("path", path), zap.Error(err))
+		return transcript.Iteration{}, false
+	}
+	return it, true
+}
+
 func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *HandleHook) (decision, bool, error) {
-	return decision{rec: a.rec}, false, nil
+	d := decision{rec: a.rec}
+	s := a.rec.Loop
+	if !s.Active {
+		return d, false, nil
+	}
+	tmpl, err := a.env.Templates()
+	if err != nil {
+		return d, false, fmt.Errorf("loading templates: %w", err)
+	}
+	switch m.Event {
+	case hook.SessionStart, hook.PreCompact:
+		if m.Event == hook.SessionStart && m.Input.Source != "compact" && m.Input.Source != "resume" {
+			return d, false, nil
+		}
+		f := a.loopFacts()
+		if n := len(a.rec.LoopReflections); n > 0 {
+			f.Reflection = reflectionLine(a.rec.LoopReflections[n-1])
+		}
+		text, err := loop.ContextSnapshot(s, f, tmpl)
+		if err != nil || text == "" {
+			return d, false, err
+		}
+		if m.Event == hook.PreCompact {
+			d.Text = text
+		} else {
+			d.Output = hook.Context(hook.SessionStart, text)
+		}
+		return d, false, nil
+	case hook.Stop:
+	default:
+		return d, false, nil
+	}
+
+	f := a.loopFacts()
+	f.LastAssistantMessage = m.Input.LastAssistantMessage
+	it, haveTranscript := a.iterationFromTranscript(ctx, m.Input.TranscriptPath)
+	if haveTranscript {
+		f.TranscriptLastText = it.LastAssistantText
+		f.TranscriptCaughtUp = it.AssistantMessages > 0
+	}
+	tr, terr := a.readTracker()
+	f.TrackerErr = terr
+	f.TrackerComplete = terr == nil && tr.Complete()
+
+	// The promise is necessary, not sufficient, when checks are asked for:
+	// run them (in the background, never in this mailbox) and answer with
+	// their result at the next stop.
+	cfg := a.env.Config()
+	f.ChecksConfigured = cfg.Loop.CheckCommand != ""
+	claimed := f.TrackerComplete || (f.LastAssistantMessage != nil && loop.PromiseKept(*f.LastAssistantMessage, s.CompletionPromise))
+	if s.RequireChecks && claimed && f.ChecksConfigured {
+		cr := a.loop.checks
+		switch {
+		case cr == nil || cr.iteration != s.Iteration:
+			a.startChecks(actx, s.Iteration, cfg.Loop.CheckCommand, cfg.Loop.CheckTimeout)
+			d.Output = hook.Block(fmt.Sprintf("[drover] Completion claimed; running the project's checks (%s) before accepting it. End your turn again (stop) to get their result.", cfg.Loop.CheckCommand))
+			return d, false, nil
+		case !cr.done:
+			d.Output = hook.Block(fmt.Sprintf("[drover] The checks (%s) are still running. End your turn again (stop) in a moment to get their result.", cfg.Loop.CheckCommand))
+			return d, false, nil
+		default:
+			passed := cr.passed
+			f.ChecksPassed, f.ChecksSummary = &passed, cr.summary
+		}
+	}
+
+	// Metrics, reflection, convergence and routing of the iteration that
+	// just ended.
+	metrics := convergence.UnknownMetrics(s.Iteration)
+	if haveTranscript {
+		metrics = convergence.MetricsFrom(it)
+		metrics.Iteration = s.Iteration
+	}
+	history := appendCapped(a.rec.LoopHistory, metrics, session.MaxHistory)
+	th := a.thresholds()
+	reflections := a.rec.LoopReflections
+	if haveTranscript {
+		if r, ok := convergence.Reflect(it, metrics, reflections, th); ok {
+			r.Iteration = s.Iteration
+			a.writeReflection(r)
+			reflections = appendCapped(reflections, r, session.MaxHistory)
+		}
+	}
+	status, reason := convergence.Classify(history, convergence.Budget{
+		MaxIterations: s.MaxIterations, MaxMinutes: float64(s.MaxMinutes), MaxUSD: s.MaxUSD,
+		Iteration: s.Iteration, Elapsed: a.env.now().Sub(s.StartedAt), CostUSD: s.CostUSD,
+	}, th)
+	f.Status, f.StatusReason = string(status), reason
+	role, _ := router.Route(router.DefaultRules(), router.Input{Phase: router.PhaseIterating, LastOutcome: string(metrics.LastOutcome), Status: string(status)})
+	if role == "" {
+		role = router.Developer
+	}
+	f.Role, f.AgentName = string(role), "drover:"+string(role)
+	if f.RolePrompt, err = tmpl.Render(loop.RoleTemplate(string(role)), map[string]string{"agent_name": f.AgentName}); err != nil {
+		// A user-defined role without a template: the role name alone.
+		f.RolePrompt = ""
+	}
+	if n := len(reflections); n > 0 {
+		f.Reflection = reflectionLine(reflections[n-1])
+	}
+
+	next, out, err := loop.Stop(s, f, tmpl)
+	if err != nil {
+		return d, false, err
+	}
+	d.rec.Loop = next
+	d.rec.LoopHistory = history
+	d.rec.LoopReflections = reflections
+	d.Output = out
+	if !next.Active {
+		a.stopChecks()
+	}
+	a.writeTracker(next)
+	a.log.Info("loop decision", zap.Int("iteration", next.Iteration), zap.String("status", string(status)), zap.String("role", string(role)), zap.Bool("active", next.Active))
+	return d, true, nil
 }
 
-func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *WorkflowResult {
-	return &WorkflowResult{}
+func reflectionLine(r convergence.Reflection) string {
+	line := fmt.Sprintf("Iteration %d: %s", r.Iteration, r.Approach)
+	if len(r.Failures) > 0 {
+		line += " Failures: " + r.Failures[0]
+	}
+	if r.Thrashing {
+		line += " (the same failure keeps coming back)"
+	}
+	return line
 }
 
-func (a *sessionActor) loopMessage(actx actor.Context, msg any) bool { return false }
+func appendCapped[T any](s []T, v T, n int) []T {
+	out := append(append([]T(nil), s...), v)
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
+}
+
+// writeReflection writes reflections/iteration-N.json in the session's
+// folder.
+func (a *sessionActor) writeReflection(r convergence.Reflection) {
+	data, err := r.JSON()
+	if err != nil {
+		a.log.Warn("encoding reflection", zap.Error(err))
+		return
+	}
+	dir := filepath.Join(a.sessionDir(), "reflections")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		a.log.Warn("creating reflections folder", zap.Error(err))
+		return
+	}
+	path := filepath.Join(dir, "iteration-"+strconv.Itoa(r.Iteration)+".json")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		a.log.Warn("writing reflection", zap.String("path", path), zap.Error(err))
+	}
+}
+
+// loopRuntime is the loop workflow's in-memory state of one session actor.
+type loopRuntime struct {
+	checks *checkRun
+}
+
+// maxCheckOutput caps what a check run's summary keeps of its output.
+const maxCheckOutput = 4000
+
+// startChecks runs the check command in its own process group, outside the
+// mailbox; its result comes back as checksDone.
+func (a *sessionActor) startChecks(actx actor.Context, iteration int, command string, timeout time.Duration) {
+	a.stopChecks()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	a.loop.checks = &checkRun{iteration: iteration, cancel: cancel}
+	root, self, system := a.env.Root, actx.Self(), actx.ActorSystem()
+	go func() {
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sh", "-c", command)
+		cmd.Dir = root
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+		cmd.WaitDelay = 5 * time.Second
+		out, err := cmd.CombinedOutput()
+		summary := string(out)
+		if len(summary) > maxCheckOutput {
+			summary = "..." + summary[len(summary)-maxCheckOutput:]
+		}
+		switch {
+		case ctx.Err() == context.DeadlineExceeded:
+			summary = fmt.Sprintf("%s timed out after %v\n%s", command, timeout, summary)
+		case err != nil:
+			summary = fmt.Sprintf("%s failed: %v\n%s", command, err, summary)
+		default:
+			summary = fmt.Sprintf("%s passed\n%s", command, summary)
+		}
+		system.Root.Send(self, &checksDone{iteration: iteration, passed: err == nil, summary: summary})
+	}()
+}
+
+func (a *sessionActor) stopChecks() {
+	if a.loop.checks != nil && a.loop.checks.cancel != nil {
+		a.loop.checks.cancel()
+	}
+	a.loop.checks = nil
+}
+
+// loopMessage handles the loop's background results; it reports whether
+// msg was one.
+func (a *sessionActor) loopMessage(_ actor.Context, msg any) bool {
+	switch m := msg.(type) {
+	case *checksDone:
+		if cr := a.loop.checks; cr != nil && cr.iteration == m.iteration {
+			cr.done, cr.passed, cr.summary = true, m.passed, m.summary
+		}
+		return true
+	case *actor.Stopping:
+		a.stopChecks()
+		return true
+	}
+	return false
+}

@@ -72,6 +72,7 @@ type sessionActor struct {
 	inflight *actor.PID
 	idle     time.Duration
 	lastMsg  any
+	loop     loopRuntime
 }
 
 func newSessionActor(id string, env Env, idle time.Duration) actor.Actor {

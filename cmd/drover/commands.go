@@ -62,6 +62,10 @@ stop when review adds nothing or the iteration budget is spent.`,
 		a.templatesCmd(g),
 		a.configCmd(g),
 		a.initCmd(g),
+		a.loopCmd(g),
+		a.reflectCmd(),
+		a.convergeCmd(),
+		a.routeCmd(),
 	)
 	return root
 }

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/convergence"
+	"github.com/drover-dev/drover/internal/transcript"
+	"github.com/drover-dev/drover/router"
+)
+
+// The loop's three components as commands, so they can be scripted and
+// tested alone. They read and write files only; no supervisor is involved.
+
+// componentState is the --state file the components share: the loop's
+// iteration and budget.
+type componentState struct {
+	Iteration     int     `json:"iteration"`
+	MaxIterations int     `json:"max_iterations"`
+	MaxMinutes    float64 `json:"max_minutes"`
+	MaxUSD        float64 `json:"max_usd"`
+	ElapsedSec    float64 `json:"elapsed_seconds"`
+	CostUSD       float64 `json:"cost_usd"`
+}
+
+func readJSONFile(path string, v any) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading %q: %w", path, err)
+	}
+	if err := json.Unmarshal(data, v); err != nil {
+		return fmt.Errorf("parsing %q: %w", path, err)
+	}
+	return nil
+}
+
+func writeJSONFile(path string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding %q: %w", path, err)
+	}
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing %q: %w", path, err)
+	}
+	return nil
+}
+
+func (a *app) reflectCmd() *cobra.Command {
+	var transcriptPath, statePath, dir string
+	cmd := &cobra.Command{
+		Use:   "reflect --transcript FILE --state FILE --reflections-dir DIR",
+		Short: "Write the reflection on a transcript's latest iteration (reflections/iteration-N.json)",
+		Long: `reflect reads a Claude Code transcript (JSONL, streamed in constant memory),
+summarizes its latest iteration and writes DIR/iteration-N.json (N from the
+state file's "iteration") with approach, successes, failures, error_hash,
+thrashing and a summary of the prior reflections found in DIR. An iteration
+with fewer than 10 tool calls is low-signal: nothing is written.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var st componentState
+			if err := readJSONFile(statePath, &st); err != nil {
+				return err
+			}
+			f, err := os.Open(transcriptPath)
+			if err != nil {
+				return fmt.Errorf("opening transcript: %w", err)
+			}
+			defer f.Close()
+			it, err := transcript.Summarize(cmd.Context(), f, transcript.SinceIteration)
+			if err != nil {
+				return err
+			}
+			m := convergence.MetricsFrom(it)
+			m.Iteration = st.Iteration
+			var prior []convergence.Reflection
+			for i := 1; i < st.Iteration; i++ {
+				var r convergence.Reflection
+				if err := readJSONFile(filepath.Join(dir, "iteration-"+strconv.Itoa(i)+".json"), &r); err == nil {
+					prior = append(prior, r)
+				}
+			}
+			r, ok := convergence.Reflect(it, m, prior, convergence.DefaultThresholds())
+			if !ok {
+				fmt.Fprintf(a.stdout, "iteration %d is low-signal (%d tool calls): no reflection written\n", st.Iteration, it.ToolCalls)
+				return nil
+			}
+			r.Iteration = st.Iteration
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("creating %q: %w", dir, err)
+			}
+			data, err := r.JSON()
+			if err != nil {
+				return err
+			}
+			path := filepath.Join(dir, "iteration-"+strconv.Itoa(st.Iteration)+".json")
+			if err := os.WriteFile(path, data, 0o644); err != nil {
+				return fmt.Errorf("writing %q: %w", path, err)
+			}
+			fmt.Fprintln(a.stdout, path)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&transcriptPath, "transcript", "", "transcript JSONL file")
+	cmd.Flags().StringVar(&statePath, "state", "", `state JSON file ({"iteration": N, ...})`)
+	cmd.Flags().StringVar(&dir, "reflections-dir", "", "folder of iteration-N.json files")
+	for _, n := range []string{"transcript", "state", "reflections-dir"} {
+		_ = cmd.MarkFlagRequired(n)
+	}
+	return cmd
+}
+
+func (a *app) convergeCmd() *cobra.Command {
+	var metricsPath, statePath, outPath string
+	cmd := &cobra.Command{
+		Use:   "converge --metrics FILE --state FILE --output FILE",
+		Short: `Classify a metrics history; writes {"status": ..., "reason": ...}`,
+		Long: `converge reads a JSON array of per-iteration metrics (iteration,
+test_pass_rate, tests_passed, tests_failed, build_ok, lint_issues,
+error_hash, ...) and the loop state (iteration and budgets) and writes the
+convergence status (converged_success, stuck_plateau, thrashing, exploring,
+budget_exhausted or progressing) with the reason in words.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var history []convergence.Metrics
+			if err := readJSONFile(metricsPath, &history); err != nil {
+				return err
+			}
+			var st componentState
+			if err := readJSONFile(statePath, &st); err != nil {
+				return err
+			}
+			status, reason := convergence.Classify(history, convergence.Budget{
+				MaxIterations: st.MaxIterations, MaxMinutes: st.MaxMinutes, MaxUSD: st.MaxUSD,
+				Iteration: st.Iteration, Elapsed: time.Duration(st.ElapsedSec * float64(time.Second)), CostUSD: st.CostUSD,
+			}, convergence.DefaultThresholds())
+			return writeJSONFile(outPath, map[string]string{"status": string(status), "reason": reason})
+		},
+	}
+	cmd.Flags().StringVar(&metricsPath, "metrics", "", "metrics history JSON file (an array)")
+	cmd.Flags().StringVar(&statePath, "state", "", "state JSON file")
+	cmd.Flags().StringVar(&outPath, "output", "", "where to write the result")
+	for _, n := range []string{"metrics", "state", "output"} {
+		_ = cmd.MarkFlagRequired(n)
+	}
+	return cmd
+}
+
+func (a *app) routeCmd() *cobra.Command {
+	var inPath, outPath string
+	cmd := &cobra.Command{
+		Use:   "route --input FILE --output FILE",
+		Short: `Route an iteration to a role; writes {"agent": "dev:<role>", "role": ...}`,
+		Long: `route reads {"phase", "last_outcome", "convergence_status"} and applies the
+routing rules (first match wins; defaults: initial to developer, test or build
+failure to debugger, plateau or thrashing to architect).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			var in struct {
+				Phase       string `json:"phase"`
+				LastOutcome string `json:"last_outcome"`
+				Status      string `json:"convergence_status"`
+			}
+			if err := readJSONFile(inPath, &in); err != nil {
+				return err
+			}
+			role, rule := router.Route(router.DefaultRules(), router.Input{Phase: in.Phase, LastOutcome: in.LastOutcome, Status: in.Status})
+			if rule < 0 {
+				return errors.New("no routing rule matches the input")
+			}
+			return writeJSONFile(outPath, map[string]any{"agent": "dev:" + string(role), "role": string(role), "rule": rule})
+		},
+	}
+	cmd.Flags().StringVar(&inPath, "input", "", "input JSON file")
+	cmd.Flags().StringVar(&outPath, "output", "", "where to write the result")
+	_ = cmd.MarkFlagRequired("input")
+	_ = cmd.MarkFlagRequired("output")
+	return cmd
+}

@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/internal/argsplit"
+)
+
+func (a *app) loopCmd(g *globalFlags) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "loop",
+		Short: "Run one prompt in a loop until a completion promise, a budget, or convergence ends it",
+		Long: `loop re-feeds one prompt to the agent each time it tries to stop, until it
+ends a turn with <promise>PHRASE</promise> alone on a line (or writes the
+tracker's completion marker), a budget is spent, or drover sees the loop has
+converged or is stuck. Each iteration is reflected on, classified, and routed
+to the developer, debugger or architect role. The tracker is
+.drover/sessions/<session>/loop.md.`,
+	}
+	cmd.AddCommand(a.loopStartCmd(g), a.loopCancelCmd(g), a.loopStatusCmd(g))
+	return cmd
+}
+
+func (a *app) loopStartCmd(g *globalFlags) *cobra.Command {
+	var args actors.LoopStartArgs
+	var argsFrom string
+	cmd := &cobra.Command{
+		Use:   `start "PROMPT" [flags]`,
+		Short: "Start a loop in this session",
+		Long: `start begins a loop on PROMPT in this session and prints the instructions
+for the agent. With --args - the whole argument string (prompt and flags, as
+a shell would split them, nothing expanded) is read from stdin: that is how
+the /drover:loop slash command passes what the user typed.`,
+		RunE: func(cmd *cobra.Command, rest []string) error {
+			if argsFrom == "-" {
+				data, err := io.ReadAll(io.LimitReader(a.stdin, maxPromptBytes+1))
+				if err != nil {
+					return fmt.Errorf("reading arguments from stdin: %w", err)
+				}
+				words, err := argsplit.Split(string(data))
+				if err != nil {
+					return fmt.Errorf("reading arguments from stdin: %w", err)
+				}
+				argsFrom = ""
+				if err := cmd.Flags().Parse(words); err != nil {
+					return err
+				}
+				rest = append(rest, cmd.Flags().Args()...)
+			}
+			args.Prompt = strings.TrimSpace(strings.Join(rest, " "))
+			if args.Prompt == "" {
+				return fmt.Errorf("no prompt: drover loop start \"what to do\" [--max-iterations N] [--completion-promise TEXT]")
+			}
+			return a.loopCall(cmd.Context(), g, "start", args, false)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&args.MaxIterations, "max-iterations", 0, "iteration budget (default: loop.max_iterations)")
+	f.StringVar(&args.CompletionPromise, "completion-promise", "", "the phrase the agent outputs as <promise>PHRASE</promise> when done (default DONE)")
+	f.IntVar(&args.MaxMinutes, "max-minutes", 0, "wall-time budget in minutes (0: none)")
+	f.Float64Var(&args.MaxUSD, "max-usd", 0, "spending budget in dollars (0: none)")
+	f.IntVar(&args.CheckpointEvery, "checkpoint-every", 0, "a multi-model review every N iterations (0: none)")
+	f.BoolVar(&args.RequireChecks, "require-checks", false, "the promise also needs loop.check_command to pass")
+	f.StringVar(&argsFrom, "args", "", "read the prompt and flags from stdin (-)")
+	return cmd
+}
+
+func (a *app) loopCancelCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel",
+		Short: "End this session's loop at once",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.loopCall(cmd.Context(), g, "cancel", nil, false)
+		},
+	}
+}
+
+func (a *app) loopStatusCmd(g *globalFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show this session's loop: iteration, budget, last convergence status and routed role",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.loopCall(cmd.Context(), g, "status", nil, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+func (a *app) loopCall(ctx context.Context, g *globalFlags, verb string, args any, asJSON bool) error {
+	id, err := a.sessionID(g)
+	if err != nil {
+		return err
+	}
+	p, err := a.paths(g)
+	if err != nil {
+		return err
+	}
+	c, err := a.connect(ctx, p)
+	if err != nil {
+		return err
+	}
+	var st actors.LoopStatus
+	if err := c.Workflow(ctx, id, "loop", verb, args, &st); err != nil {
+		return fmt.Errorf("loop %s: %w", verb, err)
+	}
+	if asJSON {
+		enc := json.NewEncoder(a.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(st)
+	}
+	if st.Message != "" {
+		fmt.Fprintln(a.stdout, strings.TrimRight(st.Message, "\n"))
+		return nil
+	}
+	state := "inactive"
+	if st.Active {
+		state = "active"
+	}
+	fmt.Fprintf(a.stdout, "loop of session %s: %s, iteration %d of %d", st.SessionID, state, st.Iteration, st.MaxIterations)
+	if st.Outcome != "" {
+		fmt.Fprintf(a.stdout, ", ended: %s", st.Outcome)
+	}
+	fmt.Fprintln(a.stdout)
+	if st.Status != "" {
+		fmt.Fprintf(a.stdout, "status: %s (%s)\n", st.Status, st.StatusReason)
+	}
+	if st.Role != "" {
+		fmt.Fprintf(a.stdout, "role: %s\n", st.Role)
+	}
+	fmt.Fprintf(a.stdout, "tracker: %s\nreflections: %d\n", st.Tracker, st.Reflections)
+	return nil
+}

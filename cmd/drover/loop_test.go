@@ -1,0 +1,177 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/internal/hook"
+)
+
+func (p *proj) loopStatus(id string) actors.LoopStatus {
+	p.t.Helper()
+	var st actors.LoopStatus
+	out := p.must("", "loop", "status", "--session", id, "--json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		p.t.Fatalf("loop status --json: %v\n%s", err, out)
+	}
+	return st
+}
+
+func loopStop(id, msg string) map[string]any {
+	return map[string]any{"session_id": id, "hook_event_name": "Stop", "last_assistant_message": msg}
+}
+
+func TestLoopEndsOnItsPromiseOnly(t *testing.T) {
+	p := newProj(t)
+	id := "loop-a"
+	out := p.must(`"make the parser handle unicode" --max-iterations 10 --completion-promise "ALL DONE"`, "loop", "start", "--session", id, "--args", "-")
+	if !strings.Contains(out, "make the parser handle unicode") {
+		t.Fatalf("loop start printed:\n%s", out)
+	}
+	st := p.loopStatus(id)
+	if !st.Active || st.Iteration != 1 || st.MaxIterations != 10 || st.CompletionPromise != "ALL DONE" {
+		t.Fatalf("after start: %+v", st)
+	}
+	tr, err := os.ReadFile(st.Tracker)
+	if err != nil || !strings.Contains(string(tr), "max_iterations: 10") {
+		t.Fatalf("tracker: %v\n%s", err, tr)
+	}
+	for i, msg := range []string{
+		"Working on it.",
+		"I will not output <promise>ALL DONE</promise> yet.",
+		"```\n<promise>ALL DONE</promise>\n```",
+		"> <promise>ALL DONE</promise>",
+		"ALL DONE",
+	} {
+		h := p.hook(hook.Stop, loopStop(id, msg))
+		if !h.IsBlock() || !strings.Contains(h.Reason, "make the parser handle unicode") {
+			t.Fatalf("stop %d (%q) did not continue the loop: %+v", i, msg, h)
+		}
+		if i == 0 && !strings.Contains(h.Reason, "developer") {
+			t.Errorf("the first continuation is not routed to the developer:\n%s", h.Reason)
+		}
+	}
+	if st := p.loopStatus(id); !st.Active || st.Iteration != 6 {
+		t.Fatalf("after five false signals: %+v", st)
+	}
+	h := p.hook(hook.Stop, loopStop(id, "All tests pass.\n<promise>all   done</promise>\n"))
+	if h.IsBlock() {
+		t.Fatalf("the kept promise did not end the loop: %+v", h)
+	}
+	if st := p.loopStatus(id); st.Active || st.Outcome != "done" {
+		t.Errorf("after the promise: %+v", st)
+	}
+	if h := p.hook(hook.Stop, loopStop(id, "anything")); h.IsBlock() {
+		t.Errorf("a stop after the loop ended blocked: %+v", h)
+	}
+}
+
+func TestLoopBudgetAndCancel(t *testing.T) {
+	p := newProj(t)
+	p.must("", "loop", "start", "--session", "budget", "--max-iterations", "2", "keep going")
+	if h := p.hook(hook.Stop, loopStop("budget", "still working")); !h.IsBlock() {
+		t.Fatalf("iteration 1: %+v", h)
+	}
+	h := p.hook(hook.Stop, loopStop("budget", "still working"))
+	if h.IsBlock() || !strings.Contains(h.SystemMessage, "max_iterations") && !strings.Contains(h.SystemMessage, "iteration") {
+		t.Fatalf("iteration 2 of 2 did not end the loop: %+v", h)
+	}
+	if st := p.loopStatus("budget"); st.Active || st.Outcome != "max_iterations" {
+		t.Errorf("after the budget: %+v", st)
+	}
+
+	p.must("", "loop", "start", "--session", "cancel", "forever")
+	out := p.must("", "loop", "cancel", "--session", "cancel")
+	if !strings.Contains(out, "Cancelled") {
+		t.Errorf("cancel printed %q", out)
+	}
+	if h := p.hook(hook.Stop, loopStop("cancel", "x")); h.IsBlock() {
+		t.Errorf("a stop after cancel blocked: %+v", h)
+	}
+	if r := p.drover("", "loop", "cancel", "--session", "cancel"); r.code == 0 {
+		t.Errorf("cancelling an ended loop succeeded")
+	}
+	if r := p.drover("", "loop", "start", "--session", "x"); r.code == 0 || !strings.Contains(r.stderr, "no prompt") {
+		t.Errorf("start without a prompt: exit %d %q", r.code, r.stderr)
+	}
+	if r := p.drover("", "loop", "start", "--session", "x", "--max-iterations", "-1", "p"); r.code == 0 || !strings.Contains(r.stderr, "max-iterations") {
+		t.Errorf("start with a bad budget: exit %d %q", r.code, r.stderr)
+	}
+}
+
+func TestTwoLoopsStayApartAndQueueRefused(t *testing.T) {
+	p := newProj(t)
+	p.must("", "loop", "start", "--session", "one", "first prompt")
+	p.must("", "loop", "start", "--session", "two", "second prompt")
+	h1 := p.hook(hook.Stop, loopStop("one", "x"))
+	h2 := p.hook(hook.Stop, loopStop("two", "x"))
+	if !strings.Contains(h1.Reason, "first prompt") || strings.Contains(h1.Reason, "second prompt") {
+		t.Errorf("loop one was told:\n%s", h1.Reason)
+	}
+	if !strings.Contains(h2.Reason, "second prompt") || strings.Contains(h2.Reason, "first prompt") {
+		t.Errorf("loop two was told:\n%s", h2.Reason)
+	}
+	p.must("", "do", "--session", "q", "a queued task")
+	if r := p.drover("", "loop", "start", "--session", "q", "p"); r.code == 0 || !strings.Contains(r.stderr, "active queue") {
+		t.Errorf("a loop over an active queue: exit %d %q", r.code, r.stderr)
+	}
+}
+
+func TestLoopTrackerQuarantinedAndCompactContext(t *testing.T) {
+	p := newProj(t)
+	id := "tracked"
+	p.must("", "loop", "start", "--session", id, "tracked prompt")
+	st := p.loopStatus(id)
+	if err := os.WriteFile(st.Tracker, []byte("---\niteration: [broken\n---\nnotes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := p.hook(hook.Stop, loopStop(id, "x"))
+	if !h.IsBlock() || !strings.Contains(h.SystemMessage, "loop.md") {
+		t.Fatalf("stop with a broken tracker: %+v", h)
+	}
+	moved, _ := filepath.Glob(st.Tracker + ".corrupt-*")
+	if len(moved) != 1 {
+		t.Errorf("the broken tracker was not set aside: %v", moved)
+	}
+	if _, err := os.Stat(st.Tracker); err != nil {
+		t.Errorf("no tracker after quarantine: %v", err)
+	}
+	h = p.hook(hook.SessionStart, map[string]any{"session_id": id, "source": "compact"})
+	if h.HookSpecificOutput == nil || !strings.Contains(h.HookSpecificOutput.AdditionalContext, "tracked prompt") {
+		t.Errorf("compaction context: %+v", h)
+	}
+}
+
+func TestComponentsAsCommands(t *testing.T) {
+	p := newProj(t)
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	in := write("route.json", `{"phase":"iterating","last_outcome":"tests_failed","convergence_status":"progressing"}`)
+	out := filepath.Join(dir, "route-out.json")
+	p.must("", "route", "--input", in, "--output", out)
+	var r map[string]any
+	if err := readJSONFile(out, &r); err != nil || r["agent"] != "dev:debugger" {
+		t.Errorf("route: %v %v", r, err)
+	}
+	metrics := write("metrics.json", `[{"iteration":1,"test_pass_rate":0.5},{"iteration":2,"test_pass_rate":0.5},{"iteration":3,"test_pass_rate":0.5},{"iteration":4,"test_pass_rate":0.5}]`)
+	state := write("state.json", `{"iteration":4,"max_iterations":20}`)
+	out = filepath.Join(dir, "conv.json")
+	p.must("", "converge", "--metrics", metrics, "--state", state, "--output", out)
+	var c map[string]string
+	if err := readJSONFile(out, &c); err != nil || c["status"] != "stuck_plateau" || c["reason"] == "" {
+		t.Errorf("converge: %v %v", c, err)
+	}
+	if r := p.drover("", "route", "--input", filepath.Join(dir, "missing.json"), "--output", out); r.code == 0 || !strings.Contains(r.stderr, "missing.json") {
+		t.Errorf("route with a missing input: exit %d %q", r.code, r.stderr)
+	}
+}
