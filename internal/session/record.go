@@ -32,18 +32,18 @@ const MaxRecorded = 32
 
 // Record is the stored state of one session.
 type Record struct {
-	ID        string        `json:"id"`
-	Workflow  Workflow      `json:"workflow"`
-	Queue     queue.Session `json:"queue"`
+	ID       string        `json:"id"`
+	Workflow Workflow      `json:"workflow"`
+	Queue    queue.Session `json:"queue"`
 	// Loop is the loop workflow's state; LoopHistory and LoopReflections
 	// are its last MaxHistory iterations, for convergence and reflections.
 	Loop            loop.State               `json:"loop"`
 	LoopHistory     []convergence.Metrics    `json:"loop_history,omitempty"`
 	LoopReflections []convergence.Reflection `json:"loop_reflections,omitempty"`
 	// Plan is the session's plan workflow state (one plan at a time).
-	Plan plan.State `json:"plan"`
-	CreatedAt time.Time     `json:"created_at"`
-	UpdatedAt time.Time     `json:"updated_at"`
+	Plan      plan.State `json:"plan"`
+	CreatedAt time.Time  `json:"created_at"`
+	UpdatedAt time.Time  `json:"updated_at"`
 	// Events counts every hook event applied to this session; tests use it
 	// to prove nothing was counted twice.
 	Events int `json:"events"`
