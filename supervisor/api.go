@@ -199,6 +199,15 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	resp := api.StatusResponse{Project: s.opts.Paths.Root, PID: os.Getpid(), Sessions: []api.SessionStatus{}}
 	add := func(rec session.Record) {
 		st := api.SessionStatus{ID: rec.ID, Workflow: string(rec.Workflow), State: string(rec.Queue.State), Iteration: rec.Queue.Iteration, UpdatedAt: rec.UpdatedAt}
+		switch rec.Workflow {
+		case session.Loop:
+			st.State, st.Iteration = "off", rec.Loop.Iteration
+			if rec.Loop.Active {
+				st.State = "on"
+			}
+		case session.Plan:
+			st.State = string(rec.Plan.Phase)
+		}
 		if st.State == "" {
 			st.State = "off"
 		}

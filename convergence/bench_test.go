@@ -1,0 +1,102 @@
+package convergence
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/transcript"
+)
+
+// writeTranscript writes a synthetic transcript of about size bytes: many
+// iterations of Bash test runs with failing and passing output, separated
+// by Stop-hook feedback, the shape a long loop leaves behind.
+func writeTranscript(tb testing.TB, path string, size int64) {
+	tb.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 1<<20)
+	out := strings.Repeat("=== RUN   TestParse\n--- FAIL: TestParse (0.00s)\n    parse_test.go:42: got 1, want 2\n", 40) + "FAIL\nFAIL\texample.com/p\t0.012s\n"
+	var n int64
+	// Stop only at an iteration boundary, so the last iteration is whole.
+	for i := 0; n < size || i%12 != 0; i++ {
+		if i%12 == 0 {
+			c, _ := fmt.Fprintf(w, `{"type":"user","uuid":"f%d","isMeta":true,"message":{"role":"user","content":"Stop hook feedback:\nkeep going"}}`+"\n", i)
+			n += int64(c)
+		}
+		c1, _ := fmt.Fprintf(w, `{"type":"assistant","uuid":"a%d","message":{"id":"m%d","role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"go test ./..."}}]}}`+"\n", i, i, i)
+		c2, _ := fmt.Fprintf(w, `{"type":"user","uuid":"u%d","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t%d","is_error":true,"content":%q}]}}`+"\n", i, i, out)
+		n += int64(c1 + c2)
+	}
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// BenchmarkReflect100MB measures what a loop's Stop costs on a 100 MB
+// transcript: streaming it to the last iteration, metrics, a reflection.
+// peak-heap-MB is the highest live heap seen while it runs (sampled), to
+// show the memory stays flat whatever the file's size.
+func BenchmarkReflect100MB(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "t.jsonl")
+	const size = 100 << 20
+	writeTranscript(b, path, size)
+	b.SetBytes(size)
+
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		var ms runtime.MemStats
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				runtime.ReadMemStats(&ms)
+				if ms.HeapInuse > peak.Load() {
+					peak.Store(ms.HeapInuse)
+				}
+			}
+		}
+	}()
+	runtime.GC()
+	b.ResetTimer()
+	for b.Loop() {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		it, err := transcript.Summarize(context.Background(), f, transcript.SinceIteration)
+		f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := MetricsFrom(it)
+		if m.TestsFailed == 0 {
+			b.Fatalf("metrics missed the failing tests: %+v", m)
+		}
+		if _, ok := Reflect(it, m, nil, DefaultThresholds()); !ok {
+			b.Fatalf("no reflection for an iteration of %d tool calls", it.ToolCalls)
+		}
+	}
+	b.StopTimer()
+	close(stop)
+	wg.Wait()
+	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
+}
