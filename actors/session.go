@@ -16,6 +16,7 @@ import (
 	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/internal/tasks"
 	"github.com/drover-dev/drover/internal/workflow/queue"
+	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
 )
 
@@ -42,6 +43,8 @@ type Env struct {
 	Dirty func(ctx context.Context, dir string) (bool, []string, error)
 	Now   func() time.Time
 	Log   *zap.Logger
+	// Reviewers caps reviewer processes across every session (nil: no cap).
+	Reviewers *reviewer.Limiter
 }
 
 func (e Env) now() time.Time {
@@ -73,6 +76,7 @@ type sessionActor struct {
 	idle     time.Duration
 	lastMsg  any
 	loop     loopRuntime
+	plan     planRuntime
 }
 
 func newSessionActor(id string, env Env, idle time.Duration) actor.Actor {
@@ -360,6 +364,25 @@ func (a *sessionActor) addTask(m *AddTask) *AddResult {
 func (a *sessionActor) command(m *Command) *CommandResult {
 	if a.loadErr != nil {
 		return &CommandResult{Err: a.loadErr}
+	}
+	// drover stop ends whatever the session runs; the queue's start and
+	// unstick must not silently take over a running loop or plan.
+	switch {
+	case m.Verb == "stop" && a.rec.Workflow == session.Plan:
+		return a.planStopCommand()
+	case m.Verb == "stop" && a.rec.Workflow == session.Loop:
+		res := a.loopCommand(nil, &WorkflowCommand{Workflow: string(session.Loop), Verb: "cancel"})
+		if res.Err != nil {
+			if !a.rec.Loop.Active {
+				return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: fmt.Sprintf("[drover] Session %s has no active loop. The agent may stop now.", a.id)}}
+			}
+			return &CommandResult{Err: res.Err}
+		}
+		return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: fmt.Sprintf("[drover] Stopped the loop of session %s at iteration %d. The agent may stop now.", a.id, a.rec.Loop.Iteration)}}
+	case a.rec.Workflow == session.Loop && a.rec.Loop.Active:
+		return &CommandResult{Err: fmt.Errorf("%w: session %s runs a loop; drover loop cancel (or drover stop) first", ErrBadRequest, a.id)}
+	case a.rec.Workflow == session.Plan && a.rec.Plan.Active():
+		return &CommandResult{Err: fmt.Errorf("%w: session %s works on plan %s; a queue needs its own session", ErrBadRequest, a.id, a.rec.Plan.PlanID)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()

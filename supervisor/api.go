@@ -39,6 +39,10 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /v1/sessions/{id}/tasks", s.serveAdd)
 	mux.HandleFunc("POST /v1/sessions/{id}/{verb}", s.serveCommand)
 	mux.HandleFunc("POST /v1/sessions/{id}/{workflow}/{verb}", s.serveWorkflow)
+	mux.HandleFunc("POST "+api.PathRuns, s.serveRunStart)
+	mux.HandleFunc("GET "+api.PathRuns, s.serveRunList)
+	mux.HandleFunc("GET "+api.PathRuns+"/{id}", s.serveRunGet)
+	mux.HandleFunc("POST "+api.PathRuns+"/{id}/resume", s.serveRunResume)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(api.VersionHeader, s.opts.Version)
 		mux.ServeHTTP(w, r)
@@ -206,7 +210,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 				st.State = "on"
 			}
 		case session.Plan:
-			st.State = string(rec.Plan.Phase)
+			st.State, st.Iteration = string(rec.Plan.Phase), rec.Plan.Iteration
 		}
 		if st.State == "" {
 			st.State = "off"

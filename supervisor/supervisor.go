@@ -25,6 +25,7 @@ import (
 	"github.com/drover-dev/drover/internal/sockets"
 	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/internal/tasks"
+	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
 )
 
@@ -120,6 +121,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Templates:   func() (templates.Set, error) { return templates.Load(p.TemplatesDir) },
 		Dirty:       dirty,
 		Log:         s.log,
+		Reviewers:   reviewer.NewLimiter(cfg.Review.MaxParallel),
 	}
 	root, err := s.system.Root.SpawnNamed(actors.NewSessionsProps(env, actors.SessionsOptions{
 		IdleTimeout:   cfg.Supervisor.IdleTimeout,
@@ -136,6 +138,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 		s.system.Shutdown()
 	}()
+	defer s.startRuns()()
 
 	if opts.Sources != nil {
 		stop, werr := config.Watch(ctx, *opts.Sources, s.reload)

@@ -175,3 +175,23 @@ func TestComponentsAsCommands(t *testing.T) {
 		t.Errorf("route with a missing input: exit %d %q", r.code, r.stderr)
 	}
 }
+
+func TestStopEndsALoopAndQueueCommandsDoNotTakeOver(t *testing.T) {
+	p := newProj(t)
+	id := "loop-stop"
+	p.must("", "loop", "start", "--session", id, "a loop")
+	p.must("", "add", "--session", id, "a task")
+	if r := p.drover("", "start", "--session", id); r.code == 0 || !strings.Contains(r.stderr, "runs a loop") {
+		t.Errorf("queue start over a running loop: exit %d %q", r.code, r.stderr)
+	}
+	out := p.must("", "stop", "--session", id)
+	if !strings.Contains(out, "Stopped the loop") {
+		t.Errorf("stop printed %q", out)
+	}
+	if st := p.loopStatus(id); st.Active || st.Outcome != "cancelled" {
+		t.Errorf("after drover stop: %+v", st)
+	}
+	if h := p.hook(hook.Stop, loopStop(id, "x")); h.IsBlock() {
+		t.Errorf("a stop after drover stop blocked: %+v", h)
+	}
+}

@@ -1,0 +1,532 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/store"
+	"github.com/drover-dev/drover/internal/workflow/plan"
+	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/templates"
+)
+
+// fakeReviewer is a reviewer CLI for review.cli custom, run as
+// `fake-reviewer MODEL PROMPT`. It is scripted by files in its own folder:
+//
+//	verdicts  line N is the verdict of run N (default PASS); FAIL comes
+//	          with one blocking finding, anything else is printed as is
+//	sleep     when present, run N starts `sleep $(cat sleep)` in the
+//	          background, writes its pid to child-N, and waits for it
+//
+// and records run N in count, model-N, guard-N ($DROVER_REVIEWER),
+// prompt-N and pid-N.
+const fakeReviewer = `#!/bin/sh
+d=$(dirname "$0")
+n=$(( $(cat "$d/count" 2>/dev/null || echo 0) + 1 ))
+echo "$n" > "$d/count"
+printf '%s' "$1" > "$d/model-$n"
+printf '%s' "${DROVER_REVIEWER:-}" > "$d/guard-$n"
+printf '%s' "$2" > "$d/prompt-$n"
+echo "$$" > "$d/pid-$n"
+if [ -f "$d/sleep" ]; then
+	sleep "$(cat "$d/sleep")" &
+	echo "$!" > "$d/child-$n"
+	wait
+fi
+v=$(sed -n "${n}p" "$d/verdicts" 2>/dev/null)
+[ -n "$v" ] || v=PASS
+f='[]'
+[ "$v" = FAIL ] && f='[{"severity":"blocking","file":"plan.md","line":1,"summary":"the plan has no test section"}]'
+printf '{"type":"result","subtype":"success","is_error":false,"structured_output":{"verdict":"%s","findings":%s},"total_cost_usd":0.5}\n' "$v" "$f"
+`
+
+type planFixture struct {
+	*fixture
+	fake string
+}
+
+// newPlanFixture is a sessions actor whose reviewer is fakeReviewer.
+func newPlanFixture(t *testing.T) *planFixture {
+	return newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3})
+}
+
+func newPlanFixtureOpts(t *testing.T, opts SessionsOptions) *planFixture {
+	t.Helper()
+	f := &fixture{t: t, root: t.TempDir()}
+	fake := t.TempDir()
+	script := filepath.Join(fake, "fake-reviewer")
+	if err := os.WriteFile(script, []byte(fakeReviewer), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), filepath.Join(f.root, ".drover", "state", "drover.db"), store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.store = st
+	cfg := config.Defaults()
+	cfg.Review.CLI = reviewer.CLICustom
+	cfg.Review.Command = "'" + script + "' {{model}} {{prompt}}"
+	cfg.Review.Timeout = time.Minute
+	env := Env{
+		Store:       st,
+		Root:        f.root,
+		SessionsDir: filepath.Join(f.root, ".drover", "sessions"),
+		Config:      func() config.Config { return cfg },
+		Templates:   func() (templates.Set, error) { return templates.Defaults(), nil },
+		Dirty:       func(context.Context, string) (bool, []string, error) { return false, nil, nil },
+		Reviewers:   reviewer.NewLimiter(2),
+	}
+	f.system = actor.NewActorSystem()
+	pid, err := f.system.Root.SpawnNamed(NewSessionsProps(env, opts), "sessions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.pid = pid
+	t.Cleanup(f.close)
+	return &planFixture{fixture: f, fake: fake}
+}
+
+func (f *planFixture) plan(id, verb string, args PlanArgs) (PlanStatus, error) {
+	f.t.Helper()
+	raw, err := json.Marshal(args)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	r := f.ask(id, &WorkflowCommand{Workflow: "plan", Verb: verb, Args: raw}).(*WorkflowResult)
+	if r.Err != nil {
+		return PlanStatus{}, r.Err
+	}
+	var st PlanStatus
+	if err := json.Unmarshal(r.Response, &st); err != nil {
+		f.t.Fatalf("plan %s answered %s: %v", verb, r.Response, err)
+	}
+	return st, nil
+}
+
+func (f *planFixture) mustPlan(id, verb string, args PlanArgs) PlanStatus {
+	f.t.Helper()
+	st, err := f.plan(id, verb, args)
+	if err != nil {
+		f.t.Fatalf("plan %s: %v", verb, err)
+	}
+	return st
+}
+
+// waitReview runs `drover plan wait` until no review is in flight.
+func (f *planFixture) waitReview(id string) PlanStatus {
+	f.t.Helper()
+	var st PlanStatus
+	if !waitUntil(func() bool { st = f.mustPlan(id, "wait", PlanArgs{}); return !st.ReviewRunning }) {
+		f.t.Fatalf("the review never finished: %+v", st)
+	}
+	return st
+}
+
+func (f *planFixture) planDir(planID string) string {
+	return filepath.Join(f.root, ".drover", "plans", planID)
+}
+
+func (f *planFixture) write(planID, name, content string) {
+	f.t.Helper()
+	if err := os.MkdirAll(f.planDir(planID), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(f.planDir(planID), name), []byte(content), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// fakeFile reads a file the fake reviewer wrote ("" when missing).
+func (f *planFixture) fakeFile(name string) string {
+	data, _ := os.ReadFile(filepath.Join(f.fake, name))
+	return strings.TrimSpace(string(data))
+}
+
+func (f *planFixture) fakeScript(name, content string) {
+	f.t.Helper()
+	if err := os.WriteFile(filepath.Join(f.fake, name), []byte(content), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func (f *planFixture) storedPlan(id string) session.Record {
+	f.t.Helper()
+	rec, st, err := f.store.Load(context.Background(), id)
+	if err != nil || st != store.Found {
+		f.t.Fatalf("loading %s: status %v err %v", id, st, err)
+	}
+	return rec
+}
+
+// waitUntil polls cond for up to testTimeout. It bounds a wait, it does
+// not measure anything.
+func waitUntil(cond func() bool) bool {
+	deadline := time.Now().Add(testTimeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// gone reports whether pid no longer runs; a zombie counts as gone.
+func gone(pid int) bool {
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return true
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return os.IsNotExist(err)
+	}
+	s := string(stat)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
+}
+
+func TestPlanAdvancesAfterTwoCleanReviews(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-s1"
+	f.write("demo", "plan.md", "# Demo\n\nDo the thing.\n")
+
+	st := f.mustPlan(sid, "new", PlanArgs{PlanID: "demo"})
+	if st.Phase != "new-plan" || st.NextPhase == nil || *st.NextPhase != "plan-review" || st.MaxReviews != 8 || st.ReviewModel != "opus" {
+		t.Fatalf("after new: %+v", st)
+	}
+	view, err := os.ReadFile(filepath.Join(f.planDir("demo"), plan.ViewFile))
+	if err != nil || !strings.Contains(string(view), `"phase": "new-plan"`) {
+		t.Fatalf("state.json after new: %s (%v)", view, err)
+	}
+
+	// Review 1: the stop starts it and blocks; the answer (PASS) comes
+	// with the next stop, as the post-review instructions.
+	r := f.stop(sid, "stop-1")
+	if r.Err != nil || !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "drover plan wait") {
+		t.Fatalf("first stop: %+v", r)
+	}
+	f.waitReview(sid)
+	r = f.stop(sid, "stop-2")
+	if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "drover plan post-review-done") || !strings.Contains(r.Output.Reason, "plan-review-1.md") {
+		t.Fatalf("stop after review 1: %+v", r)
+	}
+	review, err := os.ReadFile(filepath.Join(f.planDir("demo"), "plan-review-1.md"))
+	if err != nil || !strings.Contains(string(review), "Verdict: PASS") || !strings.Contains(string(review), "Reviewer: opus") {
+		t.Fatalf("plan-review-1.md: %s (%v)", review, err)
+	}
+	if again := f.stop(sid, "stop-2"); !again.Replayed || again.Output != r.Output {
+		t.Errorf("a retried stop was not replayed: %+v", again)
+	}
+
+	st = f.mustPlan(sid, "advance", PlanArgs{Phase: "post-review"})
+	if st.Phase != "post-plan-review" || *st.NextPhase != "plan-review" || st.ConsecutiveClean != 1 || st.ReviewModel != "sonnet" {
+		t.Fatalf("after post-review: %+v", st)
+	}
+
+	// Review 2, clean again: the plan advances and the stop is allowed.
+	if r := f.stop(sid, "stop-3"); !r.Output.IsBlock() {
+		t.Fatalf("stop-3 did not start review 2: %+v", r)
+	}
+	f.waitReview(sid)
+	r = f.stop(sid, "stop-4")
+	if r.Err != nil || r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "passed twice") {
+		t.Fatalf("stop after two clean reviews: %+v", r)
+	}
+	rec := f.storedPlan(sid)
+	if rec.Workflow != session.Plan || rec.Plan.Phase != plan.PhasePlanReview || rec.Plan.NextPhase != plan.PhaseCreateTasks || rec.Plan.Review != nil {
+		t.Fatalf("stored plan after two clean reviews: %+v", rec.Plan)
+	}
+	if got := []string{f.fakeFile("model-1"), f.fakeFile("model-2")}; got[0] != "opus" || got[1] != "sonnet" {
+		t.Errorf("models %v, want opus then sonnet", got)
+	}
+	if f.fakeFile("guard-1") != "1" {
+		t.Errorf("the reviewer ran without %s=1", reviewer.GuardEnv)
+	}
+	if p := f.fakeFile("prompt-2"); !strings.Contains(p, "not the first review") || !strings.Contains(p, "plan-review-2.md") {
+		t.Errorf("review 2's prompt is not a re-check of review 1:\n%s", p)
+	}
+	st = f.mustPlan(sid, "status", PlanArgs{})
+	if st.Totals.Runs != 2 || st.Totals.CostUSD != 1 || st.Totals.SessionRuns != 2 || st.LastReview == nil || st.LastReview.Verdict != "PASS" {
+		t.Errorf("status totals after two runs: %+v last %+v", st.Totals, st.LastReview)
+	}
+	if r := f.stop(sid, "stop-5"); r.Output.IsBlock() {
+		t.Errorf("a stop after the plan review passed blocked: %+v", r)
+	}
+}
+
+// startSleepingReview starts a plan whose first review sleeps until it is
+// killed, and returns the pids of the reviewer and of its child.
+func (f *planFixture) startSleepingReview(sid string) (reviewerPID, childPID int) {
+	f.t.Helper()
+	f.write("slow", "plan.md", "# Slow\n")
+	f.fakeScript("sleep", "3600")
+	f.mustPlan(sid, "new", PlanArgs{PlanID: "slow"})
+	if r := f.stop(sid, "stop-1"); !r.Output.IsBlock() {
+		f.t.Fatalf("first stop: %+v", r)
+	}
+	if !waitUntil(func() bool { return f.fakeFile("child-1") != "" }) {
+		f.t.Fatal("the reviewer never started")
+	}
+	reviewerPID, _ = strconv.Atoi(f.fakeFile("pid-1"))
+	childPID, _ = strconv.Atoi(f.fakeFile("child-1"))
+	if reviewerPID <= 0 || childPID <= 0 {
+		f.t.Fatalf("pids %d %d", reviewerPID, childPID)
+	}
+	f.t.Cleanup(func() {
+		_ = syscall.Kill(reviewerPID, syscall.SIGKILL)
+		_ = syscall.Kill(childPID, syscall.SIGKILL)
+	})
+	return reviewerPID, childPID
+}
+
+func TestPlanReviewDoesNotBlockTheMailbox(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-s2"
+	f.startSleepingReview(sid)
+
+	// The reviewer sleeps for an hour: every answer below comes while it
+	// runs, from the same session actor.
+	st := f.mustPlan(sid, "status", PlanArgs{})
+	if !st.ReviewRunning || st.Review == nil || !st.Review.Running || st.Review.Kind != "plan" || st.Review.Iteration != 1 || st.Review.Model != "opus" {
+		t.Fatalf("status during the review: %+v %+v", st, st.Review)
+	}
+	r := f.stop(sid, "stop-2")
+	if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "drover plan wait") {
+		t.Fatalf("a stop during the review: %+v", r)
+	}
+	if _, err := f.plan(sid, "advance", PlanArgs{Phase: "create-tasks"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "review is running") {
+		t.Errorf("advance during a review: %v", err)
+	}
+	if n := f.fakeFile("count"); n != "1" {
+		t.Errorf("%s reviewer runs, want 1: a stop during a review must not start another", n)
+	}
+}
+
+func TestPlanStopCancelsTheReview(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-s3"
+	rpid, cpid := f.startSleepingReview(sid)
+
+	st := f.mustPlan(sid, "stop-reviews", PlanArgs{})
+	if st.ReviewRunning || st.NextPhase != nil || !strings.Contains(st.Message, "cancelled") {
+		t.Fatalf("after stop-reviews: %+v", st)
+	}
+	for _, pid := range []int{rpid, cpid} {
+		if !waitUntil(func() bool { return gone(pid) }) {
+			t.Fatalf("process %d of the reviewer's group survived the stop", pid)
+		}
+	}
+	if rec := f.storedPlan(sid); rec.Plan.Review != nil || rec.Plan.NextPhase != plan.PhaseNone {
+		t.Errorf("stored plan after stop: %+v", rec.Plan)
+	}
+	if r := f.stop(sid, "stop-2"); r.Output.IsBlock() {
+		t.Errorf("a stop after stop-reviews blocked: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(f.planDir("slow"), "plan-review-1.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a cancelled review wrote its review file (%v)", err)
+	}
+}
+
+func TestPlanReviewSurvivesTheIdleTimeout(t *testing.T) {
+	f := newPlanFixtureOpts(t, SessionsOptions{IdleTimeout: 20 * time.Millisecond, RestartMax: 3})
+	const sid = "plan-idle"
+	rpid, _ := f.startSleepingReview(sid)
+	// Many idle timeouts pass without a message: a passivated session
+	// actor would take its reviewer down with it.
+	time.Sleep(300 * time.Millisecond)
+	if gone(rpid) {
+		t.Fatal("the reviewer was killed while its session was idle")
+	}
+	if !f.hasChild("session-" + sid) {
+		t.Fatal("the session actor was passivated during its review")
+	}
+	f.mustPlan(sid, "stop-reviews", PlanArgs{})
+	// With the review over, the idle timeout applies again.
+	if !waitUntil(func() bool { return !f.hasChild("session-" + sid) }) {
+		t.Error("the session actor was never passivated after its review")
+	}
+}
+
+// hasChild reports whether the sessions actor has a child named name.
+func (f *planFixture) hasChild(name string) bool {
+	_, ok := f.system.ProcessRegistry.GetLocal(f.pid.Id + "/" + name)
+	return ok
+}
+
+func TestPlanReviewRerunsAfterTheActorRestarts(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-s4"
+	rpid, _ := f.startSleepingReview(sid)
+
+	// The session actor goes away (as after a crash or a passivation):
+	// its review child and the reviewer's group go with it, and the saved
+	// state still holds the review in flight.
+	f.system.Root.Send(f.pid, &Forget{SessionID: sid})
+	if !waitUntil(func() bool { return gone(rpid) }) {
+		t.Fatalf("the reviewer %d outlived its session actor", rpid)
+	}
+	if rec := f.storedPlan(sid); rec.Plan.Review == nil || rec.Plan.Review.Iteration != 1 {
+		t.Fatalf("stored plan lost the review in flight: %+v", rec.Plan)
+	}
+
+	// `drover plan wait` on the fresh actor runs it again: same iteration,
+	// same model.
+	if err := os.Remove(filepath.Join(f.fake, "sleep")); err != nil {
+		t.Fatal(err)
+	}
+	f.waitReview(sid)
+	if f.fakeFile("count") != "2" || f.fakeFile("model-2") != "opus" || !strings.Contains(f.fakeFile("prompt-2"), "plan-review-1.md") {
+		t.Errorf("rerun: count %s model %s", f.fakeFile("count"), f.fakeFile("model-2"))
+	}
+	r := f.stop(sid, "stop-2")
+	if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "plan-review-1.md") {
+		t.Fatalf("stop after the rerun: %+v", r)
+	}
+	if rec := f.storedPlan(sid); rec.Plan.Iteration != 1 || rec.Plan.ConsecutiveClean != 1 {
+		t.Errorf("stored plan after the rerun: %+v", rec.Plan)
+	}
+}
+
+func TestPlanMaxReviewsIsAHardStop(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-s5"
+	f.write("capped", "plan.md", "# Capped\n")
+	f.fakeScript("verdicts", "FAIL\nFAIL\n")
+	one := 1
+	f.mustPlan(sid, "new", PlanArgs{PlanID: "capped", MaxReviews: &one})
+
+	f.stop(sid, "stop-1")
+	f.waitReview(sid)
+	r := f.stop(sid, "stop-2")
+	if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "FAIL") {
+		t.Fatalf("stop after a failing review: %+v", r)
+	}
+	f.mustPlan(sid, "advance", PlanArgs{Phase: "post-plan-review"})
+
+	// The limit is reached: no second review, the stop is allowed, and
+	// the plan waits for the user instead of advancing.
+	r = f.stop(sid, "stop-3")
+	if r.Err != nil || r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "reached its limit") {
+		t.Fatalf("stop at the limit: %+v", r)
+	}
+	st := f.mustPlan(sid, "status", PlanArgs{})
+	if st.ReviewRunning || st.NextPhase == nil || *st.NextPhase != "plan-review" || st.PhaseIteration != 1 {
+		t.Errorf("status at the limit: %+v", st)
+	}
+	if n := f.fakeFile("count"); n != "1" {
+		t.Errorf("%s reviewer runs, want 1", n)
+	}
+	st = f.mustPlan(sid, "findings", PlanArgs{})
+	if len(st.Findings) != 1 || !st.Findings[0].Open || st.Findings[0].Severity != "blocking" {
+		t.Errorf("findings: %+v", st.Findings)
+	}
+}
+
+func TestPlanFailedReviewIsReportedNotCounted(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-s6"
+	f.write("garbled", "plan.md", "# Garbled\n")
+	f.fakeScript("verdicts", "MAYBE\n")
+	f.mustPlan(sid, "new", PlanArgs{PlanID: "garbled"})
+	f.stop(sid, "stop-1")
+	f.waitReview(sid)
+	r := f.stop(sid, "stop-2")
+	if r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "did not produce a verdict") {
+		t.Fatalf("stop after a failed review: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(f.planDir("garbled"), "plan-review-1.log")); err != nil {
+		t.Errorf("no log beside the plan: %v", err)
+	}
+	st := f.mustPlan(sid, "status", PlanArgs{})
+	if st.PhaseIteration != 0 || st.ConsecutiveClean != 0 || st.Totals.FailedRuns != 1 {
+		t.Errorf("a failed review was counted: %+v", st)
+	}
+	// The next stop runs the review again, as review 1.
+	f.stop(sid, "stop-3")
+	f.waitReview(sid)
+	if f.fakeFile("count") != "2" || !strings.Contains(f.fakeFile("prompt-2"), "plan-review-1.md") {
+		t.Errorf("the review was not run again as review 1")
+	}
+}
+
+func TestPlanNewRules(t *testing.T) {
+	f := newPlanFixture(t)
+
+	// Without plan.md the plan starts, and the first stop asks for it.
+	st := f.mustPlan("fresh", "new", PlanArgs{PlanID: "empty", TDD: true})
+	if !st.TDD || !strings.Contains(st.Message, "plan.md") {
+		t.Fatalf("new without plan.md: %+v", st)
+	}
+	r := f.stop("fresh", "a")
+	if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "Missing required file: plan.md") {
+		t.Errorf("stop without plan.md: %+v", r)
+	}
+	if f.fakeFile("count") != "" {
+		t.Errorf("a review ran with nothing to review")
+	}
+
+	tests := []struct {
+		name  string
+		setup func(id string)
+		args  PlanArgs
+		want  string
+	}{
+		{"bad id", nil, PlanArgs{PlanID: "../x"}, "not a valid plan id"},
+		{"queue running", func(id string) {
+			f.add(id, "a task")
+			if r := f.command(id, "start"); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}, PlanArgs{PlanID: "p"}, "task queue"},
+		{"negative limit", nil, PlanArgs{PlanID: "p", MaxReviews: new(-1)}, "negative"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			id := "rules-" + strconv.Itoa(i)
+			if tt.setup != nil {
+				tt.setup(id)
+			}
+			_, err := f.plan(id, "new", tt.args)
+			if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v, want a bad request about %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := f.plan("fresh", "frobnicate", PlanArgs{}); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("unknown verb: %v", err)
+	}
+	if _, err := f.plan("fresh", "set", PlanArgs{Key: "review_model", Value: "haiku"}); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("set review_model outside review.models: %v", err)
+	}
+}
+
+func TestPlanContinueAdoptsAPlanFromItsView(t *testing.T) {
+	f := newPlanFixture(t)
+	f.write("handover", "plan.md", "# Handover\n")
+	f.write("handover", "tasks.md", "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | pending | first |\n")
+	f.write("handover", "task-1.md", "# Task 1\n")
+	f.write("handover", plan.ViewFile, `{"phase":"tasks-review","next_phase":"complete-task","current_task":null,"phase_iteration":2,"max_reviews":5,"review_model":"opus","consecutive_clean":2,"tdd":true}`)
+
+	st := f.mustPlan("next-session", "continue", PlanArgs{})
+	if st.PlanID != "handover" || st.Action != plan.ActionCompleteTask || st.Task != "1" || st.MaxReviews != 5 || !st.TDD {
+		t.Fatalf("continue in a new session: %+v", st)
+	}
+	if !strings.Contains(st.Message, "picked up") || !strings.Contains(st.Message, "drover plan advance complete-task") {
+		t.Errorf("continue message:\n%s", st.Message)
+	}
+	if rec := f.storedPlan("next-session"); rec.Workflow != session.Plan || rec.Plan.Phase != plan.PhaseTasksReview {
+		t.Errorf("stored: %+v", rec)
+	}
+}

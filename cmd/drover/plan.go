@@ -1,0 +1,627 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/internal/argsplit"
+	"github.com/drover-dev/drover/internal/workflow/plan"
+)
+
+func (a *app) planCmd(g *globalFlags) *cobra.Command {
+	var argsFrom string
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Work through a plan whose every step is reviewed by independent reviewers",
+		Long: `plan drives seed 001's plan workflow in this session. A plan lives in
+.drover/plans/<plan-id>/: plan.md, tasks.md (a Markdown table of tasks),
+task-<id>.md per task, and the review files drover writes.
+
+Each time the agent stops after a plan, a task list or a task's code,
+drover has an independent reviewer process (review.cli, opus then sonnet in
+turn) review it; the agent gets the review and performs a post-review; two
+clean reviews in a row advance the plan; review.max_reviews bounds each
+cycle. The agent reports finished steps with drover plan advance (the
+block messages name the exact command). state.json in the plan folder is a
+view drover writes: read it, never edit it.
+
+With --args - the subcommand and its arguments are read from stdin and
+split as a shell would (nothing expanded): that is how /drover:plan passes
+what the user typed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if argsFrom != "-" {
+				return cmd.Help()
+			}
+			return a.planFromStdin(cmd, g)
+		},
+	}
+	cmd.Flags().StringVar(&argsFrom, "args", "", "read the subcommand and its arguments from stdin (-)")
+	cmd.AddCommand(
+		a.planNewCmd(g),
+		a.planAdvanceCmd(g),
+		a.planSetCmd(g),
+		a.planStatusCmd(g),
+		a.planFindingsCmd(g),
+		a.planContinueCmd(g),
+		a.planWaitCmd(g),
+		a.planStopReviewsCmd(g),
+		a.planSetMaxReviewsCmd(g),
+		a.planAddTaskCmd(g),
+		a.planPhaseCmd(g, "post-review-done", "post-review", "Report the post-review done: the next review starts at the next stop", false),
+		a.planPhaseCmd(g, "create-tasks", "create-tasks", "Report tasks.md and the task files written: the tasks review starts at the next stop", false),
+		a.planPhaseCmd(g, "complete-task", "complete-task", "Report a task implemented (the first one not done unless ID is given): its code review starts at the next stop", true),
+		a.planPhaseCmd(g, "next-task", "next-task", "Report a task implemented without a review loop (next_phase null)", true),
+		a.planPhaseCmd(g, "continue-task", "continue-task", "Report an interrupted task resumed; its review loop, if any, stays as it was", false),
+		a.planPhaseCmd(g, "complete", "complete", "Mark the plan complete (for example to skip the all-code review of a small plan)", false),
+	)
+	return cmd
+}
+
+// planFromStdin runs `drover plan <stdin words>`.
+func (a *app) planFromStdin(cmd *cobra.Command, g *globalFlags) error {
+	data, err := io.ReadAll(io.LimitReader(a.stdin, maxPromptBytes+1))
+	if err != nil {
+		return fmt.Errorf("reading plan arguments from stdin: %w", err)
+	}
+	words, err := argsplit.Split(string(data))
+	if err != nil {
+		return fmt.Errorf("reading plan arguments from stdin: %w", err)
+	}
+	for _, w := range words {
+		if w == "--args" || strings.HasPrefix(w, "--args=") {
+			return errors.New("plan: --args cannot be given on stdin")
+		}
+	}
+	if len(words) == 0 {
+		words = []string{"continue"}
+	}
+	if _, ok := slashActions[words[0]]; ok {
+		return a.planSlashAction(cmd.Context(), g, words[0], words[1:])
+	}
+	var args []string
+	if g.project != "" {
+		args = append(args, "--project", g.project)
+	}
+	if g.session != "" {
+		args = append(args, "--session", g.session)
+	}
+	args = append(append(args, "plan"), words...)
+	root := a.rootCmd()
+	root.SetArgs(args)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	return root.ExecuteContext(cmd.Context())
+}
+
+// slashActions are the actions /drover:plan ACTION asks the agent to
+// perform, each with the command that reports it done. From a terminal the
+// same words report the action done; from the slash command they start it.
+var slashActions = map[string]string{
+	"create-tasks":      "create-tasks",
+	"complete-task":     "complete-task",
+	"complete-task-tdd": "complete-task",
+	"next-task":         "next-task",
+	"next-task-tdd":     "next-task",
+	"continue-task":     "continue-task",
+	"add-task":          "add-task",
+}
+
+// planSlashAction tells the agent to perform action on the session's plan:
+// the action itself is described in the slash command's prompt.
+func (a *app) planSlashAction(ctx context.Context, g *globalFlags, action string, rest []string) error {
+	st, err := a.planCall(ctx, g, "status", actors.PlanArgs{})
+	if err != nil {
+		return err
+	}
+	if st.PlanID == "" {
+		return fmt.Errorf("plan %s: session %s has no plan; start one with /drover:plan new <plan-id>", action, st.SessionID)
+	}
+	var task string
+	tdd := strings.HasSuffix(action, "-tdd")
+	for _, w := range rest {
+		switch {
+		case w == "--tdd":
+			tdd = true
+		case !strings.HasPrefix(w, "-") && task == "":
+			task = w
+		}
+	}
+	report := "drover plan " + slashActions[action]
+	if task != "" {
+		report += " " + task
+	}
+	if tdd && strings.Contains(action, "task") && action != "continue-task" && action != "add-task" {
+		report += " --tdd"
+	}
+	target := ""
+	if task != "" {
+		target = " on task " + task
+	}
+	fmt.Fprintf(a.stdout, "[drover] Plan %s (%s): phase %s, next %s. Perform the %s action below%s. When it is done, run `%s`, then stop: drover starts the review that follows and tells you what to do next.\n", st.PlanID, st.PlanDir, st.Phase, deref(st.NextPhase), strings.TrimSuffix(action, "-tdd"), target, report)
+	return nil
+}
+
+// planCall runs one plan command on the session's supervisor.
+func (a *app) planCall(ctx context.Context, g *globalFlags, verb string, args actors.PlanArgs) (actors.PlanStatus, error) {
+	var st actors.PlanStatus
+	id, err := a.sessionID(g)
+	if err != nil {
+		return st, err
+	}
+	p, err := a.paths(g)
+	if err != nil {
+		return st, err
+	}
+	c, err := a.connect(ctx, p)
+	if err != nil {
+		return st, err
+	}
+	if err := c.Workflow(ctx, id, "plan", verb, args, &st); err != nil {
+		return st, fmt.Errorf("plan %s: %w", verb, err)
+	}
+	return st, nil
+}
+
+// planAct runs a command that acts and prints its message (or JSON).
+func (a *app) planAct(ctx context.Context, g *globalFlags, verb string, args actors.PlanArgs, asJSON bool) error {
+	st, err := a.planCall(ctx, g, verb, args)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return a.printJSON(st)
+	}
+	if st.Message != "" {
+		fmt.Fprintln(a.stdout, strings.TrimRight(st.Message, "\n"))
+		return nil
+	}
+	a.printPlanStatus(st)
+	return nil
+}
+
+func (a *app) printJSON(v any) error {
+	enc := json.NewEncoder(a.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (a *app) planNewCmd(g *globalFlags) *cobra.Command {
+	var (
+		args       actors.PlanArgs
+		maxReviews int
+	)
+	cmd := &cobra.Command{
+		Use:   "new PLAN-ID [--tdd] [--max-reviews N]",
+		Short: "Start a plan in .drover/plans/PLAN-ID/ for this session",
+		Long: `new creates .drover/plans/PLAN-ID/ and makes it this session's plan, at
+phase new-plan with next_phase plan-review: write plan.md there (it may
+already be written), then stop, and drover has it reviewed. PLAN-ID is
+letters, digits, '-', '_' and '.', starting with a letter or digit.
+
+A session drives one plan at a time; a queue or loop running in the
+session must be ended first.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, rest []string) error {
+			args.PlanID = rest[0]
+			if cmd.Flags().Changed("max-reviews") {
+				args.MaxReviews = &maxReviews
+			}
+			return a.planAct(cmd.Context(), g, "new", args, false)
+		},
+	}
+	cmd.Flags().BoolVar(&args.TDD, "tdd", false, "use the test-first variants (complete-task-tdd) for every task")
+	cmd.Flags().IntVar(&maxReviews, "max-reviews", 0, "reviews per review cycle before the hard stop (default review.max_reviews; 0 turns reviews off)")
+	return cmd
+}
+
+func (a *app) planAdvanceCmd(g *globalFlags) *cobra.Command {
+	var args actors.PlanArgs
+	cmd := &cobra.Command{
+		Use:   "advance PHASE [--task ID]",
+		Short: "Report a finished phase of the plan",
+		Long: `advance is how the agent reports a finished step; the block messages name
+the one to run. PHASE is one of:
+
+  new-plan              plan.md is (re)written; the plan review follows
+  create-tasks          tasks.md and the task files are written; the tasks review follows
+  complete-task         a task is implemented (--task ID, default the first
+                        not done); its code review follows
+  complete-task-tdd     the same, test first
+  next-task, next-task-tdd
+                        a task is implemented, with no review loop
+  continue-task         an interrupted task is resumed
+  post-review           the post-review the last review asked for is done
+                        (also post-plan-review, post-tasks-review,
+                        post-code-review, post-all-code-review)
+  complete              the plan is done
+
+Then stop: the review that follows starts when the agent stops.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, rest []string) error {
+			args.Phase = rest[0]
+			return a.planAct(cmd.Context(), g, "advance", args, false)
+		},
+	}
+	cmd.Flags().StringVar(&args.Task, "task", "", "the task (complete-task, next-task and their tdd variants)")
+	return cmd
+}
+
+// planPhaseCmd is a shorthand for `advance PHASE`, under the names the
+// block messages use.
+func (a *app) planPhaseCmd(g *globalFlags, name, phase, short string, task bool) *cobra.Command {
+	var tdd bool
+	use := name
+	args := cobra.NoArgs
+	if task {
+		use += " [ID] [--tdd]"
+		args = cobra.MaximumNArgs(1)
+	}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long:  short + ".\nIt is drover plan advance " + phase + " under another name.",
+		Args:  args,
+		RunE: func(cmd *cobra.Command, rest []string) error {
+			pa := actors.PlanArgs{Phase: phase}
+			if len(rest) == 1 {
+				pa.Task = rest[0]
+			}
+			if tdd {
+				pa.Phase += "-tdd"
+			}
+			return a.planAct(cmd.Context(), g, "advance", pa, false)
+		},
+	}
+	if task {
+		cmd.Flags().BoolVar(&tdd, "tdd", false, "the test-first variant")
+	}
+	return cmd
+}
+
+func (a *app) planSetCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "set PLAN-ID KEY=VALUE",
+		Short: "Change a setting of the plan (the escape hatches)",
+		Long: `set changes one setting of this session's plan:
+
+  max_reviews=N       reviews per review cycle from now on (0 turns reviews off)
+  next_phase=null     end the review loop now (a review in flight is cancelled)
+  review_model=M      the model of the next review (one of review.models)
+  tdd=true|false      the test-first variants for the next tasks`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, rest []string) error {
+			key, value, ok := strings.Cut(rest[1], "=")
+			if !ok || key == "" {
+				return fmt.Errorf("plan set: want KEY=VALUE, got %q", rest[1])
+			}
+			return a.planAct(cmd.Context(), g, "set", actors.PlanArgs{PlanID: rest[0], Key: key, Value: value}, false)
+		},
+	}
+}
+
+func (a *app) planSetMaxReviewsCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "set-max-reviews N",
+		Short: "Set the reviews per review cycle (0 turns reviews off)",
+		Long:  "set-max-reviews is drover plan set <plan> max_reviews=N for this session's plan.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, rest []string) error {
+			if _, err := strconv.Atoi(rest[0]); err != nil {
+				return fmt.Errorf("plan set-max-reviews: N must be a whole number, got %q", rest[0])
+			}
+			return a.planAct(cmd.Context(), g, "set", actors.PlanArgs{Key: "max_reviews", Value: rest[0]}, false)
+		},
+	}
+}
+
+func (a *app) planStopReviewsCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:     "stop-reviews",
+		Aliases: []string{"cancel"},
+		Short:   "End the review loop (next_phase null) and cancel a review in flight",
+		Long: `stop-reviews sets next_phase to null, so that no review starts at the next
+stop, and kills a reviewer that is running (its whole process group). The
+plan stays where it is; drover plan continue or advance moves it on.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.planAct(cmd.Context(), g, "stop-reviews", actors.PlanArgs{}, false)
+		},
+	}
+}
+
+func (a *app) planAddTaskCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "add-task ID",
+		Short: "Report a task added to tasks.md (with its task-ID.md)",
+		Long:  "add-task checks that task-ID.md exists and makes it the current task when none is in progress.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, rest []string) error {
+			return a.planAct(cmd.Context(), g, "add-task", actors.PlanArgs{Task: rest[0]}, false)
+		},
+	}
+}
+
+func (a *app) planContinueCmd(g *globalFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:     "continue [PLAN-ID]",
+		Aliases: []string{"next"},
+		Short:   "Say what to do next on the plan (picks a plan up in a new session)",
+		Long: `continue reads next_phase (what should happen), then phase (what was last
+done), and says which action comes next and which command reports it
+done. In a session without a plan (a new session after a crash or a
+restart) it takes over PLAN-ID, or the plan whose state.json changed
+last, from its state.json.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, rest []string) error {
+			var args actors.PlanArgs
+			if len(rest) == 1 {
+				args.PlanID = rest[0]
+			}
+			return a.planAct(cmd.Context(), g, "continue", args, asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON (action, task, file, and the plan's state)")
+	return cmd
+}
+
+func (a *app) planStatusCmd(g *globalFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "status [PLAN-ID]",
+		Short: "Show where the plan stands: phase, review iteration, model, costs",
+		Long: `status shows this session's plan (seed 001's fields: phase, next_phase,
+current_task, phase_iteration, max_reviews, review_model,
+consecutive_clean, tdd), the review in flight, and the reviewer runs and
+their cost. Outside a session (no CLAUDE_CODE_SESSION_ID and no --session)
+it lists every plan of the project from its state.json, or PLAN-ID's.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, rest []string) error {
+			var args actors.PlanArgs
+			if len(rest) == 1 {
+				args.PlanID = rest[0]
+			}
+			if _, err := a.sessionID(g); err != nil {
+				return a.planViews(g, args.PlanID, asJSON)
+			}
+			st, err := a.planCall(cmd.Context(), g, "status", args)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(st)
+			}
+			a.printPlanStatus(st)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON under seed 001's field names")
+	return cmd
+}
+
+func (a *app) printPlanStatus(st actors.PlanStatus) {
+	w := a.stdout
+	if st.PlanID == "" {
+		fmt.Fprintf(w, "session %s has no plan; drover plan new <plan-id> starts one.\n", st.SessionID)
+		return
+	}
+	fmt.Fprintf(w, "plan %s (session %s): phase %s, next %s, current task %s\n", st.PlanID, st.SessionID, st.Phase, deref(st.NextPhase), deref(st.CurrentTask))
+	fmt.Fprintf(w, "reviews: iteration %d of at most %d, %d clean in a row, next model %s, cycle %d, %d open finding(s)", st.PhaseIteration, st.MaxReviews, st.ConsecutiveClean, st.ReviewModel, st.Cycle, st.OpenFindings)
+	if st.TDD {
+		fmt.Fprint(w, ", tdd")
+	}
+	fmt.Fprintln(w)
+	if r := st.Review; r != nil {
+		state := "waiting to be run again (run drover plan wait)"
+		if r.Running {
+			state = "running since " + r.StartedAt.Local().Format(time.TimeOnly)
+		}
+		fmt.Fprintf(w, "review in flight: %s review %d (%s), %s\n", r.Kind, r.Iteration, r.Model, state)
+	}
+	if r := st.LastReview; r != nil {
+		fmt.Fprintf(w, "last run: %s review %d, %s, %s, %d finding(s) (%d blocking), %s, $%.2f\n", r.Kind, r.Iteration, r.Model, runResult(*r), r.Findings, r.Blocking, (time.Duration(r.DurationMS) * time.Millisecond).Round(time.Second), r.CostUSD)
+	}
+	t := st.Totals
+	fmt.Fprintf(w, "reviewer runs: %d (%d failed), %s, $%.2f; this session: %d, $%.2f\n", t.Runs, t.FailedRuns, (time.Duration(t.Seconds * float64(time.Second))).Round(time.Second), t.CostUSD, t.SessionRuns, t.SessionCostUSD)
+	fmt.Fprintf(w, "folder: %s\n", st.PlanDir)
+}
+
+func runResult(r actors.PlanReviewRun) string {
+	if r.Verdict != "" {
+		return r.Verdict
+	}
+	if r.Error != "" {
+		return "failed: " + r.Error
+	}
+	return r.Outcome
+}
+
+func deref(s *string) string {
+	if s == nil || *s == "" {
+		return "none"
+	}
+	return *s
+}
+
+// planViews lists plans from their state.json files, for status outside
+// a session.
+func (a *app) planViews(g *globalFlags, only string, asJSON bool) error {
+	p, err := a.paths(g)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(p.Root, ".drover", "plans")
+	ents, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("reading %s: %w", dir, err)
+	}
+	views := []map[string]any{}
+	for _, e := range ents {
+		if !e.IsDir() || !plan.ValidPlanID(e.Name()) || (only != "" && e.Name() != only) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name(), plan.ViewFile))
+		if err != nil {
+			continue
+		}
+		var v map[string]any
+		if json.Unmarshal(data, &v) != nil {
+			continue
+		}
+		v["plan_id"] = e.Name()
+		v["plan_dir"] = filepath.Join(dir, e.Name())
+		views = append(views, v)
+	}
+	if only != "" && len(views) == 0 {
+		return fmt.Errorf("plan status: no readable %s in %s", plan.ViewFile, filepath.Join(dir, only))
+	}
+	if asJSON {
+		return a.printJSON(views)
+	}
+	if len(views) == 0 {
+		fmt.Fprintf(a.stdout, "No plans in %s. drover plan new <plan-id> (inside a Claude Code session) starts one.\n", dir)
+		return nil
+	}
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PLAN\tPHASE\tNEXT\tTASK\tITERATION\tMAX\tMODEL\tCLEAN\tREVIEWING")
+	for _, v := range views {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(v, "plan_id"), field(v, "phase"), field(v, "next_phase"), field(v, "current_task"), field(v, "phase_iteration"), field(v, "max_reviews"), field(v, "review_model"), field(v, "consecutive_clean"), field(v, "review_running"))
+	}
+	return tw.Flush()
+}
+
+func field(v map[string]any, k string) string {
+	switch x := v[k].(type) {
+	case nil:
+		return "-"
+	case string:
+		return x
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		if x {
+			return "yes"
+		}
+		return "no"
+	}
+	return fmt.Sprint(v[k])
+}
+
+func (a *app) planFindingsCmd(g *globalFlags) *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "findings",
+		Short: "List the findings of the current review cycle",
+		Long: `findings lists every finding the reviews of the current cycle reported,
+deduplicated: the reviews that first and last reported it, and whether the
+latest review still does (open). The next review is asked to re-check the
+open ones rather than review everything again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := a.planCall(cmd.Context(), g, "findings", actors.PlanArgs{})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return a.printJSON(st.Findings)
+			}
+			if len(st.Findings) == 0 {
+				fmt.Fprintf(a.stdout, "No findings in review cycle %d of plan %s.\n", st.Cycle, st.PlanID)
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "STATE\tSEVERITY\tWHERE\tREVIEWS\tSUMMARY")
+			for _, f := range st.Findings {
+				state := "resolved"
+				if f.Open {
+					state = "open"
+				}
+				where := f.File
+				if f.Line > 0 {
+					where += ":" + strconv.Itoa(f.Line)
+				}
+				if where == "" {
+					where = "-"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d-%d (%dx)\t%s\n", state, f.Severity, where, f.FirstReview, f.LastReview, f.Times, f.Summary)
+			}
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return cmd
+}
+
+// planWaitPoll bounds the pause between two questions of plan wait.
+const (
+	planWaitFirstPoll = 200 * time.Millisecond
+	planWaitMaxPoll   = 2 * time.Second
+)
+
+func (a *app) planWaitCmd(g *globalFlags) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait [--timeout D]",
+		Short: "Wait until the review in flight is done (bounded)",
+		Long: `wait returns when the review in flight has finished and drover has applied
+its answer; then stop, and drover tells the agent what the review found. It
+gives up after --timeout (default 100s, below the agent's default command
+timeout) and says so: run it again. A review that was lost to a supervisor
+restart is started again here.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			deadline := time.Now().Add(timeout)
+			pause := planWaitFirstPoll
+			for {
+				st, err := a.planCall(ctx, g, "wait", actors.PlanArgs{})
+				if err != nil {
+					return err
+				}
+				if !st.Active && st.PlanID == "" {
+					fmt.Fprintf(a.stdout, "[drover] Session %s has no plan; nothing to wait for.\n", st.SessionID)
+					return nil
+				}
+				if !st.ReviewRunning {
+					a.printWaitDone(st)
+					return nil
+				}
+				if time.Now().Add(pause).After(deadline) {
+					r := st.Review
+					fmt.Fprintf(a.stdout, "[drover] The %s review %d (%s) of plan %s is still running after %s. Run `drover plan wait` again.\n", r.Kind, r.Iteration, r.Model, st.PlanID, timeout)
+					return nil
+				}
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(pause):
+				}
+				pause = min(2*pause, planWaitMaxPoll)
+			}
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 100*time.Second, "give up after this long")
+	return cmd
+}
+
+func (a *app) printWaitDone(st actors.PlanStatus) {
+	if r := st.LastReview; r != nil && r.Plan == st.PlanID {
+		fmt.Fprintf(a.stdout, "[drover] The %s review %d (%s) of plan %s is done: %s, %d finding(s) (%d blocking). Stop now: drover tells you what to do next.\n", r.Kind, r.Iteration, r.Model, st.PlanID, runResult(*r), r.Findings, r.Blocking)
+		return
+	}
+	fmt.Fprintf(a.stdout, "[drover] No review of plan %s is running (phase %s, next %s). Stop now: drover tells you what to do next.\n", st.PlanID, st.Phase, deref(st.NextPhase))
+}
