@@ -105,6 +105,7 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 		rec := a.rec
 		rec.Loop = loop.Cancel(rec.Loop)
 		a.stopChecks()
+		a.stopCheckpoint()
 		if err := a.saveRecord(ctx, rec); err != nil {
 			return &WorkflowResult{Err: err}
 		}
@@ -138,7 +139,7 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 			rec.CreatedAt = a.env.now()
 		}
 		rec.Workflow, rec.Loop = session.Loop, st
-		rec.LoopHistory, rec.LoopReflections = nil, nil
+		rec.LoopHistory, rec.LoopReflections, rec.LoopCheckpoint = nil, nil, ""
 		f := a.loopFacts()
 		body, err := loop.TrackerBody(st, f, tmpl)
 		if err != nil {
@@ -339,9 +340,20 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 		f.Reflection = reflectionLine(reflections[n-1])
 	}
 
+	f.CheckpointDue = a.loop.checkpoint != nil
+	f.CheckpointConsensus = a.rec.LoopCheckpoint
 	next, out, err := loop.Stop(s, f, tmpl)
 	if err != nil {
 		return d, false, err
+	}
+	if next.Active && next.Iteration > s.Iteration {
+		// The consensus went into this block reason: deliver it once.
+		d.rec.LoopCheckpoint = ""
+	}
+	if next.Active && loop.CheckpointDue(next) && a.loop.checkpoint == nil {
+		if err := a.startCheckpoint(actx, next, string(status), reason); err != nil {
+			a.log.Warn("loop checkpoint not started", zap.Error(err))
+		}
 	}
 	d.rec.Loop = next
 	d.rec.LoopHistory = history
@@ -349,6 +361,7 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 	d.Output = out
 	if !next.Active {
 		a.stopChecks()
+		a.stopCheckpoint()
 	}
 	a.writeTracker(next)
 	a.log.Info("loop decision", zap.Int("iteration", next.Iteration), zap.String("status", string(status)), zap.String("role", string(role)), zap.Bool("active", next.Active))
@@ -399,7 +412,8 @@ func (a *sessionActor) writeReflection(r convergence.Reflection) {
 
 // loopRuntime is the loop workflow's in-memory state of one session actor.
 type loopRuntime struct {
-	checks *checkRun
+	checks     *checkRun
+	checkpoint *checkpointRun
 }
 
 // maxCheckOutput caps what a check run's summary keeps of its output.
@@ -445,15 +459,19 @@ func (a *sessionActor) stopChecks() {
 
 // loopMessage handles the loop's background results; it reports whether
 // msg was one.
-func (a *sessionActor) loopMessage(_ actor.Context, msg any) bool {
+func (a *sessionActor) loopMessage(actx actor.Context, msg any) bool {
 	switch m := msg.(type) {
 	case *checksDone:
 		if cr := a.loop.checks; cr != nil && cr.iteration == m.iteration {
 			cr.done, cr.passed, cr.summary = true, m.passed, m.summary
 		}
 		return true
+	case *checkpointDone:
+		a.checkpointFinished(actx, m)
+		return true
 	case *actor.Stopping:
 		a.stopChecks()
+		a.stopCheckpoint()
 		return true
 	}
 	return false

@@ -30,6 +30,8 @@ const (
 	LoopCompact = "loop_compact"
 	// LoopTracker is the first body of a new loop tracker file.
 	LoopTracker = "loop_tracker"
+	// LoopCheckpointReview is the prompt of the reviewers at a checkpoint.
+	LoopCheckpointReview = "loop_checkpoint_review"
 
 	// RolePrefix starts the name of a role's prompt: role_<role>.
 	RolePrefix    = "role_"

@@ -4,7 +4,7 @@ package templates
 var loopNames = []string{
 	LoopStart, LoopContinue, LoopChecksFailed, LoopChecksNone,
 	LoopStatus, LoopReflection, LoopCheckpoint, LoopCheckpointPending,
-	LoopDone, LoopBudget, LoopTrackerError, LoopCompact, LoopTracker,
+	LoopDone, LoopBudget, LoopTrackerError, LoopCompact, LoopTracker, LoopCheckpointReview,
 	RoleDeveloper, RoleDebugger, RoleArchitect,
 }
 
@@ -26,6 +26,7 @@ var loopContent = []struct {
 	{LoopReflection, []string{"{{reflection}}"}},
 	{LoopCheckpoint, []string{"{{checkpoint_consensus}}"}},
 	{LoopCheckpointPending, []string{"checkpoint review", "running"}},
+	{LoopCheckpointReview, []string{"independent reviewer", "Do not change any file", "{{prompt}}", "{{iteration}}", "{{status}}", "blocking", "PASS", "FAIL"}},
 	{LoopDone, []string{"[drover] Loop done in session {{session_id}}", "{{iteration}}", "{{completed_by}}", "{{checks_result}}", "{{spent_usd}}"}},
 	{LoopBudget, []string{"[drover] Stopped the loop in session {{session_id}}", "{{budget_detail}}", "{{tracker_path}}", "/drover:loop"}},
 	{LoopTrackerError, []string{"[drover]", "{{tracker_path}}", "{{tracker_error}}"}},

@@ -40,6 +40,9 @@ type Record struct {
 	Loop            loop.State               `json:"loop"`
 	LoopHistory     []convergence.Metrics    `json:"loop_history,omitempty"`
 	LoopReflections []convergence.Reflection `json:"loop_reflections,omitempty"`
+	// LoopCheckpoint is the consensus of the last checkpoint review, kept
+	// until it has gone into a block reason.
+	LoopCheckpoint string `json:"loop_checkpoint,omitempty"`
 	// Plan is the session's plan workflow state (one plan at a time).
 	Plan      plan.State `json:"plan"`
 	CreatedAt time.Time  `json:"created_at"`

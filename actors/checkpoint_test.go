@@ -1,0 +1,76 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drover-dev/drover/internal/hook"
+)
+
+func (f *planFixture) loop(id, verb string, args any) LoopStatus {
+	f.t.Helper()
+	raw, _ := json.Marshal(args)
+	r := f.ask(id, &WorkflowCommand{Workflow: "loop", Verb: verb, Args: raw}).(*WorkflowResult)
+	if r.Err != nil {
+		f.t.Fatalf("loop %s: %v", verb, r.Err)
+	}
+	var st LoopStatus
+	if err := json.Unmarshal(r.Response, &st); err != nil {
+		f.t.Fatal(err)
+	}
+	return st
+}
+
+func (f *planFixture) loopStop(id, req, msg string) *HookResult {
+	f.t.Helper()
+	return f.ask(id, &HandleHook{RequestID: req, Event: hook.Stop, Input: hook.Input{SessionID: id, LastAssistantMessage: &msg}}).(*HookResult)
+}
+
+func TestLoopCheckpointConsensusGoesIntoTheNextBlockReason(t *testing.T) {
+	f := newPlanFixture(t)
+	// Both reviewers (opus and sonnet, in parallel) fail the work with one
+	// blocking finding.
+	if err := os.WriteFile(filepath.Join(f.fake, "verdicts"), []byte("FAIL\nFAIL\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, CheckpointEvery: 1})
+	first := f.loopStop("s1", "a", "working")
+	if first.Err != nil || !first.Output.IsBlock() {
+		t.Fatalf("first stop: %+v", first)
+	}
+	// The checkpoint after iteration 1 runs in the background; wait for its
+	// consensus to be saved, without sleeping a fixed time.
+	if !waitUntil(func() bool {
+		rec, _, _ := f.store.Load(context.Background(), "s1")
+		return rec.LoopCheckpoint != ""
+	}) {
+		t.Fatal("the checkpoint consensus was never saved")
+	}
+	if n, _ := os.ReadFile(filepath.Join(f.fake, "count")); strings.TrimSpace(string(n)) != "2" {
+		t.Errorf("reviewer runs = %q, want 2 (one per model)", n)
+	}
+	models := map[string]bool{}
+	for _, i := range []string{"1", "2"} {
+		m, _ := os.ReadFile(filepath.Join(f.fake, "model-"+i))
+		models[string(m)] = true
+		if g, _ := os.ReadFile(filepath.Join(f.fake, "guard-"+i)); string(g) != "1" {
+			t.Errorf("reviewer %s ran without the recursion guard", i)
+		}
+	}
+	if !models["opus"] || !models["sonnet"] {
+		t.Errorf("checkpoint models = %v, want opus and sonnet", models)
+	}
+	second := f.loopStop("s1", "b", "still working")
+	if !second.Output.IsBlock() || !strings.Contains(second.Output.Reason, "After iteration 1: FAIL") || !strings.Contains(second.Output.Reason, "the plan has no test section") {
+		t.Fatalf("the consensus is not in the next block reason:\n%s", second.Output.Reason)
+	}
+	rec, _, _ := f.store.Load(context.Background(), "s1")
+	if rec.LoopCheckpoint != "" {
+		t.Errorf("the consensus was kept after delivery: %q", rec.LoopCheckpoint)
+	}
+	f.loop("s1", "cancel", nil)
+}
