@@ -185,7 +185,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 // initSchema creates the buckets and checks or records the schema version.
 func initSchema(tx *bolt.Tx) error {
-	for _, name := range [][]byte{bucketSessions, bucketQuarantine, bucketMeta} {
+	for _, name := range [][]byte{bucketSessions, bucketQuarantine, bucketMeta, bucketRuns} {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("creating bucket %q: %w", name, err)
 		}

@@ -1,0 +1,844 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/drover-dev/drover/internal/agentrun"
+	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/argsplit"
+	"github.com/drover-dev/drover/internal/rungraph"
+	"github.com/drover-dev/drover/internal/worktree"
+)
+
+// Defaults of a run's options.
+const (
+	// DefaultRunConcurrency caps the agent processes of a run: each is a
+	// heavy process, and these machines have two cores.
+	DefaultRunConcurrency = 2
+	// DefaultRunMaxIterations caps the agent runs per task.
+	DefaultRunMaxIterations = 3
+	// DefaultTestCommand runs a task's targeted tests in its work tree.
+	DefaultTestCommand = "go test {{packages}}"
+	// DefaultSuiteCommand is the checkpoint after each wave.
+	DefaultSuiteCommand = "go test ./..."
+)
+
+// RunsActorName is the name of the top-level actor that owns the runs.
+const RunsActorName = "runs"
+
+// commandTimeout bounds one test or suite command.
+const commandTimeout = 30 * time.Minute
+
+// maxTestOutput is how much of a test command's output (its end) is kept
+// in the run's state and fed back to the agent.
+const maxTestOutput = 4000
+
+// RunStore is what the run actors need of the store.
+type RunStore interface {
+	SaveRun(ctx context.Context, run api.Run) error
+	LoadRun(ctx context.Context, id string) (api.Run, bool, error)
+}
+
+// RunsEnv is what the run actors read from the world. Store and Root are
+// required.
+type RunsEnv struct {
+	Store RunStore
+	// Root is the project's main work tree: waves are merged there and
+	// the suite runs there.
+	Root string
+	Log  *zap.Logger
+	Now  func() time.Time
+}
+
+func (e RunsEnv) now() time.Time {
+	if e.Now == nil {
+		return time.Now()
+	}
+	return e.Now()
+}
+
+// StartRun starts a run of a task graph; answered with *RunReply.
+type StartRun struct {
+	Request api.StartRunRequest
+}
+
+// ResumeRun goes on with a stored run that is not being worked (the
+// supervisor died, or the run failed and its cause was fixed); answered
+// with *RunReply.
+type ResumeRun struct {
+	ID string
+}
+
+// RunReply is the answer to StartRun and ResumeRun: the run as saved.
+type RunReply struct {
+	Run api.Run
+	Err error
+}
+
+// LiveRuns asks which runs a run actor works now; answered with
+// *LiveRunsReply.
+type LiveRuns struct{}
+
+// LiveRunsReply is the answer to LiveRuns.
+type LiveRunsReply struct {
+	IDs map[string]bool
+}
+
+// NewRunsProps returns the props of the runs actor, the parent of one run
+// actor per run being worked. A run actor that fails is stopped, not
+// restarted: its run stays in the store, and `drover run resume` goes on.
+func NewRunsProps(env RunsEnv) *actor.Props {
+	log := env.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	env.Log = log
+	strategy := actor.NewOneForOneStrategy(0, time.Minute, func(reason any) actor.Directive {
+		log.Error("run actor failed; stopping it (resume the run to go on)", zap.Any("reason", reason))
+		return actor.StopDirective
+	})
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &runsActor{env: env, live: map[string]*actor.PID{}, byPID: map[string]string{}}
+	}, actor.WithSupervisor(strategy))
+}
+
+type runsActor struct {
+	env   RunsEnv
+	live  map[string]*actor.PID
+	byPID map[string]string
+}
+
+// Receive implements actor.Actor.
+func (r *runsActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *StartRun:
+		ctx.Respond(r.start(ctx, msg.Request))
+	case *ResumeRun:
+		ctx.Respond(r.resume(ctx, msg.ID))
+	case *LiveRuns:
+		ids := make(map[string]bool, len(r.live))
+		for id := range r.live {
+			ids[id] = true
+		}
+		ctx.Respond(&LiveRunsReply{IDs: ids})
+	case *actor.Terminated:
+		if id, ok := r.byPID[msg.Who.Id]; ok {
+			delete(r.byPID, msg.Who.Id)
+			delete(r.live, id)
+		}
+	}
+}
+
+func (r *runsActor) busy() error {
+	for id := range r.live {
+		return fmt.Errorf("%w: run %s is being worked; one run at a time merges into the main work tree", ErrBadRequest, id)
+	}
+	return nil
+}
+
+func (r *runsActor) start(ctx actor.Context, req api.StartRunRequest) *RunReply {
+	if err := r.busy(); err != nil {
+		return &RunReply{Err: err}
+	}
+	g, err := rungraph.Parse([]byte(req.Graph), req.File)
+	if err != nil {
+		return &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
+	}
+	opts, err := runOptions(req.Options)
+	if err != nil {
+		return &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
+	}
+	ioctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	target, err := gitOut(ioctx, r.env.Root, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil || target == "" {
+		return &RunReply{Err: fmt.Errorf("%w: the main work tree %s is not on a branch to merge into", ErrBadRequest, r.env.Root)}
+	}
+	id, err := newRunID(r.env.now())
+	if err != nil {
+		return &RunReply{Err: err}
+	}
+	now := r.env.now()
+	rec := newRun(id, req.File, req.Graph, opts, target, g, now)
+	if err := r.env.Store.SaveRun(ioctx, rec); err != nil {
+		return &RunReply{Err: err}
+	}
+	return r.spawn(ctx, rec, g)
+}
+
+func (r *runsActor) resume(ctx actor.Context, id string) *RunReply {
+	if _, ok := r.live[id]; ok {
+		return &RunReply{Err: fmt.Errorf("%w: run %s is already being worked", ErrBadRequest, id)}
+	}
+	if err := r.busy(); err != nil {
+		return &RunReply{Err: err}
+	}
+	ioctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	rec, found, err := r.env.Store.LoadRun(ioctx, id)
+	if err != nil {
+		return &RunReply{Err: err}
+	}
+	if !found {
+		return &RunReply{Err: fmt.Errorf("%w: no run %s", ErrBadRequest, id)}
+	}
+	if rec.State == api.RunDone {
+		return &RunReply{Err: fmt.Errorf("%w: run %s is done", ErrBadRequest, id)}
+	}
+	g, err := rungraph.Parse([]byte(rec.Graph), rec.File)
+	if err != nil {
+		return &RunReply{Err: fmt.Errorf("run %s: its stored graph: %w", id, err)}
+	}
+	rec = resumeRun(rec, r.env.now())
+	if err := r.env.Store.SaveRun(ioctx, rec); err != nil {
+		return &RunReply{Err: err}
+	}
+	return r.spawn(ctx, rec, g)
+}
+
+func (r *runsActor) spawn(ctx actor.Context, rec api.Run, g rungraph.Graph) *RunReply {
+	env := r.env
+	props := actor.PropsFromProducer(func() actor.Actor { return newRunActor(env, rec, g) })
+	pid, err := ctx.SpawnNamed(props, "run-"+rec.ID)
+	if err != nil {
+		return &RunReply{Err: fmt.Errorf("spawning the actor of run %s: %w", rec.ID, err)}
+	}
+	r.live[rec.ID] = pid
+	r.byPID[pid.Id] = rec.ID
+	rec.Active = true
+	return &RunReply{Run: rec}
+}
+
+// runOptions fills in the defaults and checks the command templates.
+func runOptions(o api.RunOptions) (api.RunOptions, error) {
+	if o.Concurrency <= 0 {
+		o.Concurrency = DefaultRunConcurrency
+	}
+	if o.MaxIterations <= 0 {
+		o.MaxIterations = DefaultRunMaxIterations
+	}
+	if strings.TrimSpace(o.TestCommand) == "" {
+		o.TestCommand = DefaultTestCommand
+	}
+	if strings.TrimSpace(o.SuiteCommand) == "" {
+		o.SuiteCommand = DefaultSuiteCommand
+	}
+	checks := []struct {
+		name, tmpl string
+		known      []string
+	}{
+		{"agent", o.Agent, agentPlaceholders},
+		{"test command", o.TestCommand, []string{"packages"}},
+		{"suite command", o.SuiteCommand, nil},
+	}
+	for _, c := range checks {
+		if c.tmpl == "" {
+			continue
+		}
+		if _, err := expand(c.tmpl, placeholderValues(c.known), nil); err != nil {
+			return o, fmt.Errorf("%s %q: %w", c.name, c.tmpl, err)
+		}
+	}
+	return o, nil
+}
+
+var agentPlaceholders = []string{"prompt", "task", "iteration", "run", "worktree"}
+
+func placeholderValues(keys []string) map[string][]string {
+	m := make(map[string][]string, len(keys))
+	for _, k := range keys {
+		m[k] = []string{"x"}
+	}
+	return m
+}
+
+// newRunID returns a fresh run id: sortable by time, unique by chance.
+func newRunID(now time.Time) (string, error) {
+	var b [3]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("making a run id: %w", err)
+	}
+	return "run-" + now.UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:]), nil
+}
+
+// newRun is the state of a run before anything ran.
+func newRun(id, file, graph string, opts api.RunOptions, target string, g rungraph.Graph, now time.Time) api.Run {
+	rec := api.Run{ID: id, File: file, Graph: graph, Options: opts, Target: target, State: api.RunRunning, CreatedAt: now, UpdatedAt: now}
+	waves := g.Waves()
+	rec.Waves = len(waves)
+	for i, w := range waves {
+		for _, t := range w {
+			rec.Tasks = append(rec.Tasks, api.RunTask{ID: t.ID, Wave: i + 1, State: api.TaskPending, Branch: worktree.BranchName(id, t.ID)})
+		}
+	}
+	return rec
+}
+
+// resumeRun is the state a run goes on from: done tasks stay done, a task
+// cut short or failed starts over with a fresh iteration budget (its
+// branch keeps its commits), and a conflicting branch is merged again (a
+// person may have resolved it).
+func resumeRun(rec api.Run, now time.Time) api.Run {
+	rec.State = api.RunRunning
+	rec.Report = ""
+	rec.Suite = nil
+	rec.UpdatedAt = now
+	rec.Tasks = append([]api.RunTask(nil), rec.Tasks...)
+	for i := range rec.Tasks {
+		t := &rec.Tasks[i]
+		switch t.State {
+		case api.TaskRunning, api.TaskFailed:
+			t.State, t.Iteration, t.Error = api.TaskPending, 0, ""
+		case api.TaskNeedsReview:
+			t.State, t.Error, t.Conflict = api.TaskDone, "", nil
+		}
+	}
+	return rec
+}
+
+// runActor works one run: it starts the tasks of the current wave, at
+// most Concurrency at once, each iteration in a goroutine whose result
+// comes back as a message; once the wave is done it merges its branches
+// and runs the suite, also in a goroutine. Every change is saved before
+// the next step, so a resumed run goes on from the last one.
+type runActor struct {
+	env   RunsEnv
+	log   *zap.Logger
+	rec   api.Run
+	graph rungraph.Graph
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+	inflight int
+	merging  bool
+	// feedback is what the next iteration of a task is told about the
+	// last one.
+	feedback map[string]string
+}
+
+func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph) *runActor {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &runActor{
+		env: env, log: env.Log.With(zap.String("run", rec.ID)), rec: rec, graph: g,
+		ctx: ctx, cancel: cancel, feedback: map[string]string{},
+	}
+}
+
+// iterationDone is what one iteration's goroutine reports.
+type iterationDone struct {
+	task      string
+	iteration int
+	base      string
+	agent     agentrun.Result
+	test      *api.TestResult
+	committed bool
+	dirty     bool
+	err       error
+}
+
+// waveChecked is what the merge and suite goroutine reports.
+type waveChecked struct {
+	wave     int
+	merge    worktree.MergeReport
+	mergeErr error
+	suite    *api.TestResult
+}
+
+// Receive implements actor.Actor.
+func (a *runActor) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		a.log.Info("run started", zap.Int("tasks", len(a.rec.Tasks)), zap.Int("waves", a.rec.Waves))
+		a.advance(ctx)
+	case *iterationDone:
+		a.inflight--
+		a.iterationDone(msg)
+		a.save()
+		a.advance(ctx)
+	case *waveChecked:
+		a.merging = false
+		a.waveChecked(msg)
+		a.save()
+		a.advance(ctx)
+	case *actor.Stopping:
+		a.cancel()
+		a.wg.Wait()
+	}
+}
+
+func (a *runActor) save() {
+	a.rec.UpdatedAt = a.env.now()
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	if err := a.env.Store.SaveRun(ctx, a.rec); err != nil {
+		a.log.Error("saving run", zap.Error(err))
+	}
+}
+
+func (a *runActor) task(id string) *api.RunTask {
+	for i := range a.rec.Tasks {
+		if a.rec.Tasks[i].ID == id {
+			return &a.rec.Tasks[i]
+		}
+	}
+	return nil
+}
+
+// advance starts what can start now, and ends the run when nothing is
+// left to do.
+func (a *runActor) advance(ctx actor.Context) {
+	defer func() {
+		if a.rec.State != api.RunRunning && a.inflight == 0 && !a.merging {
+			ctx.Stop(ctx.Self())
+		}
+	}()
+	if a.rec.State != api.RunRunning || a.merging {
+		return
+	}
+	wave := a.rec.Merged + 1
+	if wave > a.rec.Waves {
+		a.rec.State = api.RunDone
+		a.rec.Report = fmt.Sprintf("all %d tasks done in %d waves and merged into %s; cost $%.2f", len(a.rec.Tasks), a.rec.Waves, a.rec.Target, a.rec.CostUSD)
+		a.save()
+		a.log.Info("run done")
+		return
+	}
+	var pending, failed []*api.RunTask
+	allDone := true
+	for i := range a.rec.Tasks {
+		t := &a.rec.Tasks[i]
+		if t.Wave != wave {
+			continue
+		}
+		switch t.State {
+		case api.TaskPending:
+			pending = append(pending, t)
+		case api.TaskFailed, api.TaskNeedsReview:
+			failed = append(failed, t)
+		}
+		allDone = allDone && t.State == api.TaskDone
+	}
+	if len(failed) > 0 {
+		// The wave cannot be merged; let what runs finish, then stop.
+		if a.inflight == 0 {
+			a.fail(failureReport(wave, failed))
+		}
+		return
+	}
+	changed := false
+	for _, t := range pending {
+		if a.inflight >= a.rec.Options.Concurrency {
+			break
+		}
+		a.startIteration(ctx, t)
+		changed = true
+	}
+	if changed {
+		a.save()
+	}
+	if allDone && a.inflight == 0 {
+		a.startCheckpoint(ctx, wave)
+	}
+}
+
+func (a *runActor) fail(report string) {
+	a.rec.State = api.RunFailed
+	a.rec.Report = report
+	a.save()
+	a.log.Warn("run failed", zap.String("report", report))
+}
+
+func failureReport(wave int, failed []*api.RunTask) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "wave %d cannot be merged:", wave)
+	for _, t := range failed {
+		fmt.Fprintf(&b, "\n- task %s is %s", t.ID, t.State)
+		if t.Error != "" {
+			fmt.Fprintf(&b, ": %s", t.Error)
+		}
+	}
+	return b.String()
+}
+
+// startIteration runs the next iteration of t in a goroutine: its work
+// tree, the agent, the targeted tests, and the commit check.
+func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) {
+	gt, _ := a.graph.Task(t.ID)
+	now := a.env.now()
+	t.State = api.TaskRunning
+	t.Iteration++
+	t.Runs++
+	if t.StartedAt.IsZero() {
+		t.StartedAt = now
+	}
+	a.inflight++
+	job := iterationJob{
+		root: a.env.Root, runID: a.rec.ID, task: gt, iteration: t.Iteration, base: t.Base,
+		opts: a.rec.Options, feedback: a.feedback[t.ID],
+	}
+	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.ctx
+	a.log.Info("task iteration started", zap.String("task", t.ID), zap.Int("iteration", t.Iteration))
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		system.Root.Send(self, job.run(runCtx))
+	}()
+}
+
+// iterationDone applies one iteration's outcome to its task.
+func (a *runActor) iterationDone(m *iterationDone) {
+	t := a.task(m.task)
+	if t == nil || t.State != api.TaskRunning || t.Iteration != m.iteration {
+		return
+	}
+	if t.Base == "" {
+		t.Base = m.base
+	}
+	t.CostUSD += m.agent.CostUSD
+	a.rec.CostUSD += m.agent.CostUSD
+	if m.test != nil {
+		t.LastTest = m.test
+	}
+	done, feedback := judgeIteration(m)
+	switch {
+	case m.err != nil:
+		// drover's own trouble (no work tree, no agent binary): more
+		// iterations would meet it again.
+		t.State, t.Error, t.EndedAt = api.TaskFailed, m.err.Error(), a.env.now()
+	case done:
+		t.State, t.Error, t.EndedAt = api.TaskDone, "", a.env.now()
+		delete(a.feedback, t.ID)
+	case t.Iteration >= a.rec.Options.MaxIterations:
+		t.State, t.EndedAt = api.TaskFailed, a.env.now()
+		t.Error = fmt.Sprintf("not done after %d iterations: %s", t.Iteration, firstLine(feedback))
+	default:
+		t.State = api.TaskPending
+		a.feedback[t.ID] = feedback
+	}
+	a.log.Info("task iteration done", zap.String("task", t.ID), zap.Int("iteration", m.iteration), zap.String("state", string(t.State)), zap.Float64("cost_usd", m.agent.CostUSD))
+}
+
+// judgeIteration decides whether an iteration finished its task, and if
+// not, what the next iteration is told.
+func judgeIteration(m *iterationDone) (done bool, feedback string) {
+	switch {
+	case m.err != nil:
+		return false, m.err.Error()
+	case m.agent.Err != nil:
+		return false, fmt.Sprintf("The agent run failed: %v", m.agent.Err)
+	case m.test != nil && !m.test.Passed:
+		return false, fmt.Sprintf("The targeted tests failed (`%s`):\n%s", m.test.Command, m.test.Output)
+	case m.dirty:
+		return false, "The tests pass, but there are uncommitted changes. Commit all of your work on this branch."
+	case !m.committed:
+		return false, "There is no commit on this branch yet. Do the task and commit your work."
+	}
+	return true, ""
+}
+
+func firstLine(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	return s
+}
+
+// iterationJob is everything one iteration needs, copied out of the actor.
+type iterationJob struct {
+	root, runID string
+	task        rungraph.Task
+	iteration   int
+	base        string
+	opts        api.RunOptions
+	feedback    string
+}
+
+func (j iterationJob) run(ctx context.Context) *iterationDone {
+	out := &iterationDone{task: j.task.ID, iteration: j.iteration}
+	wt, err := worktree.Create(ctx, j.root, j.runID, j.task.ID, "")
+	if err != nil {
+		out.err = err
+		return out
+	}
+	out.base = j.base
+	if out.base == "" {
+		out.base = wt.Base
+	}
+	spec, err := agentSpec(j.opts, j.runID, j.task.ID, j.iteration, wt.Path, taskPrompt(j.task, wt.Branch, j.iteration, j.opts.MaxIterations, j.feedback))
+	if err != nil {
+		out.err = err
+		return out
+	}
+	res, err := agentrun.Run(ctx, spec, nil)
+	if err != nil {
+		out.err = err
+		return out
+	}
+	out.agent = res
+	if ctx.Err() != nil {
+		return out
+	}
+	argv, err := testArgv(j.opts, j.task)
+	if err != nil {
+		out.err = err
+		return out
+	}
+	tr := runCommand(ctx, wt.Path, argv)
+	out.test = &tr
+	if n, err := gitOut(ctx, wt.Path, "rev-list", "--count", out.base+"..HEAD"); err == nil {
+		c, _ := strconv.Atoi(n)
+		out.committed = c > 0
+	}
+	if s, err := gitOut(ctx, wt.Path, "status", "--porcelain=v1", "--untracked-files=no"); err == nil {
+		out.dirty = s != ""
+	}
+	if done, _ := judgeIteration(out); done {
+		// The branch is what gets merged; the work tree is no longer needed.
+		if err := worktree.Remove(ctx, wt); err != nil {
+			out.err = err
+		}
+	}
+	return out
+}
+
+// startCheckpoint merges the wave's branches in dependency order and runs
+// the suite in the main work tree, in a goroutine.
+func (a *runActor) startCheckpoint(ctx actor.Context, wave int) {
+	a.merging = true
+	var branches []string
+	for _, gt := range a.graph.Order() {
+		if t := a.task(gt.ID); t != nil && t.Wave == wave {
+			branches = append(branches, t.Branch)
+		}
+	}
+	root, target, suite := a.env.Root, a.rec.Target, a.rec.Options.SuiteCommand
+	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.ctx
+	a.log.Info("wave checkpoint started", zap.Int("wave", wave), zap.Strings("branches", branches))
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		out := &waveChecked{wave: wave}
+		out.merge, out.mergeErr = worktree.MergeInOrder(runCtx, root, target, branches, worktree.ContinueOnConflict)
+		if out.mergeErr == nil && out.merge.OK() {
+			argv, err := expand(suite, nil, nil)
+			if err != nil {
+				out.mergeErr = err
+			} else {
+				tr := runCommand(runCtx, root, argv)
+				out.suite = &tr
+			}
+		}
+		system.Root.Send(self, out)
+	}()
+}
+
+func (a *runActor) waveChecked(m *waveChecked) {
+	if m.wave != a.rec.Merged+1 || a.rec.State != api.RunRunning {
+		return
+	}
+	byBranch := map[string]*api.RunTask{}
+	for i := range a.rec.Tasks {
+		byBranch[a.rec.Tasks[i].Branch] = &a.rec.Tasks[i]
+	}
+	var conflicts []string
+	for _, b := range m.merge.Branches {
+		t := byBranch[b.Branch]
+		if t == nil || b.Status != worktree.NeedsReview {
+			continue
+		}
+		t.State, t.Conflict = api.TaskNeedsReview, b.ConflictFiles
+		t.Error = "merge conflict in " + strings.Join(b.ConflictFiles, ", ")
+		conflicts = append(conflicts, fmt.Sprintf("- task %s: %s\n%s", t.ID, t.Error, b.ConflictDiff))
+	}
+	switch {
+	case m.mergeErr != nil:
+		a.fail(fmt.Sprintf("wave %d: merging into %s failed: %v", m.wave, a.rec.Target, m.mergeErr))
+	case len(conflicts) > 0:
+		a.fail(fmt.Sprintf("wave %d: branches conflict with %s and need review (the others were merged):\n%s", m.wave, a.rec.Target, strings.Join(conflicts, "\n")))
+	case m.suite == nil:
+		a.fail(fmt.Sprintf("wave %d: the suite did not run", m.wave))
+	default:
+		a.rec.Suite = m.suite
+		if !m.suite.Passed {
+			a.fail(fmt.Sprintf("wave %d checkpoint failed: `%s` does not pass on %s after merging the wave; the run stops here.\n%s", m.wave, m.suite.Command, a.rec.Target, m.suite.Output))
+			return
+		}
+		a.rec.Merged = m.wave
+		a.log.Info("wave checkpoint passed", zap.Int("wave", m.wave))
+	}
+}
+
+// taskPrompt is what the agent is asked in one iteration of a task.
+func taskPrompt(t rungraph.Task, branch string, iteration, maxIterations int, feedback string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "You are working on task %q of a drover run, alone in a git work tree on branch %s.\n\n", t.ID, branch)
+	fmt.Fprintf(&b, "Task: %s\n", t.Description)
+	if len(t.Files) > 0 {
+		fmt.Fprintf(&b, "\nFiles you are expected to change: %s\n", strings.Join(t.Files, ", "))
+	}
+	if tests := rungraph.TargetedTests(t); len(tests) > 0 {
+		fmt.Fprintf(&b, "Targeted tests, run after you finish: %s\n", strings.Join(tests, " "))
+	}
+	b.WriteString("\nWhen the task is done and its tests pass, commit all of your work on this branch (git add, git commit). Do not push and do not switch branches.\n")
+	if iteration > 1 {
+		fmt.Fprintf(&b, "\nThis is iteration %d of %d. The last iteration did not finish the task:\n%s\n", iteration, maxIterations, feedback)
+	}
+	return b.String()
+}
+
+// agentSpec builds the agent process of one iteration.
+func agentSpec(o api.RunOptions, runID, taskID string, iteration int, dir, prompt string) (agentrun.Spec, error) {
+	env := []string{"DROVER_RUN_ID=" + runID, "DROVER_TASK_ID=" + taskID, "DROVER_ITERATION=" + strconv.Itoa(iteration)}
+	if o.Agent == "" {
+		return agentrun.Spec{Bin: "claude", Args: agentrun.ClaudeArgs("--dangerously-skip-permissions"), Prompt: prompt, Dir: dir, Env: env}, nil
+	}
+	vars := map[string][]string{
+		"prompt": {prompt}, "task": {taskID}, "iteration": {strconv.Itoa(iteration)}, "run": {runID}, "worktree": {dir},
+	}
+	used := map[string]bool{}
+	argv, err := expand(o.Agent, vars, used)
+	if err != nil {
+		return agentrun.Spec{}, fmt.Errorf("agent command %q: %w", o.Agent, err)
+	}
+	spec := agentrun.Spec{Bin: argv[0], Args: argv[1:], Dir: dir, Env: env}
+	if !used["prompt"] {
+		spec.Prompt = prompt
+	}
+	return spec, nil
+}
+
+// testArgv is the targeted test command of a task; a task with no
+// targeted tests runs the suite instead.
+func testArgv(o api.RunOptions, t rungraph.Task) ([]string, error) {
+	tests := rungraph.TargetedTests(t)
+	if len(tests) == 0 {
+		return expand(o.SuiteCommand, nil, nil)
+	}
+	return expand(o.TestCommand, map[string][]string{"packages": tests}, nil)
+}
+
+var placeholder = regexp.MustCompile(`\{\{([a-z_]+)\}\}`)
+
+// expand splits a command template as a shell would (nothing expanded)
+// and fills in its placeholders. A word that is exactly one placeholder
+// becomes as many words as the placeholder has values; inside a longer
+// word the values are joined with spaces. used, when not nil, records the
+// placeholders met.
+func expand(tmpl string, vars map[string][]string, used map[string]bool) ([]string, error) {
+	words, err := argsplit.Split(tmpl)
+	if err != nil {
+		return nil, err
+	}
+	if len(words) == 0 {
+		return nil, errors.New("the command is empty")
+	}
+	if placeholder.MatchString(words[0]) {
+		return nil, fmt.Errorf("the executable %q must not hold a placeholder", words[0])
+	}
+	var unknown []string
+	out := []string{words[0]}
+	for _, w := range words[1:] {
+		if m := placeholder.FindStringSubmatch(w); m != nil && m[0] == w {
+			v, ok := vars[m[1]]
+			if !ok {
+				unknown = append(unknown, w)
+				continue
+			}
+			if used != nil {
+				used[m[1]] = true
+			}
+			out = append(out, v...)
+			continue
+		}
+		out = append(out, placeholder.ReplaceAllStringFunc(w, func(s string) string {
+			key := s[2 : len(s)-2]
+			v, ok := vars[key]
+			if !ok {
+				unknown = append(unknown, s)
+				return s
+			}
+			if used != nil {
+				used[key] = true
+			}
+			return strings.Join(v, " ")
+		}))
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown placeholder(s) %s", strings.Join(unknown, ", "))
+	}
+	return out, nil
+}
+
+// runCommand runs argv in dir, without a shell, in its own process group
+// (killed whole on timeout or cancel), keeping the end of its output.
+func runCommand(ctx context.Context, dir string, argv []string) api.TestResult {
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	cmdline := strings.Join(argv, " ")
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	out := &tailBuffer{max: maxTestOutput}
+	cmd.Stdout, cmd.Stderr = out, out
+	err := cmd.Run()
+	res := api.TestResult{Command: cmdline, Passed: err == nil, Output: out.String(), At: time.Now()}
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		res.Output = fmt.Sprintf("timed out after %s\n%s", commandTimeout, res.Output)
+	case err != nil:
+		res.Output = fmt.Sprintf("%v\n%s", err, res.Output)
+	}
+	return res
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	max int
+	buf []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	if len(t.buf) > t.max {
+		return "..." + string(t.buf[len(t.buf)-t.max:])
+	}
+	return string(t.buf)
+}
+
+// gitOut runs git in dir and returns its trimmed output.
+func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
+	cmd.Env = append(cmd.Environ(), "GIT_OPTIONAL_LOCKS=0")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}

@@ -1,0 +1,128 @@
+package api
+
+import "time"
+
+// PathRuns is the route of the runs of `drover run`: POST starts one, GET
+// lists them.
+const PathRuns = "/v1/runs"
+
+// RunPath returns the route of one run, or of a verb on it ("resume").
+func RunPath(id string, verb ...string) string {
+	p := PathRuns + "/" + id
+	for _, v := range verb {
+		p += "/" + v
+	}
+	return p
+}
+
+// RunState is where a whole run is.
+type RunState string
+
+// The states of a run.
+const (
+	// RunRunning: a run actor works it, or worked it when the supervisor
+	// died (then Active is false and `drover run resume` goes on).
+	RunRunning RunState = "running"
+	// RunDone: every wave was merged and passed its checkpoint.
+	RunDone RunState = "done"
+	// RunFailed: the run stopped; Report says why.
+	RunFailed RunState = "failed"
+)
+
+// TaskState is where one task of a run is.
+type TaskState string
+
+// The states of a task.
+const (
+	TaskPending     TaskState = "pending"
+	TaskRunning     TaskState = "running"
+	TaskDone        TaskState = "done"
+	TaskFailed      TaskState = "failed"
+	TaskNeedsReview TaskState = "needs-review"
+)
+
+// RunOptions are the knobs of one run, kept with it so that a resumed run
+// works as the started one did.
+type RunOptions struct {
+	// Concurrency caps the agent processes running at once.
+	Concurrency int `json:"concurrency"`
+	// MaxIterations caps the agent runs per task.
+	MaxIterations int `json:"max_iterations"`
+	// Agent is a command template for the agent ("" runs claude), with the
+	// placeholders {{prompt}}, {{task}}, {{iteration}}, {{run}} and
+	// {{worktree}}; without {{prompt}} the prompt is the last argument.
+	Agent string `json:"agent,omitempty"`
+	// TestCommand runs a task's targeted tests in its work tree;
+	// {{packages}} stands for them.
+	TestCommand string `json:"test_command"`
+	// SuiteCommand is the wave checkpoint, run in the main work tree.
+	SuiteCommand string `json:"suite_command"`
+}
+
+// StartRunRequest starts a run of a task graph.
+type StartRunRequest struct {
+	// File names the graph file, for reports.
+	File string `json:"file"`
+	// Graph is the file's contents.
+	Graph   string     `json:"graph"`
+	Options RunOptions `json:"options"`
+}
+
+// TestResult is the outcome of one test command.
+type TestResult struct {
+	Command string    `json:"command"`
+	Passed  bool      `json:"passed"`
+	Output  string    `json:"output,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// RunTask is the state of one task of a run.
+type RunTask struct {
+	ID        string      `json:"id"`
+	Wave      int         `json:"wave"`
+	State     TaskState   `json:"state"`
+	Iteration int         `json:"iteration"`
+	Branch    string      `json:"branch,omitempty"`
+	Base      string      `json:"base,omitempty"`
+	LastTest  *TestResult `json:"last_test,omitempty"`
+	CostUSD   float64     `json:"cost_usd"`
+	// Runs counts agent processes started for the task, across resumes.
+	Runs      int       `json:"runs"`
+	Error     string    `json:"error,omitempty"`
+	Conflict  []string  `json:"conflict,omitempty"`
+	StartedAt time.Time `json:"started_at,omitzero"`
+	EndedAt   time.Time `json:"ended_at,omitzero"`
+}
+
+// Run is the stored state of one run, and its status on the wire.
+type Run struct {
+	ID   string `json:"id"`
+	File string `json:"file"`
+	// Graph is the graph file as it was at the start; a resumed run works
+	// this, not whatever the file says now.
+	Graph   string     `json:"graph"`
+	Options RunOptions `json:"options"`
+	// Target is the branch each wave is merged into.
+	Target string   `json:"target"`
+	State  RunState `json:"state"`
+	// Waves is the number of waves; Merged counts those merged and
+	// checked by the suite.
+	Waves  int `json:"waves"`
+	Merged int `json:"merged"`
+	// Report says why a run failed, or sums up a finished one.
+	Report    string      `json:"report,omitempty"`
+	Suite     *TestResult `json:"suite,omitempty"`
+	Tasks     []RunTask   `json:"tasks"`
+	CostUSD   float64     `json:"cost_usd"`
+	CreatedAt time.Time   `json:"created_at"`
+	UpdatedAt time.Time   `json:"updated_at"`
+	// Active is set by the supervisor when it answers: true while a run
+	// actor works the run. A running run that is not active was cut short
+	// (a crash) and waits for `drover run resume`.
+	Active bool `json:"active"`
+}
+
+// RunsResponse lists runs, newest first.
+type RunsResponse struct {
+	Runs []Run `json:"runs"`
+}
