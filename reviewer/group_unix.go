@@ -10,7 +10,9 @@ import (
 
 // groupAttr puts the reviewer in a new process group whose id is its pid,
 // so that killGroup reaches every process it starts.
-func groupAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+func groupAttr() *syscall.SysProcAttr {
+	return withDeathSignal(&syscall.SysProcAttr{Setpgid: true})
+}
 
 // killGroup sends SIGKILL to p's whole process group. A group that is
 // already gone is os.ErrProcessDone, which os/exec treats as success.

@@ -11,7 +11,7 @@ import (
 // cancelling the command kill that whole group: the agent's tools, hooks
 // and MCP servers would otherwise keep running, and keep its output open.
 func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = withDeathSignal(&syscall.SysProcAttr{Setpgid: true})
 	cmd.Cancel = func() error {
 		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
