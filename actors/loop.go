@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -238,6 +239,40 @@ func (a *sessionActor) iterationFromTranscript(ctx context.Context, path string)
 	return it, true
 }
 
+// transcriptWait bounds how long a Stop waits for the CLI to finish
+// writing the transcript: it writes asynchronously, and at Stop time the
+// iteration's last tool results can still be missing.
+const transcriptWait = 1500 * time.Millisecond
+
+// caughtUpIteration summarizes the iteration that just ended, re-reading
+// the transcript (for at most transcriptWait) until its last assistant
+// text is the payload's final message. Judged from a transcript that is
+// still being written, a failing test run can be missed and the iteration
+// routed to the wrong role.
+func (a *sessionActor) caughtUpIteration(ctx context.Context, path string, last *string) (transcript.Iteration, bool) {
+	it, ok := a.iterationFromTranscript(ctx, path)
+	if !ok || last == nil || strings.TrimSpace(*last) == "" {
+		return it, ok
+	}
+	// Compare a normalized prefix: the summary clips long texts.
+	norm := func(s string) string {
+		s = strings.Join(strings.Fields(s), " ")
+		if len(s) > 2000 {
+			s = s[:2000]
+		}
+		return s
+	}
+	want := norm(*last)
+	deadline := time.Now().Add(transcriptWait)
+	for norm(it.LastAssistantText) != want && time.Now().Before(deadline) {
+		time.Sleep(25 * time.Millisecond)
+		if next, ok := a.iterationFromTranscript(ctx, path); ok {
+			it = next
+		}
+	}
+	return it, true
+}
+
 func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *HandleHook) (decision, bool, error) {
 	d := decision{rec: a.rec}
 	s := a.rec.Loop
@@ -274,7 +309,7 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 
 	f := a.loopFacts()
 	f.LastAssistantMessage = m.Input.LastAssistantMessage
-	it, haveTranscript := a.iterationFromTranscript(ctx, m.Input.TranscriptPath)
+	it, haveTranscript := a.caughtUpIteration(ctx, m.Input.TranscriptPath, m.Input.LastAssistantMessage)
 	if haveTranscript {
 		f.TranscriptLastText = it.LastAssistantText
 		f.TranscriptCaughtUp = it.AssistantMessages > 0
