@@ -437,7 +437,8 @@ func (a *sessionActor) writeReflection(r convergence.Reflection) {
 	}
 	path := filepath.Join(dir, "iteration-"+strconv.Itoa(r.Iteration)+".json")
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err == nil {
+	err = os.WriteFile(tmp, data, 0o644)
+	if err == nil {
 		err = os.Rename(tmp, path)
 	}
 	if err != nil {
