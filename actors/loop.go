@@ -362,7 +362,12 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 		Iteration: s.Iteration, Elapsed: a.env.now().Sub(s.StartedAt), CostUSD: s.CostUSD,
 	}, th)
 	f.Status, f.StatusReason = string(status), reason
-	role, _ := router.Route(router.DefaultRules(), router.Input{Phase: router.PhaseIterating, LastOutcome: string(metrics.LastOutcome), Status: string(status)})
+	rules, err := cfg.LoopRules()
+	if err != nil {
+		// Validate refused it at load; keep the loop going on the defaults.
+		rules = router.DefaultRules()
+	}
+	role, _ := router.Route(rules, router.Input{Phase: router.PhaseIterating, LastOutcome: string(metrics.LastOutcome), Status: string(status)})
 	if role == "" {
 		role = router.Developer
 	}

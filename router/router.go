@@ -217,3 +217,58 @@ func orNone(s string) string {
 	}
 	return s
 }
+
+// ParseRules reads a rule list written as Rule.String writes rules, one
+// after another separated by ";":
+//
+//	phase=initial -> developer; status=stuck_plateau -> architect;
+//	last_outcome=tests_failed -> debugger; anything -> developer
+//
+// It checks the syntax only; Validate checks the values.
+func ParseRules(s string) ([]Rule, error) {
+	var rules []Rule
+	for i, part := range strings.Split(s, ";") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		conds, role, ok := strings.Cut(part, "->")
+		if !ok {
+			return nil, fmt.Errorf("rule %d %q: want CONDITIONS -> ROLE", i, part)
+		}
+		r := Rule{Role: Role(strings.TrimSpace(role))}
+		for _, c := range strings.Fields(conds) {
+			if c == "anything" {
+				continue
+			}
+			k, v, ok := strings.Cut(c, "=")
+			if !ok || v == "" {
+				return nil, fmt.Errorf("rule %d %q: condition %q is not KEY=VALUE", i, part, c)
+			}
+			switch k {
+			case "phase":
+				r.Phase = v
+			case "last_outcome":
+				r.LastOutcome = v
+			case "status":
+				r.Status = v
+			default:
+				return nil, fmt.Errorf("rule %d %q: unknown condition %q (phase, last_outcome, status)", i, part, k)
+			}
+		}
+		rules = append(rules, r)
+	}
+	if len(rules) == 0 {
+		return nil, errors.New("no routing rules")
+	}
+	return rules, nil
+}
+
+// FormatRules writes rules as ParseRules reads them.
+func FormatRules(rules []Rule) string {
+	parts := make([]string, len(rules))
+	for i, r := range rules {
+		parts[i] = r.String()
+	}
+	return strings.Join(parts, "; ")
+}

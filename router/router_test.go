@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/quick"
@@ -255,5 +256,27 @@ func TestValidRulesRouteEverything(t *testing.T) {
 	t.Logf("%d of 5000 random rule lists were valid", accepted)
 	if accepted < 100 {
 		t.Errorf("only %d random rule lists were valid: the property was hardly exercised", accepted)
+	}
+}
+
+func TestParseRulesRoundTrip(t *testing.T) {
+	got, err := ParseRules(FormatRules(DefaultRules()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, DefaultRules()) {
+		t.Errorf("round trip of the default rules:\n%v\n%v", got, DefaultRules())
+	}
+	custom, err := ParseRules("status=thrashing -> reviewer ; last_outcome=tests_failed phase=iterating -> debugger; anything -> developer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if role, _ := Route(custom, Input{Phase: PhaseIterating, Status: "thrashing"}); role != "reviewer" {
+		t.Errorf("custom rules routed thrashing to %q", role)
+	}
+	for _, bad := range []string{"", " ; ", "developer", "phase -> developer", "colour=red -> developer", "status= -> x"} {
+		if _, err := ParseRules(bad); err == nil {
+			t.Errorf("ParseRules(%q) accepted it", bad)
+		}
 	}
 }

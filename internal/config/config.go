@@ -23,6 +23,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/router"
 )
 
 // Config is drover's effective configuration. Its koanf tags are the
@@ -45,6 +46,19 @@ type Loop struct {
 	PlateauWindow int           `koanf:"plateau_window" help:"iterations without improvement that make a loop stuck_plateau"`
 	ThrashRepeats int           `koanf:"thrash_repeats" help:"iterations failing with the same error hash that make a loop thrashing"`
 	MinToolCalls  int           `koanf:"min_tool_calls" help:"iterations with fewer tool calls get no reflection (low signal)"`
+	Routes        string        `koanf:"routes" help:"routing rules, first match wins, e.g. 'status=thrashing -> architect; last_outcome=tests_failed -> debugger; anything -> developer' (empty: the defaults)"`
+}
+
+// LoopRules returns the loop's routing rules: loop.routes, or the defaults.
+func (c Config) LoopRules() ([]router.Rule, error) {
+	if strings.TrimSpace(c.Loop.Routes) == "" {
+		return router.DefaultRules(), nil
+	}
+	rules, err := router.ParseRules(c.Loop.Routes)
+	if err != nil {
+		return nil, err
+	}
+	return rules, router.Validate(rules)
 }
 
 // Review configures reviewer processes: the plan workflow's reviews and the
@@ -254,6 +268,9 @@ func (c Config) Validate() error {
 	}
 	if c.Loop.MinToolCalls < 0 {
 		bad("loop.min_tool_calls", "must not be negative, got %d", c.Loop.MinToolCalls)
+	}
+	if _, err := c.LoopRules(); err != nil {
+		bad("loop.routes", "%v", err)
 	}
 	if c.Review.MaxReviews < 0 {
 		bad("review.max_reviews", "must not be negative, got %d", c.Review.MaxReviews)

@@ -35,6 +35,7 @@ func TestKeys(t *testing.T) {
 		"loop.max_iterations",
 		"loop.min_tool_calls",
 		"loop.plateau_window",
+		"loop.routes",
 		"loop.thrash_repeats",
 		"queue.git_commit_check",
 		"queue.max_iterations",
@@ -196,6 +197,9 @@ func TestValidate(t *testing.T) {
 		{"unknown cli", func(c *Config) { c.Review.CLI = "gpt" }, "review.cli"},
 		{"budget not a number", func(c *Config) { c.Review.BudgetUSD = "ten" }, "review.budget_usd"},
 		{"budget", func(c *Config) { c.Review.BudgetUSD = "0.50" }, ""},
+		{"custom routes", func(c *Config) { c.Loop.Routes = "status=thrashing -> architect; anything -> developer" }, ""},
+		{"routes without a catch-all", func(c *Config) { c.Loop.Routes = "status=thrashing -> architect" }, "loop.routes"},
+		{"routes with a typo", func(c *Config) { c.Loop.Routes = "stats=thrashing -> architect; anything -> developer" }, "loop.routes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
