@@ -102,6 +102,24 @@ func (a *app) sessionID(g *globalFlags) (string, error) {
 	return id, nil
 }
 
+// sessionClient returns the session of this command line and a client of
+// its project's supervisor, started if need be.
+func (a *app) sessionClient(ctx context.Context, g *globalFlags) (string, *client.Client, error) {
+	id, err := a.sessionID(g)
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := a.paths(g)
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := a.connect(ctx, p)
+	if err != nil {
+		return "", nil, err
+	}
+	return id, c, nil
+}
+
 // connect returns a client for the project's supervisor, starting one if
 // none answers.
 func (a *app) connect(ctx context.Context, p project.Paths) (*client.Client, error) {
@@ -191,15 +209,7 @@ func (a *app) prompt(args []string) (string, error) {
 }
 
 func (a *app) add(ctx context.Context, g *globalFlags, prompt string) (api.AddResponse, error) {
-	id, err := a.sessionID(g)
-	if err != nil {
-		return api.AddResponse{}, err
-	}
-	p, err := a.paths(g)
-	if err != nil {
-		return api.AddResponse{}, err
-	}
-	c, err := a.connect(ctx, p)
+	id, c, err := a.sessionClient(ctx, g)
 	if err != nil {
 		return api.AddResponse{}, err
 	}
@@ -212,15 +222,7 @@ func (a *app) add(ctx context.Context, g *globalFlags, prompt string) (api.AddRe
 }
 
 func (a *app) command(ctx context.Context, g *globalFlags, verb string) error {
-	id, err := a.sessionID(g)
-	if err != nil {
-		return err
-	}
-	p, err := a.paths(g)
-	if err != nil {
-		return err
-	}
-	c, err := a.connect(ctx, p)
+	id, c, err := a.sessionClient(ctx, g)
 	if err != nil {
 		return err
 	}

@@ -98,15 +98,7 @@ func (a *app) loopStatusCmd(g *globalFlags) *cobra.Command {
 }
 
 func (a *app) loopCall(ctx context.Context, g *globalFlags, verb string, args any, asJSON bool) error {
-	id, err := a.sessionID(g)
-	if err != nil {
-		return err
-	}
-	p, err := a.paths(g)
-	if err != nil {
-		return err
-	}
-	c, err := a.connect(ctx, p)
+	id, c, err := a.sessionClient(ctx, g)
 	if err != nil {
 		return err
 	}

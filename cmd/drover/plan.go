@@ -158,15 +158,7 @@ func (a *app) planSlashAction(ctx context.Context, g *globalFlags, action string
 // planCall runs one plan command on the session's supervisor.
 func (a *app) planCall(ctx context.Context, g *globalFlags, verb string, args actors.PlanArgs) (actors.PlanStatus, error) {
 	var st actors.PlanStatus
-	id, err := a.sessionID(g)
-	if err != nil {
-		return st, err
-	}
-	p, err := a.paths(g)
-	if err != nil {
-		return st, err
-	}
-	c, err := a.connect(ctx, p)
+	id, c, err := a.sessionClient(ctx, g)
 	if err != nil {
 		return st, err
 	}
