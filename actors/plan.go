@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -57,6 +58,8 @@ type PlanArgs struct {
 	TDD bool `json:"tdd,omitempty"`
 	// MaxReviews overrides review.max_reviews for a new plan.
 	MaxReviews *int `json:"max_reviews,omitempty"`
+	// BudgetUSD is a new plan's reviewer budget in dollars (0: none).
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Phase is the phase the agent reports finished (advance).
 	Phase string `json:"phase,omitempty"`
 	// Task is the task of advance complete-task and friends, or add-task.
@@ -83,6 +86,9 @@ type PlanStatus struct {
 	ReviewModel      string  `json:"review_model"`
 	ConsecutiveClean int     `json:"consecutive_clean"`
 	TDD              bool    `json:"tdd"`
+	// BudgetUSD is the plan's reviewer budget in dollars (0: none),
+	// compared with Totals.CostUSD before each review.
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
 
 	// ReviewRunning is true while a review of the plan is in flight;
 	// Review says which.
@@ -211,6 +217,9 @@ type reviewDone struct {
 	id    uint64
 	child *actor.PID
 	res   reviewer.Result
+	// reviewers is how many reviewers ran at once (0 or 1: one), and
+	// passVotes how many said PASS.
+	reviewers, passVotes int
 }
 
 // reviewJob is what a review child runs: one spec, or several at once under
@@ -242,8 +251,9 @@ func (r *reviewActor) Receive(actx actor.Context) {
 		job, ctx, done := r.job, r.ctx, r.done
 		go func() {
 			defer close(done)
-			res := runJob(ctx, job)
-			system.Root.Send(parent, &reviewDone{id: job.id, child: self, res: res})
+			answer := runJob(ctx, job)
+			answer.child = self
+			system.Root.Send(parent, answer)
 		}()
 	case *actor.Stopping:
 		r.cancel()
@@ -253,12 +263,14 @@ func (r *reviewActor) Receive(actx actor.Context) {
 	}
 }
 
-func runJob(ctx context.Context, job reviewJob) reviewer.Result {
+// runJob runs job and returns its answer, with the votes of a parallel
+// review.
+func runJob(ctx context.Context, job reviewJob) *reviewDone {
 	if len(job.specs) == 1 {
-		return reviewer.Run(ctx, job.specs[0])
+		return &reviewDone{id: job.id, res: reviewer.Run(ctx, job.specs[0])}
 	}
 	c, _ := reviewer.RunParallel(ctx, job.specs, len(job.specs), job.quorum)
-	return c.Result
+	return &reviewDone{id: job.id, res: c.Result, reviewers: len(job.specs), passVotes: c.PassVotes}
 }
 
 // planMessage handles the plan workflow's background results; it reports
@@ -456,6 +468,9 @@ func (a *sessionActor) newPlan(ctx context.Context, args PlanArgs) (PlanStatus, 
 	if maxReviews < 0 {
 		return PlanStatus{}, fmt.Errorf("%w: max reviews %d is negative", ErrBadRequest, maxReviews)
 	}
+	if err := checkBudget(args.BudgetUSD); err != nil {
+		return PlanStatus{}, err
+	}
 	s := a.rec.Plan
 	if s.Review != nil {
 		return PlanStatus{}, fmt.Errorf("%w: plan new: %w", ErrBadRequest, plan.ErrReviewRunning)
@@ -485,6 +500,7 @@ func (a *sessionActor) newPlan(ctx context.Context, args PlanArgs) (PlanStatus, 
 		next.Ledger.Cycle = 1
 	}
 	next.TDD = args.TDD
+	next.BudgetUSD = args.BudgetUSD
 	rec := a.rec
 	rec.Workflow = session.Plan
 	rec.Plan = next
@@ -502,13 +518,28 @@ func (a *sessionActor) newPlan(ctx context.Context, args PlanArgs) (PlanStatus, 
 	if s.Active() && s.PlanID != id && s.Phase != plan.PhaseComplete {
 		fmt.Fprintf(&b, "[drover] Set aside plan %s (phase %s); `drover plan continue %s` takes it up again.\n", s.PlanID, s.Phase, s.PlanID)
 	}
-	fmt.Fprintf(&b, "[drover] Started plan %s in %s (at most %d review(s) per review cycle%s).\n", id, dir, maxReviews, tddNote(next.TDD))
+	fmt.Fprintf(&b, "[drover] Started plan %s in %s (at most %d review(s) per review cycle%s%s).\n", id, dir, maxReviews, tddNote(next.TDD), budgetNote(next.BudgetUSD))
 	if slices.Contains(f.Files, "plan.md") {
 		fmt.Fprintf(&b, "plan.md is there. Stop when it is ready: drover then has an independent reviewer (%s first) review it.", reviewer.NextModel(cfg.ReviewModels(), 0))
 	} else {
 		fmt.Fprintf(&b, "Write the plan to %s (goal, design, the files to change, risks, how to test it; no other Markdown files in that folder yet), then stop: drover then has an independent reviewer (%s first) review it and tells you what to do next.", filepath.Join(dir, "plan.md"), reviewer.NextModel(cfg.ReviewModels(), 0))
 	}
 	return a.planStatus(b.String()), nil
+}
+
+func budgetNote(usd float64) string {
+	if usd > 0 {
+		return fmt.Sprintf(", reviewer budget $%.2f", usd)
+	}
+	return ""
+}
+
+// checkBudget refuses a plan budget that is negative or not a number.
+func checkBudget(usd float64) error {
+	if usd < 0 || math.IsNaN(usd) || math.IsInf(usd, 0) {
+		return fmt.Errorf("%w: budget_usd must be a dollar amount of 0 or more, got %v", ErrBadRequest, usd)
+	}
+	return nil
 }
 
 func tddNote(tdd bool) string {
@@ -608,6 +639,26 @@ func (a *sessionActor) setPlan(actx actor.Context, ctx context.Context, args Pla
 		}, func(n plan.State) string {
 			return fmt.Sprintf("[drover] Plan %s: the next review uses %s.", n.PlanID, value)
 		})
+	case "budget_usd":
+		usd, err := strconv.ParseFloat(strings.TrimPrefix(value, "$"), 64)
+		if err != nil {
+			return PlanStatus{}, fmt.Errorf("%w: budget_usd must be a dollar amount, got %q", ErrBadRequest, value)
+		}
+		if err := checkBudget(usd); err != nil {
+			return PlanStatus{}, err
+		}
+		return a.planChange(actx, ctx, "set budget_usd", func(s plan.State, f plan.Facts) (plan.State, []plan.Effect, error) {
+			if !s.Active() {
+				return s, nil, errors.New("plan set: this session has no plan")
+			}
+			s.BudgetUSD = usd
+			return s, nil, nil
+		}, func(n plan.State) string {
+			if n.BudgetUSD == 0 {
+				return fmt.Sprintf("[drover] Plan %s: no reviewer budget.", n.PlanID)
+			}
+			return fmt.Sprintf("[drover] Plan %s: reviewer budget $%.2f (spent so far: $%.2f).", n.PlanID, n.BudgetUSD, ReadPlanTotals(a.planDir(n.PlanID), a.id).CostUSD)
+		})
 	case "tdd":
 		tdd, err := strconv.ParseBool(value)
 		if err != nil {
@@ -623,7 +674,7 @@ func (a *sessionActor) setPlan(actx actor.Context, ctx context.Context, args Pla
 			return fmt.Sprintf("[drover] Plan %s: tdd is %t.", n.PlanID, n.TDD)
 		})
 	}
-	return PlanStatus{}, fmt.Errorf("%w: plan set: unknown key %q (known: max_reviews, next_phase, review_model, tdd)", ErrBadRequest, key)
+	return PlanStatus{}, fmt.Errorf("%w: plan set: unknown key %q (known: max_reviews, next_phase, review_model, tdd, budget_usd)", ErrBadRequest, key)
 }
 
 func (a *sessionActor) stopReviews(actx actor.Context, ctx context.Context) (PlanStatus, error) {
@@ -804,6 +855,7 @@ func stateFromView(id string, view []byte, models []string, defaultMax int) (pla
 		ReviewModel      string      `json:"review_model"`
 		ConsecutiveClean int         `json:"consecutive_clean"`
 		TDD              bool        `json:"tdd"`
+		BudgetUSD        float64     `json:"budget_usd"`
 	}
 	if err := json.Unmarshal(view, &v); err != nil {
 		return plan.State{}, fmt.Errorf("reading the state.json of plan %s: %w", id, err)
@@ -832,6 +884,9 @@ func stateFromView(id string, view []byte, models []string, defaultMax int) (pla
 	}
 	if i := slices.Index(models, v.ReviewModel); i >= 0 {
 		s.ModelIndex = i
+	}
+	if checkBudget(v.BudgetUSD) == nil {
+		s.BudgetUSD = v.BudgetUSD
 	}
 	s.Ledger.Cycle = 1
 	return s, nil
@@ -1040,6 +1095,7 @@ func (a *sessionActor) reviewDone(actx actor.Context, m *reviewDone) {
 		return
 	}
 	outcome := plan.OutcomeOf(*s.Review, m.res, run.logPath)
+	outcome.Reviewers, outcome.PassVotes = m.reviewers, m.passVotes
 	f.Review = &outcome
 	next, out, effects, err := plan.Stop(s, f, tmpl)
 	if err != nil {
@@ -1155,6 +1211,7 @@ func (a *sessionActor) planStatus(msg string) PlanStatus {
 		st.CurrentTask = &ct
 	}
 	st.PhaseIteration, st.MaxReviews, st.ConsecutiveClean, st.TDD = s.Iteration, s.MaxReviews, s.ConsecutiveClean, s.TDD
+	st.BudgetUSD = s.BudgetUSD
 	st.ReviewModel = reviewer.NextModel(models, s.ModelIndex)
 	if r := s.Review; r != nil {
 		st.ReviewRunning = true
@@ -1186,7 +1243,8 @@ func (a *sessionActor) planDir(id string) string { return filepath.Join(a.plansD
 // and the diff since the cycle's last review, when a review may start.
 func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, git bool) (plan.Facts, error) {
 	dir := a.planDir(id)
-	f := plan.Facts{PlanID: id, PlanDir: dir, Models: a.env.Config().ReviewModels()}
+	cfg := a.env.Config()
+	f := plan.Facts{PlanID: id, PlanDir: dir, Models: cfg.ReviewModels(), CleanStreak: cfg.Review.CleanStreak}
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -1228,6 +1286,9 @@ func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, g
 	}
 	if ok {
 		f.View = view
+	}
+	if s.BudgetUSD > 0 {
+		f.SpentUSD = ReadPlanTotals(dir, a.id).CostUSD
 	}
 	if _, review := s.NextPhase.ReviewKind(); git && (review || s.Review != nil) {
 		// Outside git (or with git failing) both stay empty: the review

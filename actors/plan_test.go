@@ -31,12 +31,14 @@ import (
 //	          background, writes its pid to child-N, and waits for it
 //
 // and records run N in count, model-N, guard-N ($DROVER_REVIEWER),
-// prompt-N and pid-N.
+// prompt-N and pid-N, and that model M ran in ran-M (count is not safe
+// for runs at once; ran-M is).
 const fakeReviewer = `#!/bin/sh
 d=$(dirname "$0")
 n=$(( $(cat "$d/count" 2>/dev/null || echo 0) + 1 ))
 echo "$n" > "$d/count"
 printf '%s' "$1" > "$d/model-$n"
+: > "$d/ran-$1"
 printf '%s' "${DROVER_REVIEWER:-}" > "$d/guard-$n"
 printf '%s' "$2" > "$d/prompt-$n"
 echo "$$" > "$d/pid-$n"
@@ -62,7 +64,7 @@ func newPlanFixture(t *testing.T) *planFixture {
 	return newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3})
 }
 
-func newPlanFixtureOpts(t *testing.T, opts SessionsOptions) *planFixture {
+func newPlanFixtureOpts(t *testing.T, opts SessionsOptions, mods ...func(*config.Config)) *planFixture {
 	t.Helper()
 	f := &fixture{t: t, root: t.TempDir()}
 	fake := t.TempDir()
@@ -79,6 +81,9 @@ func newPlanFixtureOpts(t *testing.T, opts SessionsOptions) *planFixture {
 	cfg.Review.CLI = reviewer.CLICustom
 	cfg.Review.Command = "'" + script + "' {{model}} {{prompt}}"
 	cfg.Review.Timeout = time.Minute
+	for _, m := range mods {
+		m(&cfg)
+	}
 	env := Env{
 		Store:       st,
 		Root:        f.root,
@@ -528,5 +533,137 @@ func TestPlanContinueAdoptsAPlanFromItsView(t *testing.T) {
 	}
 	if rec := f.storedPlan("next-session"); rec.Workflow != session.Plan || rec.Plan.Phase != plan.PhaseTasksReview {
 		t.Errorf("stored: %+v", rec)
+	}
+}
+
+// runCleanReviews drives plan id of session sid through plan reviews (the
+// fake reviewer passes them all) until the plan advances, and returns how
+// many reviews that took.
+func (f *planFixture) runCleanReviews(sid string) int {
+	f.t.Helper()
+	for n := 1; n <= 5; n++ {
+		if r := f.stop(sid, "stop-review-"+strconv.Itoa(n)); !r.Output.IsBlock() {
+			f.t.Fatalf("stop %d did not start review %d: %+v", n, n, r)
+		}
+		f.waitReview(sid)
+		r := f.stop(sid, "stop-answer-"+strconv.Itoa(n))
+		if r.Err != nil {
+			f.t.Fatalf("stop after review %d: %v", n, r.Err)
+		}
+		if !r.Output.IsBlock() {
+			if rec := f.storedPlan(sid); rec.Plan.NextPhase != plan.PhaseCreateTasks {
+				f.t.Fatalf("allowed after review %d without advancing: %+v", n, rec.Plan)
+			}
+			return n
+		}
+		f.mustPlan(sid, "advance", PlanArgs{Phase: "post-review"})
+	}
+	f.t.Fatal("the plan review never passed")
+	return 0
+}
+
+func TestPlanCleanStreakFromConfig(t *testing.T) {
+	for _, c := range []struct{ streak, want int }{{1, 1}, {3, 3}} {
+		t.Run("clean_streak "+strconv.Itoa(c.streak), func(t *testing.T) {
+			f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(cfg *config.Config) { cfg.Review.CleanStreak = c.streak })
+			const sid = "plan-streak"
+			f.write("demo", "plan.md", "# Demo\n")
+			f.mustPlan(sid, "new", PlanArgs{PlanID: "demo"})
+			if got := f.runCleanReviews(sid); got != c.want {
+				t.Errorf("clean_streak %d: the plan advanced after %d clean reviews, want %d", c.streak, got, c.want)
+			}
+			if n := f.fakeFile("count"); n != strconv.Itoa(c.want) {
+				t.Errorf("%s reviewer runs, want %d", n, c.want)
+			}
+		})
+	}
+}
+
+func TestPlanParallelUnanimousPassAdvances(t *testing.T) {
+	f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(cfg *config.Config) { cfg.Review.Strategy = "parallel" })
+	const sid = "plan-parallel"
+	f.write("demo", "plan.md", "# Demo\n")
+	f.mustPlan(sid, "new", PlanArgs{PlanID: "demo"})
+	if got := f.runCleanReviews(sid); got != 1 {
+		t.Errorf("a parallel review all reviewers passed advanced after %d reviews, want 1", got)
+	}
+	// Both default models ran the one review.
+	for _, m := range []string{"opus", "sonnet"} {
+		if _, err := os.Stat(filepath.Join(f.fake, "ran-"+m)); err != nil {
+			t.Errorf("%s did not review: %v", m, err)
+		}
+	}
+	if st := f.mustPlan(sid, "status", PlanArgs{}); st.Totals.CostUSD != 1 {
+		t.Errorf("the parallel review cost %v, want 1 (two runs at 0.5)", st.Totals.CostUSD)
+	}
+}
+
+func TestPlanBudgetStopsReviews(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-budget"
+	f.write("spend", "plan.md", "# Spend\n")
+	f.fakeScript("verdicts", "FAIL\nFAIL\nFAIL\n")
+	st := f.mustPlan(sid, "new", PlanArgs{PlanID: "spend", BudgetUSD: 0.9})
+	if st.BudgetUSD != 0.9 {
+		t.Fatalf("budget after new: %+v", st)
+	}
+	// Each run costs $0.50: runs 1 and 2 start ($0 and $0.50 spent), the
+	// third is refused ($1.00 spent).
+	for n := 1; n <= 2; n++ {
+		if r := f.stop(sid, "stop-review-"+strconv.Itoa(n)); !r.Output.IsBlock() {
+			t.Fatalf("review %d did not start: %+v", n, r)
+		}
+		f.waitReview(sid)
+		if r := f.stop(sid, "stop-answer-"+strconv.Itoa(n)); !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "FAIL") {
+			t.Fatalf("stop after failing review %d: %+v", n, r)
+		}
+		f.mustPlan(sid, "advance", PlanArgs{Phase: "post-review"})
+	}
+	r := f.stop(sid, "stop-review-3")
+	if r.Err != nil || r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "budget of $0.90 is spent ($1.00 so far)") {
+		t.Fatalf("stop past the budget: %+v", r)
+	}
+	if n := f.fakeFile("count"); n != "2" {
+		t.Errorf("%s reviewer runs, want 2", n)
+	}
+	st = f.mustPlan(sid, "status", PlanArgs{})
+	if st.ReviewRunning || st.NextPhase == nil || *st.NextPhase != "plan-review" || st.PhaseIteration != 2 || st.Totals.CostUSD != 1 {
+		t.Errorf("status past the budget: %+v", st)
+	}
+
+	// Raising the budget lets the next stop review again.
+	st = f.mustPlan(sid, "set", PlanArgs{Key: "budget_usd", Value: "2"})
+	if st.BudgetUSD != 2 || !strings.Contains(st.Message, "$2.00") {
+		t.Fatalf("set budget_usd: %+v", st)
+	}
+	if r := f.stop(sid, "stop-review-3b"); !r.Output.IsBlock() {
+		t.Fatalf("no review after raising the budget: %+v", r)
+	}
+	f.waitReview(sid)
+	if _, err := f.plan(sid, "set", PlanArgs{Key: "budget_usd", Value: "-1"}); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("a negative budget: %v", err)
+	}
+}
+
+func TestStateFromViewKeepsTheBudget(t *testing.T) {
+	cases := []struct {
+		name string
+		view string
+		want float64
+	}{
+		{"budget", `{"phase":"new-plan","next_phase":"plan-review","budget_usd":1.25}`, 1.25},
+		{"none", `{"phase":"new-plan","next_phase":"plan-review"}`, 0},
+		{"negative is dropped", `{"phase":"new-plan","next_phase":"plan-review","budget_usd":-3}`, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, err := stateFromView("p", []byte(c.view), nil, 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.BudgetUSD != c.want {
+				t.Errorf("budget %v, want %v", s.BudgetUSD, c.want)
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/tasks"
+	"github.com/drover-dev/drover/internal/workflow/plan"
 )
 
 // maxRequestBytes caps a request body: a hook payload may carry a large
@@ -211,6 +212,11 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 			}
 		case session.Plan:
 			st.State, st.Iteration = string(rec.Plan.Phase), rec.Plan.Iteration
+			// The id comes from the store; a bad one must not name a
+			// path outside the plans folder.
+			if plan.ValidPlanID(rec.Plan.PlanID) {
+				st.CostUSD = actors.ReadPlanTotals(filepath.Join(s.opts.Paths.Root, ".drover", "plans", rec.Plan.PlanID), rec.ID).SessionCostUSD
+			}
 		}
 		if st.State == "" {
 			st.State = "off"

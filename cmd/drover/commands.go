@@ -319,13 +319,13 @@ func (a *app) statusCmd(g *globalFlags) *cobra.Command {
 				fmt.Fprintln(a.stdout, "no sessions")
 			}
 			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tWORKFLOW\tSTATE\tITERATION\tPENDING\tDONE\tSTUCK\tUPDATED")
+			fmt.Fprintln(tw, "SESSION\tWORKFLOW\tSTATE\tITERATION\tPENDING\tDONE\tSTUCK\tCOST\tUPDATED")
 			for _, s := range st.Sessions {
 				upd := "-"
 				if !s.UpdatedAt.IsZero() {
 					upd = s.UpdatedAt.Local().Format(time.DateTime)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", s.ID, s.Workflow, s.State, s.Iteration, s.Pending, s.Done, s.Stuck, upd)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.2f\t%s\n", s.ID, s.Workflow, s.State, s.Iteration, s.Pending, s.Done, s.Stuck, s.CostUSD, upd)
 			}
 			if err := tw.Flush(); err != nil {
 				return err
@@ -336,7 +336,7 @@ func (a *app) statusCmd(g *globalFlags) *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"sessions\":[{\"id\",\"workflow\",\"state\",\"iteration\",\"pending\",\"done\",\"stuck\",...}]}")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON: {\"sessions\":[{\"id\",\"workflow\",\"state\",\"iteration\",\"pending\",\"done\",\"stuck\",\"cost_usd\",...}]}")
 	return cmd
 }
 

@@ -197,7 +197,7 @@ func (a *app) planNewCmd(g *globalFlags) *cobra.Command {
 		maxReviews int
 	)
 	cmd := &cobra.Command{
-		Use:   "new PLAN-ID [--tdd] [--max-reviews N]",
+		Use:   "new PLAN-ID [--tdd] [--max-reviews N] [--budget-usd D]",
 		Short: "Start a plan in .drover/plans/PLAN-ID/ for this session",
 		Long: `new creates .drover/plans/PLAN-ID/ and makes it this session's plan, at
 phase new-plan with next_phase plan-review: write plan.md there (it may
@@ -217,6 +217,7 @@ session must be ended first.`,
 	}
 	cmd.Flags().BoolVar(&args.TDD, "tdd", false, "use the test-first variants (complete-task-tdd) for every task")
 	cmd.Flags().IntVar(&maxReviews, "max-reviews", 0, "reviews per review cycle before the hard stop (default review.max_reviews; 0 turns reviews off)")
+	cmd.Flags().Float64Var(&args.BudgetUSD, "budget-usd", 0, "the plan's reviewer budget in dollars: no review starts once its reviewer runs cost this much (0: none)")
 	return cmd
 }
 
@@ -293,7 +294,9 @@ func (a *app) planSetCmd(g *globalFlags) *cobra.Command {
   max_reviews=N       reviews per review cycle from now on (0 turns reviews off)
   next_phase=null     end the review loop now (a review in flight is cancelled)
   review_model=M      the model of the next review (one of review.models)
-  tdd=true|false      the test-first variants for the next tasks`,
+  tdd=true|false      the test-first variants for the next tasks
+  budget_usd=D        the plan's reviewer budget in dollars (0: none); no
+                      review starts once the plan's reviewer runs cost D`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, rest []string) error {
 			key, value, ok := strings.Cut(rest[1], "=")
@@ -415,6 +418,9 @@ func (a *app) printPlanStatus(st actors.PlanStatus) {
 	fmt.Fprintf(w, "reviews: iteration %d of at most %d, %d clean in a row, next model %s, cycle %d, %d open finding(s)", st.PhaseIteration, st.MaxReviews, st.ConsecutiveClean, st.ReviewModel, st.Cycle, st.OpenFindings)
 	if st.TDD {
 		fmt.Fprint(w, ", tdd")
+	}
+	if st.BudgetUSD > 0 {
+		fmt.Fprintf(w, ", budget $%.2f", st.BudgetUSD)
 	}
 	fmt.Fprintln(w)
 	if r := st.Review; r != nil {

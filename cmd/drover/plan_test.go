@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 )
 
@@ -88,6 +89,21 @@ func TestPlanThroughTheCLI(t *testing.T) {
 	if st.Phase != "plan-review" || st.NextPhase == nil || *st.NextPhase != "create-tasks" || st.Totals.Runs != 2 || st.Totals.CostUSD != 0.5 {
 		t.Errorf("plan status: %+v", st)
 	}
+	// drover status shows what the session's reviewer runs cost.
+	var all api.StatusResponse
+	if out := p.must("", "status", "--json"); json.Unmarshal([]byte(out), &all) != nil || len(all.Sessions) != 1 || all.Sessions[0].ID != id || all.Sessions[0].CostUSD != 0.5 {
+		t.Errorf("status --json: %+v\n%s", all, out)
+	}
+	if out := p.must("", "status"); !strings.Contains(out, "COST") || !strings.Contains(out, "$0.50") {
+		t.Errorf("status table without the cost:\n%s", out)
+	}
+	// A per-plan budget, set from the command line.
+	if out := p.must("", "plan", "set", "--session", id, "demo", "budget_usd=0.4"); !strings.Contains(out, "reviewer budget $0.40") {
+		t.Errorf("plan set budget_usd printed:\n%s", out)
+	}
+	if out := p.must("", "plan", "status", "--session", id); !strings.Contains(out, "budget $0.40") {
+		t.Errorf("plan status without the budget:\n%s", out)
+	}
 	// Outside a session, status reads the plans' state.json views.
 	if out := p.must("", "plan", "status"); !strings.Contains(out, "demo") || !strings.Contains(out, "create-tasks") {
 		t.Errorf("plan status outside a session:\n%s", out)
@@ -102,5 +118,12 @@ func TestPlanThroughTheCLI(t *testing.T) {
 	}
 	if r := p.drover("", "plan", "advance", "--session", id, "bogus"); r.code == 0 || !strings.Contains(r.stderr, "unknown phase") {
 		t.Errorf("advance bogus: exit %d, stderr %q", r.code, r.stderr)
+	}
+	const other = "bbbbbbbb-2222-3333-4444-555555555555"
+	if out := p.must("", "plan", "new", "--session", other, "--budget-usd", "1.5", "capped"); !strings.Contains(out, "reviewer budget $1.50") {
+		t.Errorf("plan new --budget-usd printed:\n%s", out)
+	}
+	if r := p.drover("", "plan", "set", "--session", other, "capped", "budget_usd=-1"); r.code == 0 || !strings.Contains(r.stderr, "budget_usd") {
+		t.Errorf("a negative budget: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

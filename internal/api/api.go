@@ -86,14 +86,17 @@ type CommandResponse struct {
 
 // SessionStatus is one session in a StatusResponse.
 type SessionStatus struct {
-	ID        string    `json:"id"`
-	Workflow  string    `json:"workflow"`
-	State     string    `json:"state"`
-	Iteration int       `json:"iteration"`
-	Pending   int       `json:"pending"`
-	Done      int       `json:"done"`
-	Stuck     int       `json:"stuck"`
-	NextTask  string    `json:"next_task,omitempty"`
+	ID        string `json:"id"`
+	Workflow  string `json:"workflow"`
+	State     string `json:"state"`
+	Iteration int    `json:"iteration"`
+	Pending   int    `json:"pending"`
+	Done      int    `json:"done"`
+	Stuck     int    `json:"stuck"`
+	NextTask  string `json:"next_task,omitempty"`
+	// CostUSD is what this session's reviewer runs have cost (plan
+	// sessions; 0 for the others).
+	CostUSD   float64   `json:"cost_usd"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
 

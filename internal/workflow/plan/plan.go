@@ -34,9 +34,13 @@ const ViewFile = "state.json"
 //   - An answer: a Failed run is not counted and the stop falls through to
 //     validation with a warning. A verdict writes the review file, moves the
 //     model on and counts clean reviews (reviewer.Clean: only blocking
-//     findings count unless Facts.StrictReviews); two clean in a row advance
-//     the plan and allow the stop (a user stop), otherwise the agent is
-//     blocked with the post-review instructions.
+//     findings count unless Facts.StrictReviews); Facts.CleanStreak clean
+//     in a row (two by default; a clean parallel review that every reviewer
+//     passed counts as all of them) advance the plan and allow the stop (a
+//     user stop), otherwise the agent is blocked with the post-review
+//     instructions.
+//   - A plan budget (State.BudgetUSD) that Facts.SpentUSD reached stops
+//     like max_reviews: no review starts, the stop is allowed.
 //   - Anything else: the folder rules (Validate) block when broken, unless
 //     the agent is already continuing from a block (stop_hook_active).
 //
@@ -170,6 +174,17 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 		d.warn(msg)
 		return d, nil
 	}
+	if s.BudgetUSD > 0 && f.SpentUSD >= s.BudgetUSD {
+		// Like the hard stop: the plan does not advance, the user
+		// decides (raise the budget with drover plan set).
+		var err error
+		if d.out, err = validation(f, t); err != nil {
+			return d, err
+		}
+		d.warn(fmt.Sprintf("[drover] Plan %s: the %s (iteration %d) did not start: the plan's reviewer budget of $%.2f is spent ($%.2f so far). The plan waits for you: raise it with `drover plan set %s budget_usd=<dollars>` (0 removes it), or move on with `drover plan advance`.",
+			s.PlanID, reviewName(kind, orNone(s.CurrentTask)), r.Iteration, s.BudgetUSD, f.SpentUSD, s.PlanID))
+		return d, nil
+	}
 	if problem := missingInput(s, f, kind); problem != "" {
 		// Nothing to review: fall through to the folder rules, which
 		// usually say what is missing.
@@ -275,9 +290,12 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 	next.Iteration = r.Iteration
 	next.ModelIndex++
 	next.ReviewHead = r.Head
-	if reviewer.Clean(res, !f.StrictReviews) {
+	switch {
+	case reviewer.Clean(res, !f.StrictReviews) && o.Unanimous():
+		next.ConsecutiveClean = max(next.ConsecutiveClean+1, f.cleanStreak())
+	case reviewer.Clean(res, !f.StrictReviews):
 		next.ConsecutiveClean++
-	} else {
+	default:
 		next.ConsecutiveClean = 0
 	}
 	next.Ledger.Add(r.Iteration, o.Findings)
@@ -290,7 +308,7 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 	}
 	d.effects = append(d.effects, WriteReview{Path: v["review_file"], Data: []byte(body + "\n")})
 
-	if next.ConsecutiveClean >= CleanToAdvance {
+	if next.ConsecutiveClean >= f.cleanStreak() {
 		next = advance(next, f, r.Kind)
 		d.state = next
 		av := reviewVars(next, f, r)
@@ -557,7 +575,8 @@ func orNone(s string) string {
 const viewNote = "Written by drover from its own state; edits are overwritten. Change the plan with `drover plan` commands."
 
 // view is state.json: seed 001's eight fields, in the seed's spelling, plus
-// the plan id, whether a review is running, and a note.
+// the plan id, its budget when it has one (so that a session that adopts the
+// plan keeps it), whether a review is running, and a note.
 type view struct {
 	PlanID           string  `json:"plan_id"`
 	Phase            Phase   `json:"phase"`
@@ -568,6 +587,7 @@ type view struct {
 	ReviewModel      string  `json:"review_model"`
 	ConsecutiveClean int     `json:"consecutive_clean"`
 	TDD              bool    `json:"tdd"`
+	BudgetUSD        float64 `json:"budget_usd,omitempty"`
 	ReviewRunning    bool    `json:"review_running"`
 	Note             string  `json:"note"`
 }
@@ -583,6 +603,7 @@ func View(s State, models []string) []byte {
 		ReviewModel:      reviewer.NextModel(models, s.ModelIndex),
 		ConsecutiveClean: s.ConsecutiveClean,
 		TDD:              s.TDD,
+		BudgetUSD:        s.BudgetUSD,
 		ReviewRunning:    s.Review != nil,
 		Note:             viewNote,
 	}

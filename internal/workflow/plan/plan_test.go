@@ -270,3 +270,133 @@ func TestOutcomeOf(t *testing.T) {
 		t.Errorf("a zero result is %q, want failed", o.Outcome)
 	}
 }
+
+// TestCleanStreak: review.clean_streak sets how many clean reviews in a row
+// end a cycle.
+func TestCleanStreak(t *testing.T) {
+	cases := []struct {
+		name   string
+		streak int
+		want   int // clean reviews until the plan advances
+	}{
+		{"default is two", 0, 2},
+		{"one", 1, 1},
+		{"two", 2, 2},
+		{"three", 3, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := facts(func(f *Facts) { f.CleanStreak = c.streak })
+			s := st(phase(PhaseNewPlan, PhasePlanReview))
+			reviews := 0
+			for s.NextPhase == PhasePlanReview || s.NextPhase == PhasePostPlanReview {
+				if s.NextPhase == PhasePostPlanReview {
+					var err error
+					if s, _, err = PostReviewDone(s, f); err != nil {
+						t.Fatal(err)
+					}
+					continue
+				}
+				r := stop(t, s, f, pass)
+				if r.started == nil {
+					t.Fatalf("no review started at %s", formatState(s))
+				}
+				reviews++
+				s = r.state
+				if reviews > 10 {
+					t.Fatal("the cycle does not end")
+				}
+			}
+			if reviews != c.want || s.NextPhase != PhaseCreateTasks {
+				t.Errorf("clean_streak %d: %d clean reviews, next %s; want %d, create-tasks", c.streak, reviews, s.NextPhase, c.want)
+			}
+		})
+	}
+}
+
+// TestParallelUnanimousPass: a clean review that several reviewers at once
+// all passed is the whole clean streak; anything less counts as one review.
+func TestParallelUnanimousPass(t *testing.T) {
+	minorOnly := []reviewer.Finding{{Severity: "minor", Summary: "a nit"}}
+	cases := []struct {
+		name      string
+		streak    int
+		answer    ReviewOutcome
+		wantClean int
+		advance   bool
+	}{
+		{"all of two pass", 0, ReviewOutcome{Outcome: reviewer.Pass, Verdict: "PASS", Reviewers: 2, PassVotes: 2}, 2, true},
+		{"all of three pass, streak 3", 3, ReviewOutcome{Outcome: reviewer.Pass, Verdict: "PASS", Reviewers: 3, PassVotes: 3}, 3, true},
+		{"all pass with minor nits", 0, ReviewOutcome{Outcome: reviewer.Pass, Verdict: "PASS", Reviewers: 2, PassVotes: 2, Findings: minorOnly}, 2, true},
+		{"majority pass is one review", 0, ReviewOutcome{Outcome: reviewer.Pass, Verdict: "PASS", Reviewers: 3, PassVotes: 2}, 1, false},
+		{"one reviewer failed to run", 0, ReviewOutcome{Outcome: reviewer.Pass, Verdict: "PASS", Reviewers: 2, PassVotes: 1}, 1, false},
+		{"a single reviewer is one review", 0, ReviewOutcome{Outcome: reviewer.Pass, Verdict: "PASS", Reviewers: 1, PassVotes: 1}, 1, false},
+		{"all pass but a blocking finding", 0, ReviewOutcome{Outcome: reviewer.Pass, Verdict: "PASS", Reviewers: 2, PassVotes: 2, Findings: fail.Findings}, 0, false},
+		{"all fail", 0, ReviewOutcome{Outcome: reviewer.Fail, Verdict: "FAIL", Reviewers: 2, PassVotes: 0, Findings: fail.Findings}, 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := facts(func(f *Facts) { f.CleanStreak = c.streak })
+			r := stop(t, st(phase(PhaseNewPlan, PhasePlanReview)), f, &c.answer)
+			if c.advance {
+				if r.state.NextPhase != PhaseCreateTasks || r.out.IsBlock() {
+					t.Fatalf("did not advance: %s, %s", formatState(r.state), formatOutput(r.out))
+				}
+				return
+			}
+			if r.state.NextPhase != PhasePostPlanReview || r.state.ConsecutiveClean != c.wantClean {
+				t.Errorf("got %s; want post-plan-review with consecutive_clean %d", formatState(r.state), c.wantClean)
+			}
+		})
+	}
+}
+
+// TestPlanBudget: once the plan's reviewer runs cost its budget, no review
+// starts and the stop is allowed with a message naming budget and spend.
+func TestPlanBudget(t *testing.T) {
+	cases := []struct {
+		name   string
+		budget float64
+		spent  float64
+		starts bool
+	}{
+		{"no budget", 0, 100, true},
+		{"under budget", 0.9, 0.5, true},
+		{"budget reached", 1, 1, false},
+		{"budget passed", 0.9, 1.0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := st(phase(PhasePostCodeReview, PhaseCodeReview), task("1"), iter(2), model(2))
+			s.BudgetUSD = c.budget
+			r := stop(t, s, facts(func(f *Facts) { f.SpentUSD = c.spent }), nil)
+			if c.starts {
+				if r.started == nil || !r.out.IsBlock() {
+					t.Fatalf("the review did not start: %s", formatOutput(r.out))
+				}
+				return
+			}
+			if r.started != nil || r.out.IsBlock() || r.state.Review != nil {
+				t.Fatalf("a review started past the budget: %s", formatOutput(r.out))
+			}
+			want := fmt.Sprintf("budget of $%.2f is spent ($%.2f so far)", c.budget, c.spent)
+			if !strings.Contains(r.out.SystemMessage, want) || r.state.NextPhase != PhaseCodeReview || r.state.Iteration != 2 {
+				t.Errorf("past the budget: %s, %s; want a message with %q and the plan unchanged", formatState(r.state), formatOutput(r.out), want)
+			}
+		})
+	}
+}
+
+// TestViewCarriesTheBudget: state.json shows a plan budget, and only when
+// there is one (views of plans without a budget stay as they were).
+func TestViewCarriesTheBudget(t *testing.T) {
+	s := st(phase(PhaseNewPlan, PhasePlanReview))
+	if strings.Contains(string(View(s, nil)), "budget_usd") {
+		t.Errorf("a view without a budget names one:\n%s", View(s, nil))
+	}
+	s.BudgetUSD = 2.5
+	v := View(s, nil)
+	if !strings.Contains(string(v), `"budget_usd": 2.5`) || CheckView(v) != nil {
+		t.Errorf("the view of a plan with a budget:\n%s", v)
+	}
+}

@@ -102,7 +102,8 @@ func (k Kind) PostReviewPhase() Phase { return Phase("post-" + string(k) + "-rev
 // DefaultMaxReviews is seed 001's default limit on reviews per cycle.
 const DefaultMaxReviews = 8
 
-// CleanToAdvance is how many clean reviews in a row end a cycle.
+// CleanToAdvance is how many clean reviews in a row end a cycle when
+// Facts.CleanStreak does not say (review.clean_streak's default).
 const CleanToAdvance = 2
 
 // State is the plan workflow's persisted state for one session. The JSON
@@ -122,6 +123,10 @@ type State struct {
 	ModelIndex       int  `json:"model_index"`
 	ConsecutiveClean int  `json:"consecutive_clean"`
 	TDD              bool `json:"tdd"`
+	// BudgetUSD is the plan's own reviewer budget in dollars (0: none):
+	// no review starts once the plan's recorded reviewer runs cost this
+	// much. review.budget_usd, by contrast, bounds each run.
+	BudgetUSD float64 `json:"budget_usd,omitempty"`
 	// Review is the review in flight, if any. It is persisted so that a
 	// supervisor that restarts runs it again (or adopts its result).
 	Review *InFlight `json:"review,omitempty"`
@@ -175,6 +180,12 @@ type Facts struct {
 	// StrictReviews makes minor findings count against a clean review
 	// too; by default only blocking findings do.
 	StrictReviews bool
+	// CleanStreak is how many clean reviews in a row end a cycle
+	// (review.clean_streak); 0 or less means CleanToAdvance.
+	CleanStreak int
+	// SpentUSD is what the plan's reviewer runs have cost so far, for
+	// State.BudgetUSD; the actor need only fill it when a budget is set.
+	SpentUSD float64
 
 	// StopHookActive is the Stop input's stop_hook_active. It only keeps
 	// a failing folder validation from blocking twice in a row: review
@@ -197,9 +208,31 @@ type ReviewOutcome struct {
 	Verdict   string
 	Findings  []reviewer.Finding
 	CostUSD   float64
+	// Reviewers is how many reviewers ran at once for this answer
+	// (review.strategy parallel; 0 or 1 for a single reviewer), and
+	// PassVotes how many of them said PASS. When every one of several
+	// reviewers said PASS and the review is clean, it counts as the whole
+	// clean streak at once: independent reviewers agreeing now are worth
+	// as much as agreeing one after another.
+	Reviewers int
+	PassVotes int
 	// Err says why a Failed run failed; LogPath is its log, if any.
 	Err     string
 	LogPath string
+}
+
+// cleanStreak returns how many clean reviews in a row end a cycle under f.
+func (f Facts) cleanStreak() int {
+	if f.CleanStreak <= 0 {
+		return CleanToAdvance
+	}
+	return f.CleanStreak
+}
+
+// Unanimous reports whether o is the combined answer of several reviewers
+// that all said PASS.
+func (o ReviewOutcome) Unanimous() bool {
+	return o.Reviewers > 1 && o.PassVotes == o.Reviewers && o.Outcome == reviewer.Pass
 }
 
 // OutcomeOf turns a reviewer result for the review in flight into a
