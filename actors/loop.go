@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -107,6 +108,7 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 		rec.Loop = loop.Cancel(rec.Loop)
 		a.stopChecks()
 		a.stopCheckpoint()
+		a.stopMetrics()
 		if err := a.saveRecord(ctx, rec); err != nil {
 			return &WorkflowResult{Err: err}
 		}
@@ -157,6 +159,7 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 			return &WorkflowResult{Err: err}
 		}
 		a.stopChecks()
+		a.stopMetrics()
 		if err := a.saveRecord(ctx, rec); err != nil {
 			return &WorkflowResult{Err: err}
 		}
@@ -313,6 +316,7 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 	if haveTranscript {
 		f.TranscriptLastText = it.LastAssistantText
 		f.TranscriptCaughtUp = it.AssistantMessages > 0
+		f.CostUSD = a.loopCost(ctx, m.Input.TranscriptPath, s.StartedAt)
 	}
 	tr, terr := a.readTracker()
 	f.TrackerErr = terr
@@ -359,7 +363,7 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 	}
 	status, reason := convergence.Classify(history, convergence.Budget{
 		MaxIterations: s.MaxIterations, MaxMinutes: float64(s.MaxMinutes), MaxUSD: s.MaxUSD,
-		Iteration: s.Iteration, Elapsed: a.env.now().Sub(s.StartedAt), CostUSD: s.CostUSD,
+		Iteration: s.Iteration, Elapsed: a.env.now().Sub(s.StartedAt), CostUSD: max(s.CostUSD, f.CostUSD),
 	}, th)
 	f.Status, f.StatusReason = string(status), reason
 	rules, err := cfg.LoopRules()
@@ -367,7 +371,7 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 		// Validate refused it at load; keep the loop going on the defaults.
 		rules = router.DefaultRules()
 	}
-	role, _ := router.Route(rules, router.Input{Phase: router.PhaseIterating, LastOutcome: string(metrics.LastOutcome), Status: string(status)})
+	role, _ := router.Route(rules, router.Input{Phase: router.PhaseIterating, LastOutcome: string(routedOutcome(metrics, a.rec.LoopHistory)), Status: string(status)})
 	if role == "" {
 		role = router.Developer
 	}
@@ -402,10 +406,53 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 	if !next.Active {
 		a.stopChecks()
 		a.stopCheckpoint()
+		a.stopMetrics()
+	} else if cmds := cfg.MetricCommandList(); len(cmds) > 0 {
+		a.startMetrics(actx, s.Iteration, cmds, cfg.Loop.CheckTimeout)
 	}
 	a.writeTracker(next)
 	a.log.Info("loop decision", zap.Int("iteration", next.Iteration), zap.String("status", string(status)), zap.String("role", string(role)), zap.Bool("active", next.Active))
 	return d, true, nil
+}
+
+// routedOutcome is the outcome the router sees for the iteration that just
+// ended: its own, or, when its transcript shows no test or build run, what
+// the project's metric commands measured after the previous iteration
+// (the state of the code this iteration started from; those results come
+// back one stop late, since they run in the background).
+func routedOutcome(m convergence.Metrics, history []convergence.Metrics) convergence.Outcome {
+	if m.LastOutcome != convergence.OutcomeNone && m.LastOutcome != "" {
+		return m.LastOutcome
+	}
+	if n := len(history); n > 0 {
+		if prev := history[n-1].CommandOutcome; prev != "" && prev != convergence.OutcomeNone {
+			return prev
+		}
+	}
+	return m.LastOutcome
+}
+
+// loopCost estimates what the loop has spent since it started, from the
+// usage the transcript reports for each assistant message. An unreadable
+// transcript counts as nothing spent: it is no reason to end a loop.
+func (a *sessionActor) loopCost(ctx context.Context, path string, since time.Time) float64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	prices := convergence.DefaultPrices()
+	var total float64
+	err = transcript.ScanUsage(ctx, f, func(u transcript.Usage) error {
+		if !u.Timestamp.Before(since) {
+			total += prices.Cost(u)
+		}
+		return nil
+	})
+	if err != nil {
+		a.log.Warn("reading transcript usage", zap.String("path", path), zap.Error(err))
+	}
+	return total
 }
 
 func reflectionLine(r convergence.Reflection) string {
@@ -455,6 +502,99 @@ func (a *sessionActor) writeReflection(r convergence.Reflection) {
 type loopRuntime struct {
 	checks     *checkRun
 	checkpoint *checkpointRun
+	metrics    *metricsRun
+}
+
+// metricsRun is the project's metric commands running after one iteration.
+type metricsRun struct {
+	iteration int
+	cancel    context.CancelFunc
+}
+
+// metricsDone is sent to the session actor when all its metric commands
+// have ended.
+type metricsDone struct {
+	iteration int
+	results   []convergence.CommandResult
+}
+
+// startMetrics runs the metric commands in parallel, each in its own
+// process group with its own timeout, outside the mailbox; their results
+// come back together as metricsDone.
+func (a *sessionActor) startMetrics(actx actor.Context, iteration int, commands []string, timeout time.Duration) {
+	a.stopMetrics()
+	parent, cancel := context.WithCancel(context.Background())
+	a.loop.metrics = &metricsRun{iteration: iteration, cancel: cancel}
+	root, self, system := a.env.Root, actx.Self(), actx.ActorSystem()
+	go func() {
+		defer cancel()
+		results := make([]convergence.CommandResult, len(commands))
+		var wg sync.WaitGroup
+		for i, command := range commands {
+			wg.Go(func() {
+				results[i] = runMetricCommand(parent, root, command, timeout)
+			})
+		}
+		wg.Wait()
+		if parent.Err() != nil {
+			return // stopped: a newer run or the end of the loop
+		}
+		system.Root.Send(self, &metricsDone{iteration: iteration, results: results})
+	}()
+}
+
+// runMetricCommand runs one metric command with sh -c in root, killing its
+// process group past timeout.
+func runMetricCommand(parent context.Context, root, command string, timeout time.Duration) convergence.CommandResult {
+	ctx, cancel := context.WithTimeout(parent, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd.Dir = root
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	output := string(out)
+	if len(output) > maxMetricOutput {
+		output = output[len(output)-maxMetricOutput:]
+	}
+	return convergence.CommandResult{Command: command, Output: output, Failed: err != nil}
+}
+
+// maxMetricOutput caps what a metric command's result keeps of its output:
+// the summaries that matter come at the end.
+const maxMetricOutput = 256 << 10
+
+func (a *sessionActor) stopMetrics() {
+	if a.loop.metrics != nil && a.loop.metrics.cancel != nil {
+		a.loop.metrics.cancel()
+	}
+	a.loop.metrics = nil
+}
+
+// metricsFinished merges the metric commands' results into the history
+// entry of their iteration and saves it, for the next stop to use.
+func (a *sessionActor) metricsFinished(m *metricsDone) {
+	if mr := a.loop.metrics; mr == nil || mr.iteration != m.iteration {
+		return
+	}
+	a.loop.metrics = nil
+	if a.rec.Workflow != session.Loop || !a.rec.Loop.Active {
+		return
+	}
+	rec := a.rec
+	rec.LoopHistory = append([]convergence.Metrics(nil), rec.LoopHistory...)
+	for i := len(rec.LoopHistory) - 1; i >= 0; i-- {
+		if rec.LoopHistory[i].Iteration == m.iteration {
+			rec.LoopHistory[i] = convergence.MergeCommands(rec.LoopHistory[i], m.results)
+			ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+			defer cancel()
+			if err := a.saveRecord(ctx, rec); err != nil {
+				a.log.Warn("saving metric command results", zap.Error(err))
+			}
+			return
+		}
+	}
 }
 
 // maxCheckOutput caps what a check run's summary keeps of its output.
@@ -510,9 +650,13 @@ func (a *sessionActor) loopMessage(actx actor.Context, msg any) bool {
 	case *checkpointDone:
 		a.checkpointFinished(actx, m)
 		return true
+	case *metricsDone:
+		a.metricsFinished(m)
+		return true
 	case *actor.Stopping:
 		a.stopChecks()
 		a.stopCheckpoint()
+		a.stopMetrics()
 		return true
 	}
 	return false

@@ -51,6 +51,9 @@ type Metrics struct {
 
 	// LastOutcome is how the last test or build run went.
 	LastOutcome Outcome `json:"last_outcome"`
+	// CommandOutcome is how the project's metric commands, run after the
+	// iteration, went; empty when none ran.
+	CommandOutcome Outcome `json:"command_outcome,omitempty"`
 
 	ToolCalls    int `json:"tool_calls"`
 	ToolErrors   int `json:"tool_errors"`

@@ -43,10 +43,25 @@ type Loop struct {
 	MaxIterations int           `koanf:"max_iterations" help:"default iteration budget of drover loop start"`
 	CheckCommand  string        `koanf:"check_command" help:"the project's check command (run with sh -c), required to pass when a loop has --require-checks"`
 	CheckTimeout  time.Duration `koanf:"check_timeout" help:"time limit of one run of loop.check_command"`
-	PlateauWindow int           `koanf:"plateau_window" help:"iterations without improvement that make a loop stuck_plateau"`
-	ThrashRepeats int           `koanf:"thrash_repeats" help:"iterations failing with the same error hash that make a loop thrashing"`
-	MinToolCalls  int           `koanf:"min_tool_calls" help:"iterations with fewer tool calls get no reflection (low signal)"`
-	Routes        string        `koanf:"routes" help:"routing rules, first match wins, e.g. 'status=thrashing -> architect; last_outcome=tests_failed -> debugger; anything -> developer' (empty: the defaults)"`
+	// MetricCommands are run in parallel after each iteration; their output
+	// feeds the iteration's metrics.
+	MetricCommands string `koanf:"metric_commands" help:"commands separated by ';' (each run with sh -c, in parallel, each limited by loop.check_timeout) whose test, build and lint output feeds each iteration's metrics"`
+	PlateauWindow  int    `koanf:"plateau_window" help:"iterations without improvement that make a loop stuck_plateau"`
+	ThrashRepeats  int    `koanf:"thrash_repeats" help:"iterations failing with the same error hash that make a loop thrashing"`
+	MinToolCalls   int    `koanf:"min_tool_calls" help:"iterations with fewer tool calls get no reflection (low signal)"`
+	Routes         string `koanf:"routes" help:"routing rules, first match wins, e.g. 'status=thrashing -> architect; last_outcome=tests_failed -> debugger; anything -> developer' (empty: the defaults)"`
+}
+
+// MetricCommandList returns loop.metric_commands split on ';', without
+// blanks.
+func (c Config) MetricCommandList() []string {
+	var out []string
+	for _, cmd := range strings.Split(c.Loop.MetricCommands, ";") {
+		if cmd = strings.TrimSpace(cmd); cmd != "" {
+			out = append(out, cmd)
+		}
+	}
+	return out
 }
 
 // LoopRules returns the loop's routing rules: loop.routes, or the defaults.

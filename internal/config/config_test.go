@@ -18,6 +18,23 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
+func TestMetricCommandList(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{" ; ;", nil},
+		{"go test ./... ; go vet ./...;golangci-lint run", []string{"go test ./...", "go vet ./...", "golangci-lint run"}},
+	} {
+		c := Defaults()
+		c.Loop.MetricCommands = tc.in
+		if got := c.MetricCommandList(); !slices.Equal(got, tc.want) {
+			t.Errorf("MetricCommandList(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func TestKeys(t *testing.T) {
 	want := []string{
 		"hook.budget.pre_compact",
@@ -33,6 +50,7 @@ func TestKeys(t *testing.T) {
 		"loop.check_command",
 		"loop.check_timeout",
 		"loop.max_iterations",
+		"loop.metric_commands",
 		"loop.min_tool_calls",
 		"loop.plateau_window",
 		"loop.routes",
