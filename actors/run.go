@@ -18,11 +18,15 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/argsplit"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/worktree"
+	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/router"
+	"github.com/drover-dev/drover/templates"
 )
 
 // Defaults of a run's options.
@@ -63,6 +67,16 @@ type RunsEnv struct {
 	Root string
 	Log  *zap.Logger
 	Now  func() time.Time
+	// Templates gives the prompts (the project's overrides included); nil
+	// means the built-in ones.
+	Templates func() (templates.Set, error)
+}
+
+func (e RunsEnv) templates() (templates.Set, error) {
+	if e.Templates == nil {
+		return templates.Defaults(), nil
+	}
+	return e.Templates()
 }
 
 func (e RunsEnv) now() time.Time {
@@ -238,6 +252,14 @@ func runOptions(o api.RunOptions) (api.RunOptions, error) {
 	if strings.TrimSpace(o.SuiteCommand) == "" {
 		o.SuiteCommand = DefaultSuiteCommand
 	}
+	for _, b := range []struct {
+		name string
+		v    float64
+	}{{"task max minutes", o.TaskMaxMinutes}, {"max minutes", o.MaxMinutes}, {"max usd", o.MaxUSD}} {
+		if b.v < 0 || b.v != b.v {
+			return o, fmt.Errorf("%s %v is not a budget (0 for none)", b.name, b.v)
+		}
+	}
 	checks := []struct {
 		name, tmpl string
 		known      []string
@@ -245,6 +267,9 @@ func runOptions(o api.RunOptions) (api.RunOptions, error) {
 		{"agent", o.Agent, agentPlaceholders},
 		{"test command", o.TestCommand, []string{"packages"}},
 		{"suite command", o.SuiteCommand, nil},
+	}
+	if _, err := reviewerSpec(o.Reviewer, "x"); err != nil {
+		return o, err
 	}
 	for _, c := range checks {
 		if c.tmpl == "" {
@@ -303,7 +328,10 @@ func resumeRun(rec api.Run, now time.Time) api.Run {
 		t := &rec.Tasks[i]
 		switch t.State {
 		case api.TaskRunning, api.TaskFailed:
+			// A fresh budget: iterations, minutes and convergence
+			// history start over.
 			t.State, t.Iteration, t.Error = api.TaskPending, 0, ""
+			t.StartedAt, t.Role, t.Status, t.StatusReason = time.Time{}, "", "", ""
 		case api.TaskNeedsReview:
 			t.State, t.Error, t.Conflict = api.TaskDone, "", nil
 		}
@@ -322,21 +350,39 @@ type runActor struct {
 	rec   api.Run
 	graph rungraph.Graph
 
-	ctx      context.Context
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup
-	inflight int
-	merging  bool
+	ctx    context.Context
+	cancel context.CancelFunc
+	// iterCtx is the parent of every iteration: the run's budgets cancel
+	// it to end running agents, not the merge of a wave.
+	iterCtx    context.Context
+	iterCancel context.CancelFunc
+	wg         sync.WaitGroup
+	inflight   int
+	merging    bool
 	// feedback is what the next iteration of a task is told about the
 	// last one.
 	feedback map[string]string
+	// history holds the convergence metrics of each task's iterations
+	// since it (re)started, oldest first.
+	history map[string][]convergence.Metrics
+	// started and costAtStart are when this actor began working the run
+	// and what the run had cost then: the run's budgets count from them,
+	// so a resumed run gets a fresh budget.
+	started     time.Time
+	costAtStart float64
+	// stop says which run budget ended the run; no iteration starts once
+	// it is set.
+	stop string
 }
 
 func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph) *runActor {
 	ctx, cancel := context.WithCancel(context.Background())
+	iterCtx, iterCancel := context.WithCancel(ctx)
 	return &runActor{
 		env: env, log: env.Log.With(zap.String("run", rec.ID)), rec: rec, graph: g,
-		ctx: ctx, cancel: cancel, feedback: map[string]string{},
+		ctx: ctx, cancel: cancel, iterCtx: iterCtx, iterCancel: iterCancel,
+		feedback: map[string]string{}, history: map[string][]convergence.Metrics{},
+		started: env.now(), costAtStart: rec.CostUSD,
 	}
 }
 
@@ -349,7 +395,10 @@ type iterationDone struct {
 	test      *api.TestResult
 	committed bool
 	dirty     bool
-	err       error
+	// review is the reviewer's result, when the iteration was otherwise
+	// done and the run has a reviewer.
+	review *reviewer.Result
+	err    error
 }
 
 // waveChecked is what the merge and suite goroutine reports.
@@ -419,6 +468,16 @@ func (a *runActor) advance(ctx actor.Context) {
 		a.log.Info("run done")
 		return
 	}
+	if a.stop == "" {
+		a.checkRunBudget()
+	}
+	if a.stop != "" {
+		// Let what runs end (its agents were killed), then stop.
+		if a.inflight == 0 {
+			a.fail(a.stopReport())
+		}
+		return
+	}
 	var pending, failed []*api.RunTask
 	allDone := true
 	for i := range a.rec.Tasks {
@@ -464,6 +523,55 @@ func (a *runActor) fail(report string) {
 	a.log.Warn("run failed", zap.String("report", report))
 }
 
+// checkRunBudget sets a.stop, and ends the running agents, when a run
+// budget is spent.
+func (a *runActor) checkRunBudget() {
+	o := a.rec.Options
+	why := runBudgetSpent(o, a.env.now().Sub(a.started), a.rec.CostUSD-a.costAtStart)
+	if why == "" {
+		return
+	}
+	a.stop = why
+	a.iterCancel()
+	a.log.Warn("run budget spent", zap.String("budget", why))
+}
+
+// runBudgetSpent names the run budget that elapsed and cost have reached,
+// or returns "".
+func runBudgetSpent(o api.RunOptions, elapsed time.Duration, cost float64) string {
+	switch {
+	case o.MaxUSD > 0 && cost >= o.MaxUSD:
+		return fmt.Sprintf("the run budget of $%.2f (--max-usd) is spent: the agents cost $%.2f", o.MaxUSD, cost)
+	case o.MaxMinutes > 0 && elapsed.Minutes() >= o.MaxMinutes:
+		return fmt.Sprintf("the run budget of %g minutes (--max-minutes) is spent: %s elapsed", o.MaxMinutes, elapsed.Round(time.Second))
+	}
+	return ""
+}
+
+// taskBudgetSpent says whether a task that started at start has spent its
+// time budget by now, in words.
+func taskBudgetSpent(o api.RunOptions, start, now time.Time) string {
+	if o.TaskMaxMinutes <= 0 || start.IsZero() {
+		return ""
+	}
+	if el := now.Sub(start); el.Minutes() >= o.TaskMaxMinutes {
+		return fmt.Sprintf("the task budget of %g minutes (--task-max-minutes) is spent: %s elapsed", o.TaskMaxMinutes, el.Round(time.Second))
+	}
+	return ""
+}
+
+// stopReport is the report of a run a budget stopped.
+func (a *runActor) stopReport() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "run stopped: %s", a.stop)
+	for _, t := range a.rec.Tasks {
+		if t.State == api.TaskFailed && t.Error != "" {
+			fmt.Fprintf(&b, "\n- task %s is %s: %s", t.ID, t.State, t.Error)
+		}
+	}
+	return b.String()
+}
+
 func failureReport(wave int, failed []*api.RunTask) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "wave %d cannot be merged:", wave)
@@ -487,13 +595,27 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) {
 	if t.StartedAt.IsZero() {
 		t.StartedAt = now
 	}
+	t.Role = string(routeIteration(t.Iteration, a.history[t.ID], t.Status))
 	a.inflight++
 	job := iterationJob{
 		root: a.env.Root, runID: a.rec.ID, task: gt, iteration: t.Iteration, base: t.Base,
-		opts: a.rec.Options, feedback: a.feedback[t.ID],
+		opts: a.rec.Options, deadline: iterationDeadline(a.rec.Options, t.StartedAt, a.started),
 	}
-	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.ctx
-	a.log.Info("task iteration started", zap.String("task", t.ID), zap.Int("iteration", t.Iteration))
+	tmpl, err := a.env.templates()
+	if err == nil {
+		job.prompt, err = taskPrompt(tmpl, gt, t.Branch, t.Iteration, a.rec.Options.MaxIterations, router.Role(t.Role), a.feedback[t.ID])
+	}
+	if err == nil && a.rec.Options.Reviewer != "" {
+		// The base is known only once the work tree is; the job fills it in.
+		job.reviewPrompt, err = tmpl.Render(templates.RunReview, map[string]string{
+			"task_id": strconv.Quote(t.ID), "description": gt.Description, "branch": t.Branch,
+		})
+	}
+	if err != nil {
+		job.err = fmt.Errorf("the prompt of task %s: %w", t.ID, err)
+	}
+	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.iterCtx
+	a.log.Info("task iteration started", zap.String("task", t.ID), zap.Int("iteration", t.Iteration), zap.String("role", t.Role))
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
@@ -510,20 +632,42 @@ func (a *runActor) iterationDone(m *iterationDone) {
 	if t.Base == "" {
 		t.Base = m.base
 	}
-	t.CostUSD += m.agent.CostUSD
-	a.rec.CostUSD += m.agent.CostUSD
+	cost := m.agent.CostUSD
+	if m.review != nil {
+		cost += m.review.CostUSD
+	}
+	t.CostUSD += cost
+	a.rec.CostUSD += cost
 	if m.test != nil {
 		t.LastTest = m.test
 	}
 	done, feedback := judgeIteration(m)
+	metrics := iterationMetrics(m.iteration, m.test)
+	a.history[t.ID] = append(a.history[t.ID], metrics)
+	status, reason := convergence.Classify(a.history[t.ID], convergence.Budget{}, convergence.Thresholds{})
+	t.Status, t.StatusReason = string(status), reason
+	if a.stop == "" {
+		a.checkRunBudget()
+	}
+	taskBudget := taskBudgetSpent(a.rec.Options, t.StartedAt, a.env.now())
 	switch {
+	case done:
+		t.State, t.Error, t.EndedAt = api.TaskDone, "", a.env.now()
+		delete(a.feedback, t.ID)
+	case a.stop != "":
+		t.State, t.EndedAt = api.TaskFailed, a.env.now()
+		t.Error = "stopped with the run: " + a.stop
+	case taskBudget != "":
+		t.State, t.EndedAt = api.TaskFailed, a.env.now()
+		t.Error = fmt.Sprintf("%s after %d iterations; the last: %s", taskBudget, t.Iteration, firstLine(feedback))
 	case m.err != nil:
 		// drover's own trouble (no work tree, no agent binary): more
 		// iterations would meet it again.
 		t.State, t.Error, t.EndedAt = api.TaskFailed, m.err.Error(), a.env.now()
-	case done:
-		t.State, t.Error, t.EndedAt = api.TaskDone, "", a.env.now()
-		delete(a.feedback, t.ID)
+	case status == convergence.StuckPlateau || status == convergence.Thrashing:
+		// More iterations of the same will not finish it.
+		t.State, t.EndedAt = api.TaskFailed, a.env.now()
+		t.Error = fmt.Sprintf("%s after %d iterations: %s", status, t.Iteration, reason)
 	case t.Iteration >= a.rec.Options.MaxIterations:
 		t.State, t.EndedAt = api.TaskFailed, a.env.now()
 		t.Error = fmt.Sprintf("not done after %d iterations: %s", t.Iteration, firstLine(feedback))
@@ -531,7 +675,76 @@ func (a *runActor) iterationDone(m *iterationDone) {
 		t.State = api.TaskPending
 		a.feedback[t.ID] = feedback
 	}
-	a.log.Info("task iteration done", zap.String("task", t.ID), zap.Int("iteration", m.iteration), zap.String("state", string(t.State)), zap.Float64("cost_usd", m.agent.CostUSD))
+	a.log.Info("task iteration done", zap.String("task", t.ID), zap.Int("iteration", m.iteration), zap.String("state", string(t.State)), zap.String("status", t.Status), zap.Float64("cost_usd", m.agent.CostUSD))
+}
+
+// routeIteration picks the role of a task's iteration as the loop
+// workflow does: the first goes to the developer, later ones by how the
+// last tests went and the task's convergence status.
+func routeIteration(iteration int, history []convergence.Metrics, status string) router.Role {
+	in := router.Input{Phase: router.PhaseInitial}
+	if iteration > 1 {
+		in = router.Input{Phase: router.PhaseIterating, Status: status}
+		if n := len(history); n > 0 {
+			in.LastOutcome = string(history[n-1].LastOutcome)
+		}
+	}
+	role, _ := router.Route(router.DefaultRules(), in)
+	if role == "" {
+		role = router.Developer
+	}
+	return role
+}
+
+// iterationMetrics measures an iteration by its targeted tests: what
+// convergence.Classify judges a task on.
+func iterationMetrics(iteration int, tr *api.TestResult) convergence.Metrics {
+	m := convergence.UnknownMetrics(iteration)
+	if tr == nil {
+		return m
+	}
+	if sum, ok := convergence.ParseTestSummary(tr.Output); ok {
+		m.TestPassRate, m.TestsPassed, m.TestsFailed, m.TestFramework = sum.PassRate(), sum.Passed, sum.Failed, sum.Framework
+	}
+	if tr.Passed {
+		m.LastOutcome = convergence.OutcomeOK
+		return m
+	}
+	m.LastOutcome = convergence.OutcomeTestsFailed
+	if b, ok := convergence.ParseBuild(tr.Output); ok && (b.Failed || b.Errors > 0) {
+		ok := false
+		m.BuildOK = &ok
+		m.LastOutcome = convergence.OutcomeBuildFailed
+	}
+	ff := convergence.FirstFailure(tr.Output)
+	if ff == "" {
+		ff = firstLine(tr.Output)
+	}
+	if ff != "" {
+		m.FirstFailure, m.ErrorHash = ff, convergence.ErrorHash(ff)
+	}
+	return m
+}
+
+// iterationDeadline is when an iteration of a task that started at
+// taskStart, in a run worked since runStart, runs out of time: the
+// earlier of the task's and the run's time budgets, or zero without
+// either.
+func iterationDeadline(o api.RunOptions, taskStart, runStart time.Time) time.Time {
+	var d time.Time
+	for _, b := range []struct {
+		minutes float64
+		start   time.Time
+	}{{o.TaskMaxMinutes, taskStart}, {o.MaxMinutes, runStart}} {
+		if b.minutes <= 0 {
+			continue
+		}
+		end := b.start.Add(time.Duration(b.minutes * float64(time.Minute)))
+		if d.IsZero() || end.Before(d) {
+			d = end
+		}
+	}
+	return d
 }
 
 // judgeIteration decides whether an iteration finished its task, and if
@@ -548,8 +761,52 @@ func judgeIteration(m *iterationDone) (done bool, feedback string) {
 		return false, "The tests pass, but there are uncommitted changes. Commit all of your work on this branch."
 	case !m.committed:
 		return false, "There is no commit on this branch yet. Do the task and commit your work."
+	case m.review != nil && m.review.Outcome != reviewer.Pass:
+		return false, reviewFeedback(*m.review)
 	}
 	return true, ""
+}
+
+// reviewFeedback is what the next iteration is told of a review that did
+// not pass.
+func reviewFeedback(r reviewer.Result) string {
+	if r.Outcome == reviewer.Failed {
+		return fmt.Sprintf("The tests pass, but the review could not run (%v); the work is unreviewed.", r.Err)
+	}
+	var b strings.Builder
+	b.WriteString("The tests pass, but the reviewer did not pass the task (FAIL). Fix these findings and commit:")
+	for _, f := range r.Findings {
+		where := f.File
+		if where != "" && f.Line > 0 {
+			where += ":" + strconv.Itoa(f.Line)
+		}
+		if where != "" {
+			where = " (" + where + ")"
+		}
+		fmt.Fprintf(&b, "\n- %s%s: %s", f.Severity, where, f.Summary)
+	}
+	if len(r.Findings) == 0 {
+		b.WriteString("\n- (the reviewer gave no findings)")
+	}
+	return b.String()
+}
+
+// reviewerSpec is the reviewer of a run's tasks: nil without one.
+func reviewerSpec(opt, prompt string) (*reviewer.Spec, error) {
+	switch strings.TrimSpace(opt) {
+	case "":
+		return nil, nil
+	case reviewer.CLIClaude:
+		return &reviewer.Spec{CLI: reviewer.CLIClaude, Prompt: prompt}, nil
+	}
+	argv, err := argsplit.Split(opt)
+	if err != nil {
+		return nil, fmt.Errorf("reviewer command %q: %w", opt, err)
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("reviewer command %q is empty", opt)
+	}
+	return &reviewer.Spec{CLI: reviewer.CLICustom, Command: argv, Prompt: prompt}, nil
 }
 
 func firstLine(s string) string {
@@ -564,11 +821,26 @@ type iterationJob struct {
 	iteration   int
 	base        string
 	opts        api.RunOptions
-	feedback    string
+	prompt      string
+	// reviewPrompt asks the reviewer, when the run has one.
+	reviewPrompt string
+	// deadline ends the iteration with the task's budget (zero: none).
+	deadline time.Time
+	// err is a failure met before the iteration could start.
+	err error
 }
 
 func (j iterationJob) run(ctx context.Context) *iterationDone {
-	out := &iterationDone{task: j.task.ID, iteration: j.iteration}
+	out := &iterationDone{task: j.task.ID, iteration: j.iteration, base: j.base}
+	if j.err != nil {
+		out.err = j.err
+		return out
+	}
+	if !j.deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, j.deadline)
+		defer cancel()
+	}
 	wt, err := worktree.Create(ctx, j.root, j.runID, j.task.ID, "")
 	if err != nil {
 		out.err = err
@@ -578,7 +850,7 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 	if out.base == "" {
 		out.base = wt.Base
 	}
-	spec, err := agentSpec(j.opts, j.runID, j.task.ID, j.iteration, wt.Path, taskPrompt(j.task, wt.Branch, j.iteration, j.opts.MaxIterations, j.feedback))
+	spec, err := agentSpec(j.opts, j.runID, j.task.ID, j.iteration, wt.Path, j.prompt)
 	if err != nil {
 		out.err = err
 		return out
@@ -605,6 +877,18 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 	}
 	if s, err := gitOut(ctx, wt.Path, "status", "--porcelain=v1", "--untracked-files=no"); err == nil {
 		out.dirty = s != ""
+	}
+	if done, _ := judgeIteration(out); done {
+		spec, err := reviewerSpec(j.opts.Reviewer, strings.ReplaceAll(j.reviewPrompt, "{{base}}", out.base))
+		if err != nil {
+			out.err = err
+			return out
+		}
+		if spec != nil {
+			spec.Dir = wt.Path
+			res := reviewer.Run(ctx, *spec)
+			out.review = &res
+		}
 	}
 	if done, _ := judgeIteration(out); done {
 		// The branch is what gets merged; the work tree is no longer needed.
@@ -682,22 +966,46 @@ func (a *runActor) waveChecked(m *waveChecked) {
 	}
 }
 
-// taskPrompt is what the agent is asked in one iteration of a task.
-func taskPrompt(t rungraph.Task, branch string, iteration, maxIterations int, feedback string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "You are working on task %q of a drover run, alone in a git work tree on branch %s.\n\n", t.ID, branch)
-	fmt.Fprintf(&b, "Task: %s\n", t.Description)
-	if len(t.Files) > 0 {
-		fmt.Fprintf(&b, "\nFiles you are expected to change: %s\n", strings.Join(t.Files, ", "))
+// taskPrompt is what the agent is asked in one iteration of a task: the
+// run_task template, with the instructions of the iteration's role.
+func taskPrompt(tmpl templates.Set, t rungraph.Task, branch string, iteration, maxIterations int, role router.Role, feedback string) (string, error) {
+	vars := map[string]string{
+		"task_id": strconv.Quote(t.ID), "branch": branch, "description": t.Description,
+		"files": strings.Join(t.Files, ", "), "tests": strings.Join(rungraph.TargetedTests(t), " "),
+		"iteration": strconv.Itoa(iteration), "max_iterations": strconv.Itoa(maxIterations), "feedback": feedback,
+		"role": string(role), "agent_name": "drover:" + string(role),
 	}
-	if tests := rungraph.TargetedTests(t); len(tests) > 0 {
-		fmt.Fprintf(&b, "Targeted tests, run after you finish: %s\n", strings.Join(tests, " "))
+	sections := []struct {
+		key, name string
+		want      bool
+	}{
+		{"files_section", templates.RunTaskFiles, len(t.Files) > 0},
+		{"tests_section", templates.RunTaskTests, vars["tests"] != ""},
+		{"retry_section", templates.RunTaskRetry, iteration > 1},
 	}
-	b.WriteString("\nWhen the task is done and its tests pass, commit all of your work on this branch (git add, git commit). Do not push and do not switch branches.\n")
-	if iteration > 1 {
-		fmt.Fprintf(&b, "\nThis is iteration %d of %d. The last iteration did not finish the task:\n%s\n", iteration, maxIterations, feedback)
+	for _, sec := range sections {
+		vars[sec.key] = ""
+		if !sec.want {
+			continue
+		}
+		text, err := tmpl.Render(sec.name, vars)
+		if err != nil {
+			return "", err
+		}
+		vars[sec.key] = text
 	}
-	return b.String()
+	rolePrompt, err := tmpl.Render(templates.RolePrefix+string(role), vars)
+	if err != nil {
+		// A role without a template: its name alone.
+		rolePrompt = ""
+	}
+	vars["role_prompt"] = rolePrompt
+	text, err := tmpl.Render(templates.RunTask, vars)
+	// Absent sections leave runs of blank lines.
+	for strings.Contains(text, "\n\n\n") {
+		text = strings.ReplaceAll(text, "\n\n\n", "\n\n")
+	}
+	return text, err
 }
 
 // agentSpec builds the agent process of one iteration.

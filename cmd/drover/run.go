@@ -43,6 +43,14 @@ template ({{prompt}}, {{task}}, {{iteration}}, {{run}}, {{worktree}}; without
 {{prompt}} the prompt is the last argument). --test-command may hold
 {{packages}}, the task's targeted tests.
 
+Budgets end tasks and runs that will not finish: --max-iterations and
+--task-max-minutes fail a task, --max-minutes and --max-usd stop the run
+(a resumed run gets a fresh budget); a task whose targeted tests are stuck
+on a plateau or keep failing the same way fails early. Iterations are
+routed to the developer, debugger or architect role as in the loop.
+With --reviewer, a task whose tests pass is done only when the reviewer
+passes it; a FAIL sends the findings to the task's next iteration.
+
 run prints progress until the run ends, unless --detach. After a crash,
 drover run status shows where every run is and drover run resume RUN-ID
 goes on without redoing finished tasks.`,
@@ -80,6 +88,10 @@ goes on without redoing finished tasks.`,
 	f.StringVar(&opts.Agent, "agent", "", "agent command template (default: claude --print --output-format stream-json --verbose --dangerously-skip-permissions PROMPT)")
 	f.StringVar(&opts.TestCommand, "test-command", actors.DefaultTestCommand, "targeted test command, run in the task's work tree")
 	f.StringVar(&opts.SuiteCommand, "suite-command", actors.DefaultSuiteCommand, "suite command, run in the main work tree after each wave")
+	f.Float64Var(&opts.TaskMaxMinutes, "task-max-minutes", 0, "minutes a task may take before it fails, its agent killed (0: no limit)")
+	f.Float64Var(&opts.MaxMinutes, "max-minutes", 0, "minutes the whole run may take before it stops (0: no limit)")
+	f.Float64Var(&opts.MaxUSD, "max-usd", 0, "dollars the agents of the whole run may cost, as they report it, before it stops (0: no limit)")
+	f.StringVar(&opts.Reviewer, "reviewer", "", `reviewer that must pass each task before it is done: "claude", or a command template with {{prompt}}, {{schema}}, {{model}}, {{budget_usd}} (default: no review)`)
 	f.BoolVar(&detach, "detach", false, "start the run and return at once")
 	cmd.AddCommand(a.runStatusCmd(g), a.runResumeCmd(g))
 	return cmd
@@ -97,7 +109,7 @@ func (a *app) runStatusCmd(g *globalFlags) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "status [RUN-ID]",
-		Short: "Show a run (default: the newest): every task's state, iteration, last test result and cost",
+		Short: "Show a run (default: the newest): every task's state, iteration, role, last test result and cost",
 		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
@@ -176,7 +188,7 @@ func (a *app) watchRun(ctx context.Context, c *client.Client, run api.Run) error
 	defer tick.Stop()
 	for {
 		for _, t := range run.Tasks {
-			key := fmt.Sprintf("%s/%d", t.State, t.Iteration)
+			key := fmt.Sprintf("%s/%d/%s", t.State, t.Iteration, t.Role)
 			if seen[t.ID] == key {
 				continue
 			}
@@ -184,6 +196,9 @@ func (a *app) watchRun(ctx context.Context, c *client.Client, run api.Run) error
 			line := fmt.Sprintf("task %s (wave %d): %s", t.ID, t.Wave, t.State)
 			if t.Iteration > 0 {
 				line += fmt.Sprintf(", iteration %d", t.Iteration)
+			}
+			if t.Role != "" {
+				line += ", " + t.Role
 			}
 			if t.LastTest != nil && t.State != api.TaskRunning {
 				line += ", tests " + passFail(t.LastTest.Passed)
@@ -236,13 +251,17 @@ func printRun(w io.Writer, run api.Run) {
 	}
 	fmt.Fprintf(w, "run %s (%s): %s, %d of %d waves merged into %s, cost $%.2f\n", run.ID, run.File, state, run.Merged, run.Waves, run.Target, run.CostUSD)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tWAVE\tSTATE\tITERATION\tLAST TEST\tCOST")
+	fmt.Fprintln(tw, "TASK\tWAVE\tSTATE\tITERATION\tROLE\tLAST TEST\tCOST")
 	for _, t := range run.Tasks {
 		test := "-"
 		if t.LastTest != nil {
 			test = passFail(t.LastTest.Passed)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t$%.2f\n", t.ID, t.Wave, t.State, t.Iteration, run.Options.MaxIterations, test, t.CostUSD)
+		role := t.Role
+		if role == "" {
+			role = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t$%.2f\n", t.ID, t.Wave, t.State, t.Iteration, run.Options.MaxIterations, role, test, t.CostUSD)
 	}
 	_ = tw.Flush()
 	for _, t := range run.Tasks {

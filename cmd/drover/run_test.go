@@ -41,7 +41,7 @@ if [ -f "$d/block-$t" ]; then
 fi
 echo "$t" > "$t.txt"
 if [ "$t" != d ] || [ "$DROVER_ITERATION" != 1 ]; then
-  git add "$t.txt" && git commit -qm "task $t" || exit 4
+  git add "$t.txt" && git commit -qm "task $t" --allow-empty || exit 4
 fi
 date +%s%N > "$d/end-$t"
 printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.5,"num_turns":1,"result":"ok"}\n'
@@ -198,7 +198,7 @@ func TestRunWorksWavesInOrder(t *testing.T) {
 			row = fs
 		}
 	}
-	if strings.Join(row, " ") != "d 3 done 2/3 passed $1.00" {
+	if strings.Join(row, " ") != "d 3 done 2/3 developer passed $1.00" {
 		t.Errorf("run status table, row of d %q:\n%s", row, table)
 	}
 }
@@ -291,5 +291,194 @@ func TestRunRejectsBadGraph(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want an error with %q", r.code, r.stderr, c.want)
 			}
 		})
+	}
+}
+
+// runFailingTests is a --test-command whose tests always fail the same
+// way, as go test -v would say it.
+const runFailingTests = `#!/bin/sh
+echo "=== RUN   TestAnswer"
+echo "--- FAIL: TestAnswer (0.00s)"
+echo "    answer_test.go:9: got 41, want 42"
+echo FAIL
+exit 1
+`
+
+func (f *runFixture) script(name, body string) string {
+	f.t.Helper()
+	p := filepath.Join(f.dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	return "'" + p + "'"
+}
+
+// withFlag returns the fixture's arguments with flag set to value.
+func (f *runFixture) withFlag(flag, value string) []string {
+	args := append([]string(nil), f.args...)
+	for i := range args {
+		if args[i] == flag && i+1 < len(args) {
+			args[i+1] = value
+			return args
+		}
+	}
+	return append(args, flag, value)
+}
+
+func taskByID(r api.Run, id string) api.RunTask {
+	for _, t := range r.Tasks {
+		if t.ID == id {
+			return t
+		}
+	}
+	return api.RunTask{}
+}
+
+func TestRunTaskTimeBudget(t *testing.T) {
+	f := newRunFixture(t)
+	// a waits for a release that never comes: only its budget ends it.
+	f.touch("block-a")
+	r := f.drover("", append(f.args, "--task-max-minutes", "0.002", "--max-iterations", "5")...)
+	if r.code == 0 {
+		t.Fatalf("a task past its budget exited 0:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "task a is failed: the task budget of 0.002 minutes (--task-max-minutes) is spent") {
+		t.Errorf("the report does not name the task budget:\n%s", r.stdout)
+	}
+	if got := f.count("a"); got != 1 {
+		t.Errorf("task a ran %d times after its budget was spent, want 1", got)
+	}
+	if f.count("b") != 0 {
+		t.Errorf("wave 2 ran after task a failed")
+	}
+	run := f.runStatus(runIDFrom(t, r.stdout))
+	if a := taskByID(run, "a"); run.State != api.RunFailed || a.State != api.TaskFailed || a.EndedAt.IsZero() {
+		t.Errorf("run %s, task a %+v", run.State, a)
+	}
+}
+
+func TestRunStopsOnRunBudgets(t *testing.T) {
+	cases := []struct {
+		name  string
+		flags []string
+		want  string
+	}{
+		// a and b cost $0.50 each: $1.00 is past $0.90 while c still works.
+		{"dollars", []string{"--max-usd", "0.9"}, "run stopped: the run budget of $0.90 (--max-usd) is spent: the agents cost $1.00"},
+		// c never ends by itself: the run's time does.
+		{"minutes", []string{"--max-minutes", "0.01"}, "run stopped: the run budget of 0.01 minutes (--max-minutes) is spent"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newRunFixture(t)
+			f.touch("block-c")
+			r := f.drover("", append(f.args, c.flags...)...)
+			if r.code == 0 {
+				t.Fatalf("a run past its budget exited 0:\n%s", r.stdout)
+			}
+			if !strings.Contains(r.stdout, c.want) || !strings.Contains(r.stdout, "task c is failed: stopped with the run") {
+				t.Errorf("the report does not say which budget stopped the run and what it ended:\n%s", r.stdout)
+			}
+			if f.count("c") != 1 || f.count("d") != 0 {
+				t.Errorf("task c ran %d times, d %d; want 1 and 0", f.count("c"), f.count("d"))
+			}
+			run := f.runStatus(runIDFrom(t, r.stdout))
+			if run.State != api.RunFailed || taskByID(run, "c").State != api.TaskFailed || taskByID(run, "a").State != api.TaskDone {
+				t.Errorf("run %s, tasks %+v", run.State, run.Tasks)
+			}
+		})
+	}
+}
+
+func TestRunEndsThrashingTaskAndRoutesRoles(t *testing.T) {
+	f := newRunFixture(t)
+	args := f.withFlag("--test-command", f.script("failing-tests.sh", runFailingTests)+" {{packages}}")
+	r := f.drover("", append(args, "--max-iterations", "6")...)
+	if r.code == 0 {
+		t.Fatalf("a thrashing task exited 0:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "task a is failed: thrashing after 3 iterations: the same failure") {
+		t.Errorf("the report does not say the task was thrashing:\n%s", r.stdout)
+	}
+	if got := f.count("a"); got != 3 {
+		t.Errorf("task a ran %d times, want 3 (ended on thrashing, not on its 6 iterations)", got)
+	}
+	// The first iteration is the developer's; failing tests route the
+	// next ones to the debugger, told what failed.
+	for it, want := range map[int][]string{
+		1: {"## Role: developer", "implement the next piece"},
+		2: {"## Role: debugger", "Reproduce", "iteration 2 of 6", "got 41, want 42"},
+		3: {"## Role: debugger", "iteration 3 of 6"},
+	} {
+		p := f.read("prompt-a-" + strconv.Itoa(it))
+		for _, w := range want {
+			if !strings.Contains(p, w) {
+				t.Errorf("prompt of iteration %d lacks %q:\n%s", it, w, p)
+			}
+		}
+	}
+	id := runIDFrom(t, r.stdout)
+	a := taskByID(f.runStatus(id), "a")
+	if a.Role != "debugger" || a.Status != "thrashing" || !strings.Contains(a.StatusReason, "same failure") {
+		t.Errorf("task a: role %q, status %q (%s)", a.Role, a.Status, a.StatusReason)
+	}
+	if table := f.must("", "run", "status", id); !strings.Contains(table, "ROLE") || !tableRow(table, "a 1 failed 3/6 debugger failed") {
+		t.Errorf("run status does not show the role:\n%s", table)
+	}
+	// The live view polls, so only its last line of a is certain.
+	if !strings.Contains(r.stdout, "task a (wave 1): failed, iteration 3, debugger") {
+		t.Errorf("the live view does not show the role:\n%s", r.stdout)
+	}
+}
+
+// tableRow reports whether a line of table starts with the fields of row.
+func tableRow(table, row string) bool {
+	for _, line := range strings.Split(table, "\n") {
+		if strings.HasPrefix(strings.Join(strings.Fields(line), " "), row) {
+			return true
+		}
+	}
+	return false
+}
+
+// runFakeReviewer is a --reviewer: it fails the first review of task a
+// with one finding and passes every other, each review costing $0.25.
+const runFakeReviewer = `#!/bin/sh
+d=$(dirname "$0")
+t=$(git rev-parse --abbrev-ref HEAD); t=${t##*/}
+echo x >> "$d/reviews-$t"
+for last; do :; done
+printf '%s' "$last" > "$d/review-prompt-$t"
+if [ "$t" = a ] && [ "$(grep -c x "$d/reviews-$t")" = 1 ]; then
+  echo '{"type":"result","is_error":false,"total_cost_usd":0.25,"structured_output":{"verdict":"FAIL","findings":[{"severity":"blocking","file":"a.txt","line":1,"summary":"a.txt says a, it must say A"}]}}'
+else
+  echo '{"type":"result","is_error":false,"total_cost_usd":0.25,"structured_output":{"verdict":"PASS","findings":[]}}'
+fi
+`
+
+func TestRunReviewerMustPassTask(t *testing.T) {
+	f := newRunFixture(t)
+	rev := f.script("reviewer.sh", runFakeReviewer)
+	out := f.must("", append(f.args, "--reviewer", rev+" {{prompt}}")...)
+	id := runIDFrom(t, out)
+	if !strings.Contains(out, "run "+id+" done") {
+		t.Fatalf("run did not report done:\n%s", out)
+	}
+	// a was reviewed twice (FAIL, then PASS) and so ran twice; d's first
+	// iteration did not commit, so it was not reviewed.
+	for task, want := range map[string][2]int{"a": {2, 2}, "b": {1, 1}, "c": {1, 1}, "d": {2, 1}} {
+		if runs, reviews := f.count(task), strings.Count(f.read("reviews-"+task), "x"); runs != want[0] || reviews != want[1] {
+			t.Errorf("task %s: %d runs, %d reviews; want %d and %d", task, runs, reviews, want[0], want[1])
+		}
+	}
+	if p := f.read("prompt-a-2"); !strings.Contains(p, "reviewer did not pass the task") || !strings.Contains(p, "blocking (a.txt:1): a.txt says a, it must say A") {
+		t.Errorf("the findings did not reach a's next iteration:\n%s", p)
+	}
+	if p := f.read("review-prompt-b"); !strings.Contains(p, "independent reviewer") || !strings.Contains(p, "Write b.txt.") || !strings.Contains(p, "git diff ") || strings.Contains(p, "{{base}}") {
+		t.Errorf("review prompt of b:\n%s", p)
+	}
+	// Agents: 6 runs at $0.50; reviews: 5 at $0.25.
+	if r := f.runStatus(id); r.CostUSD != 4.25 || taskByID(r, "a").CostUSD != 1.5 {
+		t.Errorf("cost: run $%v, task a $%v; want $4.25 and $1.50", r.CostUSD, taskByID(r, "a").CostUSD)
 	}
 }

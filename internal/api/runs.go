@@ -57,6 +57,21 @@ type RunOptions struct {
 	TestCommand string `json:"test_command"`
 	// SuiteCommand is the wave checkpoint, run in the main work tree.
 	SuiteCommand string `json:"suite_command"`
+	// TaskMaxMinutes bounds the wall time of one task (0: no bound); a
+	// task past it is failed, its running agent killed.
+	TaskMaxMinutes float64 `json:"task_max_minutes,omitempty"`
+	// MaxMinutes bounds the wall time of the run since it was started or
+	// resumed (0: no bound); a run past it stops.
+	MaxMinutes float64 `json:"max_minutes,omitempty"`
+	// MaxUSD bounds what the agents of the run cost in all, as they report
+	// it (0: no bound); a run past it stops.
+	MaxUSD float64 `json:"max_usd,omitempty"`
+	// Reviewer, when set, must pass a task before it is done: "claude"
+	// runs Claude Code as the reviewer, anything else is a command
+	// template with the reviewer placeholders {{prompt}}, {{schema}},
+	// {{model}} and {{budget_usd}}. A FAIL sends its findings to the
+	// task's next iteration.
+	Reviewer string `json:"reviewer,omitempty"`
 }
 
 // StartRunRequest starts a run of a task graph.
@@ -86,6 +101,13 @@ type RunTask struct {
 	Base      string      `json:"base,omitempty"`
 	LastTest  *TestResult `json:"last_test,omitempty"`
 	CostUSD   float64     `json:"cost_usd"`
+	// Role is the role (developer, debugger, architect) the current or
+	// last iteration was routed to.
+	Role string `json:"role,omitempty"`
+	// Status is the convergence status after the last iteration, and
+	// StatusReason why.
+	Status       string `json:"status,omitempty"`
+	StatusReason string `json:"status_reason,omitempty"`
 	// Runs counts agent processes started for the task, across resumes.
 	Runs      int       `json:"runs"`
 	Error     string    `json:"error,omitempty"`
