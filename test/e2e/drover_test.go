@@ -209,6 +209,7 @@ type sessionStatus struct {
 	Pending   int       `json:"pending"`
 	Done      int       `json:"done"`
 	Stuck     int       `json:"stuck"`
+	CostUSD   float64   `json:"cost_usd"`
 	NextTask  string    `json:"next_task"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -243,9 +244,9 @@ func (p *queueProject) session(sid string) sessionStatus {
 func (p *queueProject) wantSession(sid, state string, iteration, pending, done, stuck int) sessionStatus {
 	p.t.Helper()
 	s := p.session(sid)
-	if s.Workflow != "queue" || s.State != state || s.Iteration != iteration || s.Pending != pending || s.Done != done || s.Stuck != stuck {
-		p.t.Errorf("session %s: workflow %s, state %s, iteration %d, %d pending, %d done, %d stuck; want queue, %s, %d, %d, %d, %d",
-			sid, s.Workflow, s.State, s.Iteration, s.Pending, s.Done, s.Stuck, state, iteration, pending, done, stuck)
+	if s.Workflow != "queue" || s.State != state || s.Iteration != iteration || s.Pending != pending || s.Done != done || s.Stuck != stuck || s.CostUSD != 0 {
+		p.t.Errorf("session %s: workflow %s, state %s, iteration %d, %d pending, %d done, %d stuck, cost $%v; want queue, %s, %d, %d, %d, %d, $0 (no reviewer runs in a queue)",
+			sid, s.Workflow, s.State, s.Iteration, s.Pending, s.Done, s.Stuck, s.CostUSD, state, iteration, pending, done, stuck)
 	}
 	return s
 }

@@ -267,6 +267,10 @@ func TestPlanReviews(t *testing.T) {
 			// session, and the probe hook saw only the agent.
 			if ss := p.status().Sessions; len(ss) != 1 || ss[0].ID != sid || ss[0].Workflow != "plan" {
 				t.Errorf("drover status lists sessions %+v; want only the agent's %s, in workflow plan", ss, sid)
+			} else if ss[0].CostUSD <= 0 {
+				// Every case runs at least one real reviewer, and the real
+				// CLI prices the scripted model's token usage.
+				t.Errorf("drover status shows cost $%v for the plan session; want the reviewers' cost, above 0", ss[0].CostUSD)
 			}
 			seen := probeSessions(t, probe)
 			if !seen[sid] {
