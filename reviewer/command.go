@@ -10,10 +10,12 @@ import (
 	"strings"
 )
 
-// stripEnv lists variables removed from a claude reviewer's environment.
-// CLAUDECODE marks a process as running inside a Claude Code session, and
-// the CLI refuses to start a nested session when it sees it; the supervisor
-// inherits it whenever the hook that auto-started it ran inside one.
+// stripEnv lists variables removed from the environment of a reviewer run
+// by name (claude, codex, gemini). CLAUDECODE marks a process as running
+// inside a Claude Code session, and claude refuses to start a nested session
+// when it sees it; the supervisor inherits it whenever the hook that
+// auto-started it ran inside one. No reviewer runs inside the agent's
+// session, so none should see it.
 var stripEnv = []string{"CLAUDECODE"}
 
 // customPlaceholder matches the placeholders of a custom command template.
@@ -31,8 +33,20 @@ var customPlaceholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_]+)\s*\}\}`)
 // recursion guard; GuardEnv in env is the second), and the reviewer gets no
 // permission to write: drover writes the review file from the answer.
 //
+// For CLICodex it is
+//
+//	codex exec --json --sandbox read-only --skip-git-repo-check
+//	  --output-schema FILE [--model M] PROMPT
+//
+// and for CLIGemini
+//
+//	gemini [--model M] --output-format json --approval-mode default
+//	  --prompt PROMPT+SCHEMA
+//
+// (see codexArgs and geminiArgs for where each flag is documented).
+//
 // env is s.Env (or the caller's environment when nil) with GuardEnv=1 set
-// and, for claude, CLAUDECODE removed.
+// and, for the named CLIs, CLAUDECODE removed.
 func BuildCommand(s Spec) (name string, args []string, env []string, err error) {
 	if strings.TrimSpace(s.Prompt) == "" {
 		return "", nil, nil, errors.New("reviewer spec: the prompt is empty")
@@ -43,9 +57,8 @@ func BuildCommand(s Spec) (name string, args []string, env []string, err error) 
 	if s.BudgetUSD < 0 {
 		return "", nil, nil, fmt.Errorf("reviewer spec: negative budget %v", s.BudgetUSD)
 	}
-	sch := s.Schema
-	if len(sch) == 0 {
-		sch = Schema()
+	if s.CLI != CLICustom && strings.HasPrefix(s.Model, "-") {
+		return "", nil, nil, fmt.Errorf("reviewer spec: model %q looks like a flag", s.Model)
 	}
 	base := s.Env
 	if base == nil {
@@ -53,15 +66,12 @@ func BuildCommand(s Spec) (name string, args []string, env []string, err error) 
 	}
 	switch s.CLI {
 	case "", CLIClaude:
-		name = s.Path
-		if name == "" {
-			name = CLIClaude
+		sch := s.Schema
+		if len(sch) == 0 {
+			sch = Schema()
 		}
 		args = []string{"--print"}
 		if s.Model != "" {
-			if strings.HasPrefix(s.Model, "-") {
-				return "", nil, nil, fmt.Errorf("reviewer spec: model %q looks like a flag", s.Model)
-			}
 			args = append(args, "--model", s.Model)
 		}
 		args = append(args,
@@ -73,15 +83,110 @@ func BuildCommand(s Spec) (name string, args []string, env []string, err error) 
 			args = append(args, "--max-budget-usd", strconv.FormatFloat(s.BudgetUSD, 'f', -1, 64))
 		}
 		args = append(args, positional(s.Prompt))
-		return name, args, withEnv(base, stripEnv), nil
+		return executable(s.Path, CLIClaude), args, withEnv(base, stripEnv), nil
+	case CLICodex:
+		if s.SchemaFile == "" {
+			return "", nil, nil, errors.New("reviewer spec: codex needs a schema file (Run writes one)")
+		}
+		return executable(s.Path, CLICodex), codexArgs(s), withEnv(base, stripEnv), nil
+	case CLIGemini:
+		sch := s.Schema
+		if len(sch) == 0 {
+			sch = Schema()
+		}
+		return executable(s.Path, CLIGemini), geminiArgs(s, sch), withEnv(base, stripEnv), nil
 	case CLICustom:
+		sch := s.Schema
+		if len(sch) == 0 {
+			sch = Schema()
+		}
 		name, args, err = expandCustom(s, sch)
 		if err != nil {
 			return "", nil, nil, err
 		}
 		return name, args, withEnv(base, nil), nil
 	}
-	return "", nil, nil, fmt.Errorf("reviewer spec: unknown CLI %q (want %q or %q)", s.CLI, CLIClaude, CLICustom)
+	return "", nil, nil, fmt.Errorf("reviewer spec: unknown CLI %q (want %s)", s.CLI, strings.Join(CLIs(), ", "))
+}
+
+// CLIs returns the names BuildCommand knows, for messages and validation.
+func CLIs() []string { return []string{CLIClaude, CLICodex, CLIGemini, CLICustom} }
+
+func executable(path, cli string) string {
+	if path != "" {
+		return path
+	}
+	return cli
+}
+
+// codexArgs builds `codex exec` for a read-only review. What each flag does,
+// from openai/codex codex-rs/exec/src/cli.rs and docs/exec.md:
+//
+//   - exec runs one non-interactive turn. It never asks for approvals; the
+//     prompt is one positional argument. stdin must not stay open: with a
+//     prompt and a piped stdin it reads stdin to the end and appends it
+//     ("Reading additional input from stdin..."), which is why Run gives
+//     every reviewer the null device.
+//   - --json prints the run as JSON Lines events on stdout (thread.started,
+//     turn.started, item.*, turn.completed with token usage, turn.failed,
+//     error); the final answer is the text of the last agent_message item.
+//     Progress otherwise goes to stderr. ParseCodexOutput reads these.
+//   - --output-schema FILE makes the final message a JSON string matching
+//     the schema in FILE (strict structured outputs: see StrictSchema).
+//     The schema must be a file, unlike claude's inline --json-schema.
+//   - --sandbox read-only (also exec's default, stated so that a user's
+//     config.toml cannot widen it): the model's commands can read the
+//     project but not write to it or reach the network. -a/--ask-for-approval
+//     is not passed: exec has no prompts to approve, and 0.139 removed the
+//     flag from exec, failing every run that still passed it.
+//   - --skip-git-repo-check: exec refuses to run outside a Git repository
+//     to protect against destructive edits; a read-only reviewer makes no
+//     edits, and a plan may live in a project that is not a repository.
+//   - --model M (-m) names an OpenAI model, such as gpt-5-codex.
+//
+// --ephemeral (no session files on disk) is left out: only recent versions
+// know it, and an unknown flag fails the run.
+func codexArgs(s Spec) []string {
+	args := []string{"exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--output-schema", s.SchemaFile}
+	if s.Model != "" {
+		args = append(args, "--model", s.Model)
+	}
+	return append(args, positional(s.Prompt))
+}
+
+// geminiArgs builds a headless gemini run. From google-gemini/gemini-cli
+// docs/cli/headless.md and packages/cli/src/config/config.ts:
+//
+//   - --prompt (-p) runs one prompt without the interactive UI. Some
+//     versions mark it deprecated in favour of a positional prompt and
+//     print a warning on stderr; both are one-shot when stdout is not a
+//     terminal, and -p is what the current headless docs use.
+//   - --output-format json prints one JSON object on stdout when done:
+//     "response" (the model's final text), "stats" (per-model token
+//     counts under stats.models.<name>.tokens) and, on failure, "error"
+//     {type, message, code}. A fatal error is printed to stderr instead,
+//     with a non-zero exit (1 general, 42 bad input, 53 turn limit).
+//     ParseGeminiOutput reads these.
+//   - --approval-mode default: in a non-interactive run the tools that
+//     need approval (shell, edit, write_file) are excluded, so the
+//     reviewer can read but not change the project. Stated so that a
+//     user's settings cannot make the reviewer yolo.
+//   - --model (-m) names a Gemini model, such as gemini-2.5-pro.
+//
+// Gemini CLI has no flag for a response schema (issues #5021, #13388; PR
+// #18032 that added --schema-file was closed), so the schema travels in
+// the prompt and the verdict is read from the JSON in "response".
+func geminiArgs(s Spec, sch []byte) []string {
+	var args []string
+	if s.Model != "" {
+		args = append(args, "--model", s.Model)
+	}
+	return append(args, "--output-format", "json", "--approval-mode", "default", "--prompt", positional(geminiPrompt(s.Prompt, sch)))
+}
+
+// geminiPrompt appends to prompt the instruction to answer in the schema.
+func geminiPrompt(prompt string, sch []byte) string {
+	return prompt + "\n\nAnswer with one JSON object and nothing else: no prose before or after it, no Markdown code fence. The object must match this JSON schema:\n" + string(sch) + "\n"
 }
 
 // positional keeps a prompt from being read as an option: the CLI's parser

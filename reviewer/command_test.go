@@ -111,7 +111,9 @@ func TestBuildCommandErrors(t *testing.T) {
 		{"huge prompt", Spec{Prompt: strings.Repeat("x", MaxPromptBytes+1)}, "more than"},
 		{"negative budget", Spec{Prompt: "p", BudgetUSD: -1}, "negative budget"},
 		{"model like a flag", Spec{Prompt: "p", Model: "--evil"}, "looks like a flag"},
-		{"unknown cli", Spec{CLI: "gemini", Prompt: "p"}, `unknown CLI "gemini"`},
+		{"unknown cli", Spec{CLI: "gpt", Prompt: "p"}, `unknown CLI "gpt"`},
+		{"codex without a schema file", Spec{CLI: CLICodex, Prompt: "p"}, "schema file"},
+		{"gemini model like a flag", Spec{CLI: CLIGemini, Prompt: "p", Model: "-y"}, "looks like a flag"},
 		{"custom without command", Spec{CLI: CLICustom, Prompt: "p"}, "custom command is empty"},
 		{"custom without prompt", Spec{CLI: CLICustom, Prompt: "p", Command: []string{"x", "{{model}}"}}, "no {{prompt}}"},
 		{"custom unknown placeholder", Spec{CLI: CLICustom, Prompt: "p", Command: []string{"x", "{{modle}}", "{{prompt}}"}}, "{{modle}}"},
@@ -148,4 +150,122 @@ func TestSchema(t *testing.T) {
 	if Schema()[0] != '{' {
 		t.Error("Schema returns a shared slice")
 	}
+}
+
+func TestBuildCommandCodexAndGemini(t *testing.T) {
+	base := []string{"PATH=/bin", "CLAUDECODE=1", GuardEnv + "=0", "HOME=/h"}
+	geminiTail := func(prompt string) []string {
+		return []string{"--output-format", "json", "--approval-mode", "default", "--prompt", prompt}
+	}
+	tests := []struct {
+		name     string
+		spec     Spec
+		wantName string
+		want     []string
+	}{
+		{
+			name:     "codex: read-only exec with JSON events, the schema file and the model as given",
+			spec:     Spec{CLI: CLICodex, Model: "gpt-5-codex", Prompt: "p", SchemaFile: "/tmp/s.json", BudgetUSD: 3, Env: base},
+			wantName: "codex",
+			want:     []string{"exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--output-schema", "/tmp/s.json", "--model", "gpt-5-codex", "p"},
+		},
+		{
+			name:     "codex: no model leaves the CLI default, a path and a dash prompt",
+			spec:     Spec{CLI: CLICodex, Path: "/opt/codex", Prompt: "- check", SchemaFile: "s.json", Env: base},
+			wantName: "/opt/codex",
+			want:     []string{"exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--output-schema", "s.json", "\n- check"},
+		},
+		{
+			name:     "gemini: headless JSON, default approvals, schema in the prompt",
+			spec:     Spec{CLI: CLIGemini, Model: "gemini-2.5-pro", Prompt: "Review plan.md.", BudgetUSD: 3, Env: base},
+			wantName: "gemini",
+			want:     append([]string{"--model", "gemini-2.5-pro"}, geminiTail(geminiPrompt("Review plan.md.", Schema()))...),
+		},
+		{
+			name:     "gemini: a custom schema, no model, a dash prompt",
+			spec:     Spec{CLI: CLIGemini, Path: "/opt/gemini", Prompt: "- check", Schema: []byte(`{"type":"object"}`), Env: base},
+			wantName: "/opt/gemini",
+			want:     geminiTail("\n" + geminiPrompt("- check", []byte(`{"type":"object"}`))),
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			name, args, env, err := BuildCommand(tt.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if name != tt.wantName || !slices.Equal(args, tt.want) {
+				t.Errorf("got %q %q\nwant %q %q", name, args, tt.wantName, tt.want)
+			}
+			for _, a := range args {
+				for _, bad := range []string{"yolo", "dangerously", "full-auto", "workspace-write", "auto_edit", "budget"} {
+					if strings.Contains(a, bad) && a != args[len(args)-1] {
+						t.Errorf("args hold %q: %q", bad, a)
+					}
+				}
+			}
+			if want := []string{"PATH=/bin", "HOME=/h", GuardEnv + "=1"}; !slices.Equal(env, want) {
+				t.Errorf("env = %q, want %q", env, want)
+			}
+		})
+	}
+}
+
+func TestGeminiPrompt(t *testing.T) {
+	p := geminiPrompt("Review plan.md.", Schema())
+	if !strings.HasPrefix(p, "Review plan.md.\n\n") || !strings.Contains(p, string(Schema())) || !strings.Contains(p, "one JSON object and nothing else") {
+		t.Errorf("prompt = %q", p)
+	}
+}
+
+func TestStrictSchema(t *testing.T) {
+	// OpenAI's strict mode: every object lists all its properties as
+	// required and forbids others.
+	var walk func(path string, node any)
+	walk = func(path string, node any) {
+		m, ok := node.(map[string]any)
+		if !ok {
+			return
+		}
+		if props, ok := m["properties"].(map[string]any); ok {
+			req, _ := m["required"].([]any)
+			for k := range props {
+				if !slices.Contains(req, any(k)) {
+					t.Errorf("%s: property %q is not required", path, k)
+				}
+			}
+			if m["additionalProperties"] != false {
+				t.Errorf("%s: additionalProperties is not false", path)
+			}
+			for k, v := range props {
+				walk(path+"."+k, v)
+			}
+		}
+		if items, ok := m["items"]; ok {
+			walk(path+"[]", items)
+		}
+	}
+	var root any
+	if err := json.Unmarshal(StrictSchema(), &root); err != nil {
+		t.Fatal(err)
+	}
+	walk("$", root)
+	// The same answers fit both schemas: the strict one only requires
+	// what the other allows.
+	var loose, strict map[string]any
+	_ = json.Unmarshal(Schema(), &loose)
+	_ = json.Unmarshal(StrictSchema(), &strict)
+	if !slices.Equal(mapsKeys(loose["properties"]), mapsKeys(strict["properties"])) {
+		t.Error("the schemas name different properties")
+	}
+}
+
+func mapsKeys(v any) []string {
+	m, _ := v.(map[string]any)
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
 }

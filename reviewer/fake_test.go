@@ -7,8 +7,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -37,7 +39,15 @@ func TestMain(m *testing.M) {
 //	FAKE_FINDINGS      the envelope's findings, as JSON
 //	FAKE_NITS          a seed: 1-4 random minor findings, verdict FAIL
 //	FAKE_VERBOSE       print the --verbose array instead of one object
+//	FAKE_CLI           codex or gemini: print that CLI's output instead of
+//	                   claude's envelope (JSON Lines events; a JSON object
+//	                   whose response holds the verdict in a code fence)
+//	FAKE_HANG_AFTER    after answering, sleep this long (a time.Duration)
+//	FAKE_KILL_SELF     after answering, die by SIGKILL
 //	FAKE_EXIT          exit code (default 0)
+//
+// The FAKE_ARGS_FILE record also holds "schema_file", the content of the
+// file named after --output-schema (codex), read while the fake runs.
 func fakeMain() int {
 	if p := os.Getenv("FAKE_ARGS_FILE"); p != "" {
 		stdin, _ := io.ReadAll(os.Stdin)
@@ -46,6 +56,14 @@ func fakeMain() int {
 			"guard":      os.Getenv(GuardEnv),
 			"claudecode": os.Getenv("CLAUDECODE"),
 			"stdin":      string(stdin),
+		}
+		if i := slices.Index(os.Args, "--output-schema"); i > 0 && i+1 < len(os.Args) {
+			data, err := os.ReadFile(os.Args[i+1])
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 3
+			}
+			rec["schema_file"] = string(data)
 		}
 		data, _ := json.Marshal(rec)
 		if err := os.WriteFile(p, data, 0o600); err != nil {
@@ -89,6 +107,13 @@ func fakeMain() int {
 	} else {
 		fmt.Println(fakeEnvelope())
 	}
+	if d, err := time.ParseDuration(os.Getenv("FAKE_HANG_AFTER")); err == nil {
+		time.Sleep(d)
+	}
+	if os.Getenv("FAKE_KILL_SELF") != "" {
+		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		time.Sleep(time.Hour)
+	}
 	code, _ := strconv.Atoi(os.Getenv("FAKE_EXIT"))
 	return code
 }
@@ -112,6 +137,27 @@ func fakeEnvelope() string {
 		verdict = VerdictFail
 	}
 	so, _ := json.Marshal(map[string]any{"verdict": verdict, "findings": findings})
+	switch os.Getenv("FAKE_CLI") {
+	case CLICodex:
+		msg, _ := json.Marshal(string(so))
+		return `{"type":"thread.started","thread_id":"0199a213-81c0-7800-8aa1-bbab2a035a53"}
+{"type":"turn.started"}
+{"type":"item.completed","item":{"id":"item_0","type":"reasoning","text":"**Reading the plan**"}}
+{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"bash -lc ls","aggregated_output":"","status":"in_progress"}}
+{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"bash -lc ls","aggregated_output":"plan.md\n","exit_code":0,"status":"completed"}}
+{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":` + string(msg) + `}}
+{"type":"turn.completed","usage":{"input_tokens":24763,"cached_input_tokens":24448,"output_tokens":122}}`
+	case CLIGemini:
+		out, _ := json.MarshalIndent(map[string]any{
+			"session_id": "s",
+			"response":   "Here is my review.\n```json\n" + string(so) + "\n```",
+			"stats": map[string]any{"models": map[string]any{"gemini-2.5-pro": map[string]any{
+				"api":    map[string]any{"totalRequests": 2, "totalErrors": 0, "totalLatencyMs": 5000},
+				"tokens": map[string]any{"input": 700, "prompt": 900, "candidates": 60, "total": 1000, "cached": 200, "thoughts": 40, "tool": 0},
+			}}},
+		}, "", "  ")
+		return string(out)
+	}
 	env := fmt.Sprintf(`{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"","structured_output":%s,"session_id":"s","total_cost_usd":0.25,"duration_ms":10}`, so)
 	if os.Getenv("FAKE_VERBOSE") != "" {
 		return `[{"type":"system","subtype":"init"},{"type":"assistant","message":{}},` + env + `]`

@@ -39,8 +39,8 @@ func (q Quorum) String() string {
 
 // Combined is the outcome of several reviewers. Its Result holds the
 // combined Outcome and Verdict, the findings of every reviewer that answered
-// (duplicates by file and summary merged, blocking wins), the summed cost,
-// and the wall time of the whole batch; Model lists the models.
+// (duplicates by file and summary merged, blocking wins), the summed cost
+// and tokens, and the wall time of the whole batch; Model lists the models.
 type Combined struct {
 	Result
 	Quorum                           Quorum
@@ -101,6 +101,8 @@ func Combine(results []Result, quorum Quorum) Combined {
 	for _, r := range results {
 		models = append(models, r.Model)
 		c.CostUSD += r.CostUSD
+		c.InputTokens += r.InputTokens
+		c.OutputTokens += r.OutputTokens
 		c.Duration = max(c.Duration, r.Duration)
 		switch r.Outcome {
 		case Pass:

@@ -54,14 +54,14 @@ func TestRunParallelNoSpecs(t *testing.T) {
 }
 
 func TestCombine(t *testing.T) {
-	pass := Result{Model: "a", Outcome: Pass, Verdict: VerdictPass, Duration: time.Second}
+	pass := Result{Model: "a", Outcome: Pass, Verdict: VerdictPass, Duration: time.Second, InputTokens: 100, OutputTokens: 10}
 	fail := Result{Model: "b", Outcome: Fail, Verdict: VerdictFail, Duration: 3 * time.Second, Findings: []Finding{
 		{Severity: SeverityMinor, File: "x.go", Summary: "Rename it."},
 	}}
 	fail2 := Result{Model: "c", Outcome: Fail, Verdict: VerdictFail, Findings: []Finding{
 		{Severity: SeverityBlocking, File: "./x.go", Summary: "rename  it"},
 	}}
-	broken := Result{Model: "d", Outcome: Failed, Err: errors.New("exit 1")}
+	broken := Result{Model: "d", Outcome: Failed, Err: errors.New("exit 1"), InputTokens: 7, OutputTokens: 1}
 	tests := []struct {
 		name    string
 		results []Result
@@ -96,6 +96,10 @@ func TestCombine(t *testing.T) {
 	if len(c.Findings) != 1 || !c.Findings[0].Blocking() || c.Duration != 3*time.Second {
 		t.Errorf("merged findings %+v (want one, blocking), duration %v (want the longest)", c.Findings, c.Duration)
 	}
+	// Tokens spent count whether or not the run answered.
+	if c := Combine([]Result{pass, broken, pass}, All); c.InputTokens != 207 || c.OutputTokens != 21 {
+		t.Errorf("combined tokens %d/%d, want 207/21", c.InputTokens, c.OutputTokens)
+	}
 	if c := Combine([]Result{broken}, All); !strings.Contains(c.Err.Error(), "d: exit 1") {
 		t.Errorf("err %v does not name the failed model", c.Err)
 	}
@@ -111,37 +115,6 @@ func TestRunParallelPanicIsAFailure(t *testing.T) {
 	if results[0].Outcome != Failed || !strings.Contains(fmt.Sprint(results[0].Err), "panicked") || c.Outcome != Failed {
 		t.Fatalf("got %s %v", results[0].Outcome, results[0].Err)
 	}
-}
-
-// BenchmarkRunParallel compares a batch of reviewers that each sleep a
-// fixed time run one after the other and run in parallel; the speedup
-// metric is sequential time over parallel time (ideally the batch size).
-func BenchmarkRunParallel(b *testing.B) {
-	const n = 4
-	specs := make([]Spec, n)
-	for i := range specs {
-		specs[i] = fake("FAKE_SLEEP=200ms")
-	}
-	var seq, par time.Duration
-	for b.Loop() {
-		start := time.Now()
-		for _, s := range specs {
-			if r := Run(context.Background(), s); r.Outcome != Pass {
-				b.Fatalf("sequential run: %s %v", r.Outcome, r.Err)
-			}
-		}
-		seq += time.Since(start)
-
-		start = time.Now()
-		c, _ := RunParallel(context.Background(), specs, n, All)
-		if c.Outcome != Pass {
-			b.Fatalf("parallel run: %s %v", c.Outcome, c.Err)
-		}
-		par += time.Since(start)
-	}
-	b.ReportMetric(float64(seq)/float64(par), "speedup")
-	b.ReportMetric(float64(seq.Milliseconds())/float64(b.N), "seq-ms/op")
-	b.ReportMetric(float64(par.Milliseconds())/float64(b.N), "par-ms/op")
 }
 
 func TestQuorumString(t *testing.T) {

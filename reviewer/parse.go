@@ -34,6 +34,26 @@ type envelope struct {
 	StructuredOutput json.RawMessage `json:"structured_output"`
 	TotalCostUSD     float64         `json:"total_cost_usd"`
 	TerminalReason   string          `json:"terminal_reason"`
+	Usage            json.RawMessage `json:"usage"`
+}
+
+// claudeUsage is the envelope's usage, as the Messages API counts it: input
+// not read from or written to the cache, plus the two cache counts.
+type claudeUsage struct {
+	InputTokens              float64 `json:"input_tokens"`
+	CacheCreationInputTokens float64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     float64 `json:"cache_read_input_tokens"`
+	OutputTokens             float64 `json:"output_tokens"`
+}
+
+// Parsed is what a reviewer's output says. Verdict and Findings are set
+// only when the parse succeeded; CostUSD and the token counts are kept
+// whenever the CLI reported them, also next to an error.
+type Parsed struct {
+	Verdict                   string
+	Findings                  []Finding
+	CostUSD                   float64
+	InputTokens, OutputTokens int64
 }
 
 // answer is the structured output the verdict schema asks for.
@@ -49,7 +69,7 @@ type rawFinding struct {
 	Summary  string          `json:"summary"`
 }
 
-// ParseOutput reads a reviewer's stdout. It is pure.
+// ParseOutput reads the stdout of a claude (or custom) reviewer. It is pure.
 //
 // stdout is expected to hold Claude Code's --output-format json result: one
 // JSON object, or, when --verbose is in effect, a JSON array of messages of
@@ -71,51 +91,81 @@ type rawFinding struct {
 // The error wraps ErrUnparsable, ErrIsError, ErrNoStructuredOutput or
 // ErrBadVerdict.
 func ParseOutput(stdout []byte) (verdict string, findings []Finding, cost float64, err error) {
+	p, err := parseClaude(stdout)
+	return p.Verdict, p.Findings, p.CostUSD, err
+}
+
+// Parse reads the stdout of a reviewer run with cli: ParseCodexOutput for
+// CLICodex, ParseGeminiOutput for CLIGemini, and ParseOutput's rules (with
+// the envelope's usage as tokens) for CLIClaude and CLICustom. It is pure.
+func Parse(cli string, stdout []byte) (Parsed, error) {
+	switch cli {
+	case CLICodex:
+		return ParseCodexOutput(stdout)
+	case CLIGemini:
+		return ParseGeminiOutput(stdout)
+	}
+	return parseClaude(stdout)
+}
+
+func parseClaude(stdout []byte) (Parsed, error) {
+	var p Parsed
 	doc, err := lastJSON(stdout)
 	if err != nil {
-		return "", nil, 0, err
+		return p, err
 	}
 	doc, err = resultOf(doc)
 	if err != nil {
-		return "", nil, 0, err
+		return p, err
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(doc, &fields); err != nil {
-		return "", nil, 0, fmt.Errorf("%w: the result is not a JSON object", ErrUnparsable)
+		return p, fmt.Errorf("%w: the result is not a JSON object", ErrUnparsable)
 	}
 	structured := doc
 	if _, typed := fields["type"]; typed {
 		var env envelope
 		if err := json.Unmarshal(doc, &env); err != nil {
-			return "", nil, 0, fmt.Errorf("%w: decoding the result envelope: %v", ErrUnparsable, err)
+			return p, fmt.Errorf("%w: decoding the result envelope: %v", ErrUnparsable, err)
 		}
-		cost = finite(env.TotalCostUSD)
+		p.CostUSD = finite(env.TotalCostUSD)
+		var u claudeUsage
+		if json.Unmarshal(env.Usage, &u) == nil {
+			p.InputTokens = tokens(u.InputTokens) + tokens(u.CacheCreationInputTokens) + tokens(u.CacheReadInputTokens)
+			p.OutputTokens = tokens(u.OutputTokens)
+		}
 		if env.Type != "result" {
-			return "", nil, cost, fmt.Errorf("%w: the last message has type %q, not \"result\"", ErrUnparsable, cut(env.Type, 40))
+			return p, fmt.Errorf("%w: the last message has type %q, not \"result\"", ErrUnparsable, cut(env.Type, 40))
 		}
 		if env.IsError || strings.HasPrefix(env.Subtype, "error") {
-			return "", nil, cost, fmt.Errorf("%w: %s", ErrIsError, describeError(env))
+			return p, fmt.Errorf("%w: %s", ErrIsError, describeError(env))
 		}
 		structured = env.StructuredOutput
 		if len(bytes.TrimSpace(structured)) == 0 || bytes.Equal(bytes.TrimSpace(structured), []byte("null")) {
-			return "", nil, cost, fmt.Errorf("%w (subtype %q)", ErrNoStructuredOutput, cut(env.Subtype, 60))
+			return p, fmt.Errorf("%w (subtype %q)", ErrNoStructuredOutput, cut(env.Subtype, 60))
 		}
 	} else if _, ok := fields["verdict"]; !ok {
-		return "", nil, 0, fmt.Errorf("%w: an object with neither \"type\" nor \"verdict\"", ErrUnparsable)
+		return p, fmt.Errorf("%w: an object with neither \"type\" nor \"verdict\"", ErrUnparsable)
 	}
+	p.Verdict, p.Findings, err = decodeAnswer(structured)
+	return p, err
+}
 
+// decodeAnswer reads a verdict object: the verdict, exactly PASS or FAIL,
+// and at most MaxFindings findings. On error both results are zero.
+func decodeAnswer(structured []byte) (verdict string, findings []Finding, err error) {
 	var a answer
 	if err := json.Unmarshal(structured, &a); err != nil {
-		return "", nil, cost, fmt.Errorf("%w: structured output is not a verdict object: %v", ErrNoStructuredOutput, err)
+		return "", nil, fmt.Errorf("%w: structured output is not a verdict object: %v", ErrNoStructuredOutput, err)
 	}
 	if a.Verdict == nil {
-		return "", nil, cost, fmt.Errorf("%w: structured output has no verdict", ErrNoStructuredOutput)
+		return "", nil, fmt.Errorf("%w: structured output has no verdict", ErrNoStructuredOutput)
 	}
 	switch *a.Verdict {
 	case VerdictPass, VerdictFail:
 		verdict = *a.Verdict
 	default:
-		return "", nil, cost, fmt.Errorf("%w: %q", ErrBadVerdict, cut(*a.Verdict, 40))
+		return "", nil, fmt.Errorf("%w: %q", ErrBadVerdict, cut(*a.Verdict, 40))
 	}
 	for _, raw := range a.Findings {
 		if len(findings) == MaxFindings {
@@ -126,7 +176,7 @@ func ParseOutput(stdout []byte) (verdict string, findings []Finding, cost float6
 			findings = append(findings, f)
 		}
 	}
-	return verdict, findings, cost, nil
+	return verdict, findings, nil
 }
 
 // lastJSON returns stdout itself when it is one JSON value, else the last
@@ -224,6 +274,15 @@ func line(raw json.RawMessage) int {
 		return 0
 	}
 	return int(f)
+}
+
+// tokens turns a reported token count into an int64; a count that is
+// negative, fractional nonsense or absurdly large is 0.
+func tokens(f float64) int64 {
+	if math.IsNaN(f) || f < 0 || f > 1e15 {
+		return 0
+	}
+	return int64(f)
 }
 
 func finite(f float64) float64 {

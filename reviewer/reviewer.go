@@ -1,11 +1,11 @@
-// Package reviewer runs one independent reviewer: a CLI process (claude, or
-// a custom command template) asked to review some work and to answer with a
-// structured verdict and findings.
+// Package reviewer runs one independent reviewer: a CLI process (claude,
+// codex, gemini, or a custom command template) asked to review some work and
+// to answer with a structured verdict and findings.
 //
 // It owns everything about that one process and nothing about sessions: the
 // command line (built without a shell), the recursion guard, the timeout and
 // the kill of the whole process group, the capped capture of its output, the
-// parsing of the CLI's JSON envelope, model alternation, the convergence
+// parsing of each CLI's JSON output into one Result, model alternation, the convergence
 // helpers that decide when reviews are clean, and parallel runs with a quorum
 // on a bounded pool. The caller (a session's actor) decides what to review
 // and what a verdict means for its workflow.
@@ -24,6 +24,10 @@ import (
 const (
 	// CLIClaude is Claude Code in print mode. It is the default.
 	CLIClaude = "claude"
+	// CLICodex is OpenAI's Codex CLI, `codex exec`, read-only.
+	CLICodex = "codex"
+	// CLIGemini is Google's Gemini CLI in headless mode.
+	CLIGemini = "gemini"
 	// CLICustom runs Spec.Command, a template of argv with {{model}},
 	// {{prompt}}, {{schema}} and {{budget_usd}} placeholders.
 	CLICustom = "custom"
@@ -47,19 +51,29 @@ const MaxPromptBytes = 100 << 10
 
 // Spec is one reviewer invocation. Only Prompt is required.
 type Spec struct {
-	// CLI is CLIClaude (also when empty) or CLICustom.
+	// CLI is CLIClaude (also when empty), CLICodex, CLIGemini or
+	// CLICustom.
 	CLI string
-	// Path is the executable for CLIClaude; empty means "claude" looked
-	// up in PATH. CLICustom takes its executable from Command[0].
+	// Path is the executable for CLIClaude, CLICodex and CLIGemini; empty
+	// means the CLI's name looked up in PATH. CLICustom takes its
+	// executable from Command[0].
 	Path string
-	// Model is passed as --model (or {{model}}); empty leaves the CLI's
-	// default for claude.
+	// Model is passed as the CLI's model flag (or {{model}}) as it is:
+	// an alias such as opus or sonnet for claude, that CLI's own model
+	// names for codex and gemini. Empty leaves the CLI's default.
 	Model string
 	// Prompt is what the reviewer is asked to do.
 	Prompt string
-	// Schema is the JSON schema of the answer; nil means Schema().
+	// Schema is the JSON schema of the answer; nil means Schema() (for
+	// codex, StrictSchema()).
 	Schema []byte
+	// SchemaFile is, for CLICodex, a file holding the schema, passed as
+	// --output-schema. Run leaves it empty and writes a temporary file of
+	// its own, removed when the run ends; BuildCommand needs it set.
+	SchemaFile string
 	// BudgetUSD caps the run's spend (--max-budget-usd); 0 means no cap.
+	// Only claude has such a flag: codex and gemini ignore it, and report
+	// no cost either.
 	BudgetUSD float64
 	// Timeout bounds the run; 0 means DefaultTimeout. When it expires the
 	// whole process group is killed.
@@ -131,8 +145,12 @@ type Result struct {
 	Verdict  string
 	Findings []Finding
 	// CostUSD is the CLI's total_cost_usd, when it reported one (also for
-	// some failed runs, such as is_error).
+	// some failed runs, such as is_error). codex and gemini report none:
+	// it is 0 for them.
 	CostUSD float64
+	// InputTokens and OutputTokens are the tokens the CLI reported, 0
+	// when it reported none. Input counts cached input too.
+	InputTokens, OutputTokens int64
 	// Duration is the process's wall time, not counting the wait for a
 	// Limiter slot.
 	Duration time.Duration
@@ -180,3 +198,28 @@ const schema = `{"type":"object",` +
 // {"verdict": "PASS"|"FAIL", "findings": [{"severity": "blocking"|"minor",
 // "file", "line", "summary"}]}. Each call returns a fresh copy.
 func Schema() []byte { return []byte(schema) }
+
+// strictSchema is schema under the rules of OpenAI's strict structured
+// outputs, which codex exec applies to --output-schema: every property is
+// listed in "required" and every object has additionalProperties false, or
+// the API answers 400 invalid_json_schema before the model runs (see
+// openai/codex docs/exec.md, "Structured output", and the Archon and
+// pi-web-providers reports of that error). So file and line are required
+// (an empty file and line 0 say "none"), and "minimum" is left out as a
+// keyword older strict modes rejected.
+const strictSchema = `{"type":"object",` +
+	`"properties":{` +
+	`"verdict":{"type":"string","enum":["PASS","FAIL"]},` +
+	`"findings":{"type":"array","items":{"type":"object",` +
+	`"properties":{` +
+	`"severity":{"type":"string","enum":["blocking","minor"]},` +
+	`"file":{"type":"string"},` +
+	`"line":{"type":"integer"},` +
+	`"summary":{"type":"string"}},` +
+	`"required":["severity","file","line","summary"],"additionalProperties":false}}},` +
+	`"required":["verdict","findings"],"additionalProperties":false}`
+
+// StrictSchema returns Schema() in the form strict structured outputs
+// accept: every property required. It is what codex gets. Each call returns
+// a fresh copy.
+func StrictSchema() []byte { return []byte(strictSchema) }

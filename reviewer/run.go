@@ -32,9 +32,19 @@ const logTailBytes = 8 << 10
 // sent SIGKILL, so grandchildren (tools the CLI started) die with it; the
 // group is also killed after a normal exit, so nothing it left behind
 // outlives the run. Output past s.OutputCap is drained and dropped. A
-// failed run's log goes to s.LogPath when set.
+// failed run's log goes to s.LogPath when set. For codex, the schema goes
+// to a private temporary file that is removed when Run returns; the output
+// is read with Parse for s.CLI.
 func Run(ctx context.Context, s Spec) Result {
 	res := Result{Model: s.Model, ExitCode: -1}
+	if s.CLI == CLICodex && s.SchemaFile == "" {
+		path, err := writeSchemaFile(s.Schema)
+		if err != nil {
+			return failed(res, s, nil, err)
+		}
+		defer os.Remove(path)
+		s.SchemaFile = path
+	}
 	name, args, env, err := BuildCommand(s)
 	if err != nil {
 		return failed(res, s, nil, err)
@@ -71,8 +81,8 @@ func Run(ctx context.Context, s Spec) Result {
 		res.ExitCode = state.ExitCode()
 	}
 
-	verdict, findings, cost, perr := ParseOutput(res.Stdout)
-	res.CostUSD = cost
+	parsed, perr := Parse(s.CLI, res.Stdout)
+	res.CostUSD, res.InputTokens, res.OutputTokens = parsed.CostUSD, parsed.InputTokens, parsed.OutputTokens
 	switch {
 	case waitErr != nil && tctx.Err() != nil:
 		if ctx.Err() != nil {
@@ -82,9 +92,13 @@ func Run(ctx context.Context, s Spec) Result {
 	case waitErr != nil:
 		err := fmt.Errorf("%w: %v", ErrExit, waitErr)
 		if errors.Is(perr, ErrIsError) {
-			// claude exits 1 after printing an is_error result; its
-			// message says more than the status does.
+			// claude exits 1 after printing an is_error result, codex
+			// after a turn.failed event; their message says more than
+			// the status does.
 			err = fmt.Errorf("%w: %v (%w)", ErrExit, waitErr, perr)
+		} else if serr := stderrError(s.CLI, res.Stderr); serr != nil {
+			// gemini prints its fatal errors as JSON on stderr.
+			err = fmt.Errorf("%w: %v (%w)", ErrExit, waitErr, serr)
 		}
 		return failed(res, s, args, err)
 	case res.StdoutTruncated:
@@ -92,9 +106,9 @@ func Run(ctx context.Context, s Spec) Result {
 	case perr != nil:
 		return failed(res, s, args, perr)
 	}
-	res.Verdict, res.Findings = verdict, findings
+	res.Verdict, res.Findings = parsed.Verdict, parsed.Findings
 	res.Outcome = Fail
-	if verdict == VerdictPass {
+	if parsed.Verdict == VerdictPass {
 		res.Outcome = Pass
 	}
 	return res
@@ -160,6 +174,29 @@ func execute(ctx context.Context, name string, args, env []string, dir string, s
 	return cmd.ProcessState, waitErr, nil
 }
 
+// writeSchemaFile writes the schema codex reads from --output-schema to a
+// new private temporary file and returns its path; the caller removes it.
+// An empty sch means StrictSchema().
+func writeSchemaFile(sch []byte) (string, error) {
+	if len(sch) == 0 {
+		sch = StrictSchema()
+	}
+	f, err := os.CreateTemp("", "drover-review-schema-*.json")
+	if err != nil {
+		return "", fmt.Errorf("creating the reviewer's schema file: %w", err)
+	}
+	if _, err := f.Write(sch); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", fmt.Errorf("writing the reviewer's schema file %q: %w", f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("closing the reviewer's schema file %q: %w", f.Name(), err)
+	}
+	return f.Name(), nil
+}
+
 // capBuffer keeps the first limit bytes written to it and counts the rest.
 // It never fails a write, so the process writing into the pipe never
 // blocks on a reader that stopped reading.
@@ -199,11 +236,14 @@ func failed(res Result, s Spec, args []string, err error) Result {
 func writeLog(s Spec, args []string, res Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "drover reviewer run failed at %s\n", time.Now().UTC().Format(time.RFC3339))
-	name := s.Path
-	if s.CLI == CLICustom && len(s.Command) > 0 {
-		name = s.Command[0]
-	} else if name == "" {
-		name = CLIClaude
+	name := executable(s.Path, s.CLI)
+	switch s.CLI {
+	case CLICustom:
+		if len(s.Command) > 0 {
+			name = s.Command[0]
+		}
+	case "":
+		name = executable(s.Path, CLIClaude)
 	}
 	fmt.Fprintf(&b, "command: %s", strconv.Quote(name))
 	for _, a := range args {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -141,6 +142,26 @@ func TestRunFailures(t *testing.T) {
 				return s
 			},
 			err: ErrTimeout, exit: -1, logHas: "timed out",
+		},
+		{
+			name: "a PASS on stdout, then killed by a signal",
+			spec: func() Spec { return fake("FAKE_KILL_SELF=1") },
+			err:  ErrExit, errHas: "killed", exit: -1,
+		},
+		{
+			name: "a PASS on stdout, then a hang until the timeout",
+			spec: func() Spec {
+				s := fake("FAKE_HANG_AFTER=1h")
+				// Time to print the answer even on a loaded machine.
+				s.Timeout = 3 * time.Second
+				return s
+			},
+			err: ErrTimeout, exit: -1, logHas: `"structured_output":{"findings":[],"verdict":"PASS"}`,
+		},
+		{
+			name: "binary garbage",
+			spec: func() Spec { return fake("FAKE_STDOUT=\x01\x7f\xfe\xff{[\x1b[31m") },
+			err:  ErrUnparsable, exit: 0,
 		},
 		{
 			name:   "bad spec",
@@ -364,5 +385,194 @@ func TestRunCancelledBeforeStart(t *testing.T) {
 	}
 	if _, err := os.Stat(argsFile); !os.IsNotExist(err) {
 		t.Error("the reviewer ran although the context was already done")
+	}
+}
+
+// fakeAs returns a Spec that runs the fake CLI as cli, printing that CLI's
+// output.
+func fakeAs(cli, model string, kv ...string) Spec {
+	s := fake(append([]string{"FAKE_CLI=" + cli}, kv...)...)
+	s.CLI, s.Model = cli, model
+	return s
+}
+
+type invocation struct {
+	Args       []string
+	Guard      string
+	Claudecode string
+	Stdin      string
+	SchemaFile string `json:"schema_file"`
+}
+
+func readInvocation(t *testing.T, path string) invocation {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the fake recorded no invocation: %v", err)
+	}
+	var inv invocation
+	if err := json.Unmarshal(data, &inv); err != nil {
+		t.Fatal(err)
+	}
+	return inv
+}
+
+// TestRunCodexAndGemini runs the fake as each CLI: the argv it received,
+// the schema file codex read (and that Run removed), the verdict, findings
+// and tokens parsed from each one's output.
+func TestRunCodexAndGemini(t *testing.T) {
+	blocking := `[{"severity":"blocking","file":"plan.md","line":4,"summary":"no rollback step"}]`
+	tests := []struct {
+		name          string
+		spec          Spec
+		wantArgs      func(inv invocation) []string
+		outcome       Outcome
+		findings      int
+		input, output int64
+	}{
+		{
+			name: "codex",
+			spec: fakeAs(CLICodex, "gpt-5-codex"),
+			wantArgs: func(inv invocation) []string {
+				return []string{"exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--output-schema", schemaPath(inv.Args), "--model", "gpt-5-codex", "Review the work."}
+			},
+			outcome: Pass, input: 24763, output: 122,
+		},
+		{
+			name: "gemini",
+			spec: fakeAs(CLIGemini, "gemini-2.5-pro", "FAKE_VERDICT=FAIL", "FAKE_FINDINGS="+blocking),
+			wantArgs: func(invocation) []string {
+				return []string{"--model", "gemini-2.5-pro", "--output-format", "json", "--approval-mode", "default", "--prompt", geminiPrompt("Review the work.", Schema())}
+			},
+			outcome: Fail, findings: 1, input: 900, output: 60,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			argsFile := filepath.Join(t.TempDir(), "args.json")
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp) // where Run writes codex's schema file
+			s := tt.spec
+			s.Env = append(s.Env, "FAKE_ARGS_FILE="+argsFile, "CLAUDECODE=1")
+			r := Run(context.Background(), s)
+			if r.Outcome != tt.outcome || r.Err != nil || len(r.Findings) != tt.findings {
+				t.Fatalf("outcome %s err %v findings %v, want %s with %d; stderr %q", r.Outcome, r.Err, r.Findings, tt.outcome, tt.findings, r.Stderr)
+			}
+			if r.InputTokens != tt.input || r.OutputTokens != tt.output || r.CostUSD != 0 || r.ExitCode != 0 || r.Model != s.Model {
+				t.Errorf("tokens %d/%d cost %v exit %d model %q", r.InputTokens, r.OutputTokens, r.CostUSD, r.ExitCode, r.Model)
+			}
+			inv := readInvocation(t, argsFile)
+			if want := tt.wantArgs(inv); !slices.Equal(inv.Args, want) {
+				t.Errorf("args =\n%q\nwant\n%q", inv.Args, want)
+			}
+			if inv.Guard != "1" || inv.Claudecode != "" || inv.Stdin != "" {
+				t.Errorf("guard %q, CLAUDECODE %q, stdin %q; want 1, unset, empty", inv.Guard, inv.Claudecode, inv.Stdin)
+			}
+			if s.CLI == CLICodex {
+				if inv.SchemaFile != string(StrictSchema()) {
+					t.Errorf("codex read the schema %q, want StrictSchema()", inv.SchemaFile)
+				}
+				if filepath.Dir(schemaPath(inv.Args)) != tmp {
+					t.Errorf("schema file %q is not in TMPDIR", schemaPath(inv.Args))
+				}
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("the schema file %s outlived the run", left[0].Name())
+			}
+		})
+	}
+}
+
+func schemaPath(args []string) string {
+	if i := slices.Index(args, "--output-schema"); i >= 0 && i+1 < len(args) {
+		return args[i+1]
+	}
+	return ""
+}
+
+// TestRunFailuresCodexAndGemini: each way these CLIs fail is a Failed run
+// that says why, with the schema file gone and a log written.
+func TestRunFailuresCodexAndGemini(t *testing.T) {
+	tests := []struct {
+		name    string
+		spec    Spec
+		timeout time.Duration
+		err     []error
+		errHas  string
+		exit    int
+	}{
+		{
+			name: "codex turn.failed and exit 1",
+			spec: fakeAs(CLICodex, "", "FAKE_EXIT=1", "FAKE_STDOUT="+codexTurnFailed),
+			err:  []error{ErrExit, ErrIsError}, errHas: "401 Unauthorized", exit: 1,
+		},
+		{
+			name: "codex prose instead of the schema",
+			spec: fakeAs(CLICodex, "", "FAKE_STDOUT="+`{"type":"item.completed","item":{"type":"agent_message","text":"LGTM"}}`+"\n"+`{"type":"turn.completed"}`),
+			err:  []error{ErrNoStructuredOutput}, errHas: "LGTM",
+		},
+		{
+			name: "codex garbage",
+			spec: fakeAs(CLICodex, "", "FAKE_STDOUT=\x01\x02\xff{{ segfault?"),
+			err:  []error{ErrUnparsable},
+		},
+		{
+			name: "codex hangs",
+			spec: fakeAs(CLICodex, "", "FAKE_SLEEP=1h"), timeout: 200 * time.Millisecond,
+			err: []error{ErrTimeout}, exit: -1,
+		},
+		{
+			name: "gemini fatal error as JSON on stderr, exit 41",
+			spec: fakeAs(CLIGemini, "", "FAKE_EXIT=41", "FAKE_STDOUT=", "FAKE_STDERR="+geminiAuthError),
+			err:  []error{ErrExit, ErrIsError}, errHas: "FatalAuthenticationError", exit: 41,
+		},
+		{
+			name: "gemini exit 1 with plain stderr",
+			spec: fakeAs(CLIGemini, "", "FAKE_EXIT=1", "FAKE_STDOUT=", "FAKE_STDERR=TypeError: fetch failed"),
+			err:  []error{ErrExit}, errHas: "exit status 1", exit: 1,
+		},
+		{
+			name: "gemini answers in prose",
+			spec: fakeAs(CLIGemini, "", "FAKE_STDOUT="+`{"response":"All good, PASS.","stats":{}}`),
+			err:  []error{ErrNoStructuredOutput}, errHas: "All good",
+		},
+		{
+			name: "gemini garbage",
+			spec: fakeAs(CLIGemini, "", "FAKE_STDOUT=Loaded cached credentials.\nPASS"),
+			err:  []error{ErrUnparsable},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tmp := t.TempDir()
+			t.Setenv("TMPDIR", tmp) // where Run writes codex's schema file
+			s := tt.spec
+			s.LogPath = filepath.Join(t.TempDir(), "review-1.log")
+			if tt.timeout > 0 {
+				s.Timeout = tt.timeout
+			}
+			r := Run(context.Background(), s)
+			if r.Outcome != Failed || r.Verdict != "" || r.Findings != nil || Clean(r, false) {
+				t.Fatalf("outcome %s verdict %q findings %v, want Failed with neither", r.Outcome, r.Verdict, r.Findings)
+			}
+			for _, want := range tt.err {
+				if !errors.Is(r.Err, want) {
+					t.Errorf("err = %v, want it to wrap %v", r.Err, want)
+				}
+			}
+			if r.Err == nil || !strings.Contains(r.Err.Error(), tt.errHas) {
+				t.Errorf("err = %v, want it to mention %q", r.Err, tt.errHas)
+			}
+			if r.ExitCode != tt.exit {
+				t.Errorf("exit code %d, want %d", r.ExitCode, tt.exit)
+			}
+			log, err := os.ReadFile(s.LogPath)
+			if err != nil || !strings.Contains(string(log), "exit code: "+strconv.Itoa(tt.exit)) {
+				t.Errorf("log (%v):\n%s", err, log)
+			}
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Errorf("%s left %s in TMPDIR after a failed run", s.CLI, left[0].Name())
+			}
+		})
 	}
 }
