@@ -60,9 +60,13 @@ type PlanArgs struct {
 	MaxReviews *int `json:"max_reviews,omitempty"`
 	// BudgetUSD is a new plan's reviewer budget in dollars (0: none).
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
-	// Phase is the phase the agent reports finished (advance).
+	// Phase is the phase the agent reports finished (advance), the kind
+	// of a standalone review (review: plan-review, tasks-review,
+	// code-review, all-code-review), or the action whose prompt to render
+	// (action: one of plan.Actions).
 	Phase string `json:"phase,omitempty"`
-	// Task is the task of advance complete-task and friends, or add-task.
+	// Task is the task of advance complete-task and friends, add-task,
+	// a standalone code review, or an action.
 	Task string `json:"task,omitempty"`
 	// Key and Value are an escape hatch of set.
 	Key   string `json:"key,omitempty"`
@@ -89,6 +93,12 @@ type PlanStatus struct {
 	// BudgetUSD is the plan's reviewer budget in dollars (0: none),
 	// compared with Totals.CostUSD before each review.
 	BudgetUSD float64 `json:"budget_usd,omitempty"`
+	// Standalone is true while the review cycle is a standalone one,
+	// which leaves next_phase null when it ends.
+	Standalone bool `json:"standalone,omitempty"`
+	// CleanStreak is how many clean reviews in a row end a cycle
+	// (review.clean_streak).
+	CleanStreak int `json:"clean_streak"`
 
 	// ReviewRunning is true while a review of the plan is in flight;
 	// Review says which.
@@ -387,7 +397,7 @@ func (a *sessionActor) planCommand(actx actor.Context, m *WorkflowCommand) *Work
 }
 
 // planVerbs lists the plan commands the session actor knows.
-var planVerbs = []string{"new", "advance", "set", "status", "findings", "continue", "wait", "stop-reviews", "add-task"}
+var planVerbs = []string{"new", "advance", "set", "status", "findings", "continue", "wait", "stop-reviews", "add-task", "review", "action"}
 
 func (a *sessionActor) planVerb(actx actor.Context, ctx context.Context, verb string, args PlanArgs) (PlanStatus, error) {
 	switch verb {
@@ -415,6 +425,10 @@ func (a *sessionActor) planVerb(actx actor.Context, ctx context.Context, verb st
 		return a.continuePlan(actx, ctx, args)
 	case "stop-reviews", "stop", "cancel":
 		return a.stopReviews(actx, ctx)
+	case "review":
+		return a.standaloneReview(actx, ctx, args)
+	case "action":
+		return a.actionPrompt(ctx, args)
 	case "add-task":
 		return a.planChange(actx, ctx, "add-task", func(s plan.State, f plan.Facts) (plan.State, []plan.Effect, error) {
 			return plan.AddTask(s, f, args.Task)
@@ -519,12 +533,62 @@ func (a *sessionActor) newPlan(ctx context.Context, args PlanArgs) (PlanStatus, 
 		fmt.Fprintf(&b, "[drover] Set aside plan %s (phase %s); `drover plan continue %s` takes it up again.\n", s.PlanID, s.Phase, s.PlanID)
 	}
 	fmt.Fprintf(&b, "[drover] Started plan %s in %s (at most %d review(s) per review cycle%s%s).\n", id, dir, maxReviews, tddNote(next.TDD), budgetNote(next.BudgetUSD))
-	if slices.Contains(f.Files, "plan.md") {
-		fmt.Fprintf(&b, "plan.md is there. Stop when it is ready: drover then has an independent reviewer (%s first) review it.", reviewer.NextModel(cfg.ReviewModels(), 0))
+	// The rest is the new-plan action's prompt: what to write, then stop.
+	if tmpl, err := a.env.Templates(); err != nil {
+		a.log.Error("loading templates", zap.Error(err))
+		fmt.Fprintf(&b, "Write the plan to %s, then stop.", filepath.Join(dir, "plan.md"))
+	} else if text, err := plan.ActionPrompt(next, f, tmpl, plan.ActionNewPlan, ""); err != nil {
+		a.log.Error("rendering the new-plan prompt", zap.Error(err))
+		fmt.Fprintf(&b, "Write the plan to %s, then stop.", filepath.Join(dir, "plan.md"))
 	} else {
-		fmt.Fprintf(&b, "Write the plan to %s (goal, design, the files to change, risks, how to test it; no other Markdown files in that folder yet), then stop: drover then has an independent reviewer (%s first) review it and tells you what to do next.", filepath.Join(dir, "plan.md"), reviewer.NextModel(cfg.ReviewModels(), 0))
+		b.WriteString(text)
 	}
 	return a.planStatus(b.String()), nil
+}
+
+// standaloneReview is `drover plan code-review [ID]` and the other
+// standalone reviews: a review cycle of that kind starts at the next stop
+// and leaves next_phase null when it ends.
+func (a *sessionActor) standaloneReview(actx actor.Context, ctx context.Context, args PlanArgs) (PlanStatus, error) {
+	kind, ok := plan.Phase(args.Phase).ReviewKind()
+	if !ok {
+		return PlanStatus{}, fmt.Errorf("%w: plan review: unknown review %q (known: plan-review, tasks-review, code-review, all-code-review)", ErrBadRequest, args.Phase)
+	}
+	return a.planChange(actx, ctx, args.Phase, func(s plan.State, f plan.Facts) (plan.State, []plan.Effect, error) {
+		return plan.StandaloneReview(s, f, kind, args.Task)
+	}, func(n plan.State) string {
+		what := string(kind) + " review"
+		if kind == plan.KindCode {
+			what = "code review of task " + n.CurrentTask
+		}
+		if n.MaxReviews == 0 {
+			return fmt.Sprintf("[drover] Plan %s: reviews are off (max_reviews 0), so the standalone %s is skipped when you stop.", n.PlanID, what)
+		}
+		cfg := a.env.Config()
+		return fmt.Sprintf("[drover] Plan %s: a standalone %s starts when you stop (%s first; at most %d review(s), %d clean in a row end it). It is standalone: when it ends, the plan stays where it is (next_phase null). Stop now.", n.PlanID, what, reviewer.NextModel(cfg.ReviewModels(), 0), n.MaxReviews, cleanStreak(cfg))
+	})
+}
+
+// actionPrompt renders the prompt of /drover:plan ACTION for the session's
+// plan, from the project's templates; it changes nothing.
+func (a *sessionActor) actionPrompt(ctx context.Context, args PlanArgs) (PlanStatus, error) {
+	s := a.rec.Plan
+	if !s.Active() {
+		return PlanStatus{}, fmt.Errorf("%w: plan %s: session %s has no plan; start one with /drover:plan new <plan-id>", ErrBadRequest, args.Phase, a.id)
+	}
+	tmpl, err := a.env.Templates()
+	if err != nil {
+		return PlanStatus{}, fmt.Errorf("loading templates: %w", err)
+	}
+	f, err := a.planFacts(ctx, s, s.PlanID, false)
+	if err != nil {
+		return PlanStatus{}, err
+	}
+	text, err := plan.ActionPrompt(s, f, tmpl, args.Phase, args.Task)
+	if err != nil {
+		return PlanStatus{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return a.planStatus(text), nil
 }
 
 func budgetNote(usd float64) string {
@@ -549,8 +613,12 @@ func tddNote(tdd bool) string {
 	return ""
 }
 
-// advancePhases lists what `drover plan advance` accepts.
-var advancePhases = []string{"new-plan", "create-tasks", "complete-task", "complete-task-tdd", "next-task", "next-task-tdd", "continue-task", "post-review", "post-plan-review", "post-tasks-review", "post-code-review", "post-all-code-review", "complete"}
+// AdvancePhases returns the phases `drover plan advance` accepts: those
+// issue 6 names, next-task-tdd, post-review (whichever post-review is
+// waited for) and complete.
+func AdvancePhases() []string {
+	return []string{"new-plan", "create-tasks", "complete-task", "complete-task-tdd", "next-task", "next-task-tdd", "continue-task", "post-review", "post-plan-review", "post-tasks-review", "post-code-review", "post-all-code-review", "complete"}
+}
 
 func (a *sessionActor) advancePlan(actx actor.Context, ctx context.Context, args PlanArgs) (PlanStatus, error) {
 	phase := plan.Phase(args.Phase)
@@ -584,7 +652,7 @@ func (a *sessionActor) advancePlan(actx actor.Context, ctx context.Context, args
 			return plan.PostReviewDone(s, f)
 		}
 	default:
-		return PlanStatus{}, fmt.Errorf("%w: plan advance: unknown phase %q (known: %s)", ErrBadRequest, phase, strings.Join(advancePhases, ", "))
+		return PlanStatus{}, fmt.Errorf("%w: plan advance: unknown phase %q (known: %s)", ErrBadRequest, phase, strings.Join(AdvancePhases(), ", "))
 	}
 	return a.planChange(actx, ctx, "advance "+string(phase), change, a.advanceMessage)
 }
@@ -756,32 +824,9 @@ func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, arg
 	}
 	a.applyPlanEffects(actx, effects)
 	a.writePlanView()
-	st := a.planStatus(note + route.Text + "\n" + routeHint(route))
+	st := a.planStatus(note + route.Text)
 	st.Action, st.Task, st.File = route.Action, route.Task, route.File
 	return st, nil
-}
-
-// routeHint says which command reports each routed action done.
-func routeHint(r plan.Route) string {
-	switch r.Action {
-	case plan.ActionPostReview:
-		return "Perform the post-review (address the review's blocking findings, write the post-review file), run `drover plan advance post-review`, then stop: the next review starts."
-	case plan.ActionStop:
-		return "Stop now: the review starts when you stop."
-	case plan.ActionNewPlan:
-		return "Write plan.md in the plan folder, run `drover plan advance new-plan`, then stop: the plan review starts."
-	case plan.ActionCreateTasks:
-		return "Write tasks.md (a Markdown table only: Id | Status | Description) and one task-<Id>.md per task, run `drover plan advance create-tasks`, then stop: the tasks review starts."
-	case plan.ActionCompleteTask:
-		return "Implement the task (with its tests; commit), run `drover plan advance " + string(r.Phase) + " --task " + orNone(r.Task) + "`, then stop: the code review starts."
-	case plan.ActionContinueTask:
-		return "Finish the task, run `drover plan advance continue-task`, then stop."
-	case plan.ActionDone:
-		return "The plan is complete: nothing is left to do."
-	case plan.ActionAskUser:
-		return "Ask the user what to do next (drover plan advance <phase> records it)."
-	}
-	return ""
 }
 
 // adoptPlan makes the session drive plan id (the newest plan folder with a
@@ -856,6 +901,7 @@ func stateFromView(id string, view []byte, models []string, defaultMax int) (pla
 		ConsecutiveClean int         `json:"consecutive_clean"`
 		TDD              bool        `json:"tdd"`
 		BudgetUSD        float64     `json:"budget_usd"`
+		Standalone       bool        `json:"standalone"`
 	}
 	if err := json.Unmarshal(view, &v); err != nil {
 		return plan.State{}, fmt.Errorf("reading the state.json of plan %s: %w", id, err)
@@ -869,6 +915,12 @@ func stateFromView(id string, view []byte, models []string, defaultMax int) (pla
 			return plan.State{}, fmt.Errorf("the state.json of plan %s has an unknown next_phase %q", id, *v.NextPhase)
 		}
 		s.NextPhase = *v.NextPhase
+	}
+	if v.Standalone {
+		// Only a cycle under way can be standalone.
+		_, review := s.NextPhase.ReviewKind()
+		_, post := s.NextPhase.PostReviewKind()
+		s.Standalone = review || post
 	}
 	if v.CurrentTask != nil {
 		if *v.CurrentTask != "" && !plan.ValidTaskID(*v.CurrentTask) {
@@ -1211,7 +1263,8 @@ func (a *sessionActor) planStatus(msg string) PlanStatus {
 		st.CurrentTask = &ct
 	}
 	st.PhaseIteration, st.MaxReviews, st.ConsecutiveClean, st.TDD = s.Iteration, s.MaxReviews, s.ConsecutiveClean, s.TDD
-	st.BudgetUSD = s.BudgetUSD
+	st.BudgetUSD, st.Standalone = s.BudgetUSD, s.Standalone
+	st.CleanStreak = cleanStreak(a.env.Config())
 	st.ReviewModel = reviewer.NextModel(models, s.ModelIndex)
 	if r := s.Review; r != nil {
 		st.ReviewRunning = true
@@ -1224,6 +1277,14 @@ func (a *sessionActor) planStatus(msg string) PlanStatus {
 	st.OpenFindings = len(s.Ledger.Open())
 	st.Totals = ReadPlanTotals(st.PlanDir, a.id)
 	return st
+}
+
+// cleanStreak is review.clean_streak, or its default.
+func cleanStreak(cfg config.Config) int {
+	if cfg.Review.CleanStreak <= 0 {
+		return plan.CleanToAdvance
+	}
+	return cfg.Review.CleanStreak
 }
 
 func findingsOf(l reviewer.Ledger) []PlanFinding {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -246,7 +247,7 @@ func TestPlanAdvancesAfterTwoCleanReviews(t *testing.T) {
 	}
 	f.waitReview(sid)
 	r = f.stop(sid, "stop-4")
-	if r.Err != nil || r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "passed twice") {
+	if r.Err != nil || r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "passed: 2 clean review(s) in a row") {
 		t.Fatalf("stop after two clean reviews: %+v", r)
 	}
 	rec := f.storedPlan(sid)
@@ -528,7 +529,7 @@ func TestPlanContinueAdoptsAPlanFromItsView(t *testing.T) {
 	if st.PlanID != "handover" || st.Action != plan.ActionCompleteTask || st.Task != "1" || st.MaxReviews != 5 || !st.TDD {
 		t.Fatalf("continue in a new session: %+v", st)
 	}
-	if !strings.Contains(st.Message, "picked up") || !strings.Contains(st.Message, "drover plan advance complete-task") {
+	if !strings.Contains(st.Message, "picked up") || !strings.Contains(st.Message, "`drover plan complete-task 1 --tdd`") {
 		t.Errorf("continue message:\n%s", st.Message)
 	}
 	if rec := f.storedPlan("next-session"); rec.Workflow != session.Plan || rec.Plan.Phase != plan.PhaseTasksReview {
@@ -665,5 +666,199 @@ func TestStateFromViewKeepsTheBudget(t *testing.T) {
 				t.Errorf("budget %v, want %v", s.BudgetUSD, c.want)
 			}
 		})
+	}
+}
+
+// TestPlanAdvanceAcceptsEveryPhase is issue 6's list of phases `drover plan
+// advance` takes, each reported from a state where it makes sense.
+func TestPlanAdvanceAcceptsEveryPhase(t *testing.T) {
+	f := newPlanFixture(t)
+	waitingFor := func(post string) func(s *plan.State) {
+		return func(s *plan.State) {
+			kind, _ := plan.Phase(post).PostReviewKind()
+			s.Phase, s.NextPhase, s.Iteration, s.CurrentTask = kind.ReviewPhase(), plan.Phase(post), 1, "1"
+		}
+	}
+	tests := []struct {
+		phase     string
+		task      string
+		prepare   func(s *plan.State)
+		wantPhase string
+		wantNext  string
+	}{
+		{phase: "new-plan", wantPhase: "new-plan", wantNext: "plan-review"},
+		{phase: "create-tasks", wantPhase: "create-tasks", wantNext: "tasks-review"},
+		{phase: "complete-task", task: "1", wantPhase: "complete-task", wantNext: "code-review"},
+		{phase: "complete-task-tdd", task: "1", wantPhase: "complete-task-tdd", wantNext: "code-review"},
+		{phase: "next-task", task: "1", wantPhase: "next-task"},
+		{phase: "continue-task", prepare: func(s *plan.State) {
+			s.Phase, s.NextPhase, s.CurrentTask = plan.PhaseCompleteTask, plan.PhaseCodeReview, "1"
+		}, wantPhase: "continue-task", wantNext: "code-review"},
+		{phase: "post-plan-review", prepare: waitingFor("post-plan-review"), wantPhase: "post-plan-review", wantNext: "plan-review"},
+		{phase: "post-tasks-review", prepare: waitingFor("post-tasks-review"), wantPhase: "post-tasks-review", wantNext: "tasks-review"},
+		{phase: "post-code-review", prepare: waitingFor("post-code-review"), wantPhase: "post-code-review", wantNext: "code-review"},
+		{phase: "post-all-code-review", prepare: waitingFor("post-all-code-review"), wantPhase: "post-all-code-review", wantNext: "all-code-review"},
+	}
+	for i, tt := range tests {
+		t.Run(tt.phase, func(t *testing.T) {
+			if !slices.Contains(AdvancePhases(), tt.phase) {
+				t.Errorf("AdvancePhases() lacks %s", tt.phase)
+			}
+			sid := "advance-" + strconv.Itoa(i)
+			id := "adv" + strconv.Itoa(i)
+			f.write(id, "plan.md", "# Plan\n")
+			f.write(id, "tasks.md", "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | pending | one |\n")
+			f.write(id, "task-1.md", "# Task 1\n")
+			f.mustPlan(sid, "new", PlanArgs{PlanID: id})
+			if tt.prepare != nil {
+				f.setPlanState(sid, tt.prepare)
+			}
+			st, err := f.plan(sid, "advance", PlanArgs{Phase: tt.phase, Task: tt.task})
+			if err != nil {
+				t.Fatalf("advance %s: %v", tt.phase, err)
+			}
+			if st.Phase != tt.wantPhase || orNone(derefStr(st.NextPhase)) != orNone(tt.wantNext) {
+				t.Errorf("advance %s: phase %s next %s, want %s next %s", tt.phase, st.Phase, derefStr(st.NextPhase), tt.wantPhase, orNone(tt.wantNext))
+			}
+			view, _ := os.ReadFile(filepath.Join(f.planDir(id), plan.ViewFile))
+			if !strings.Contains(string(view), `"phase": "`+tt.wantPhase+`"`) {
+				t.Errorf("state.json after advance %s:\n%s", tt.phase, view)
+			}
+		})
+	}
+	if _, err := f.plan("advance-0", "advance", PlanArgs{Phase: "plan-review"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "unknown phase") {
+		t.Errorf("advance plan-review (a review, not a finished step): %v", err)
+	}
+}
+
+func derefStr(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// setPlanState edits session sid's stored plan state and retires its actor
+// (which saves nothing on its way out), so that the next message recovers
+// the edited state, as after a supervisor restart.
+func (f *planFixture) setPlanState(sid string, edit func(s *plan.State)) {
+	f.t.Helper()
+	rec := f.storedPlan(sid)
+	edit(&rec.Plan)
+	if err := f.store.Save(context.Background(), rec); err != nil {
+		f.t.Fatal(err)
+	}
+	f.system.Root.Send(f.pid, &Forget{SessionID: sid})
+}
+
+// TestPlanStandaloneReview runs `drover plan code-review 2` in the middle of
+// a plan: the review cycle runs at the stops, and once two reviews in a row
+// are clean the plan stays where it was, with next_phase null.
+func TestPlanStandaloneReview(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-standalone"
+	f.write("solo", "plan.md", "# Solo\n")
+	f.write("solo", "tasks.md", "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | done | one |\n| 2 | pending | two |\n")
+	f.write("solo", "task-1.md", "# Task 1\n")
+	f.write("solo", "task-2.md", "# Task 2\n")
+	f.mustPlan(sid, "new", PlanArgs{PlanID: "solo"})
+	if _, err := f.plan(sid, "review", PlanArgs{Phase: "bogus-review"}); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("an unknown review: %v", err)
+	}
+	if _, err := f.plan(sid, "review", PlanArgs{Phase: "code-review"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "no current task") {
+		t.Errorf("a code review with no task: %v", err)
+	}
+	st := f.mustPlan(sid, "review", PlanArgs{Phase: "code-review", Task: "2"})
+	if !st.Standalone || derefStr(st.NextPhase) != "code-review" || derefStr(st.CurrentTask) != "2" || st.Phase != "new-plan" || !strings.Contains(st.Message, "standalone code review of task 2") {
+		t.Fatalf("after review code-review 2: %+v", st)
+	}
+	if view, _ := os.ReadFile(filepath.Join(f.planDir("solo"), plan.ViewFile)); !strings.Contains(string(view), `"standalone": true`) {
+		t.Errorf("state.json does not say standalone:\n%s", view)
+	}
+	for n := 1; n <= 2; n++ {
+		if r := f.stop(sid, "stop-review-"+strconv.Itoa(n)); !r.Output.IsBlock() {
+			t.Fatalf("stop %d did not start review %d: %+v", n, n, r)
+		}
+		f.waitReview(sid)
+		r := f.stop(sid, "stop-answer-"+strconv.Itoa(n))
+		if n == 1 {
+			if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "task-2-review-1.md") {
+				t.Fatalf("stop after review 1: %+v", r)
+			}
+			f.mustPlan(sid, "advance", PlanArgs{Phase: "post-code-review"})
+			continue
+		}
+		if r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "standalone code review of task 2") {
+			t.Fatalf("stop after review 2: %+v", r)
+		}
+	}
+	st = f.mustPlan(sid, "status", PlanArgs{})
+	if st.Standalone || st.NextPhase != nil || st.Phase != "code-review" || st.ConsecutiveClean != 2 || st.CleanStreak != 2 {
+		t.Errorf("status after the standalone review: %+v", st)
+	}
+	if r := f.stop(sid, "stop-after"); r.Output.IsBlock() || f.fakeFile("count") != "2" {
+		t.Errorf("the stop after the standalone cycle: %+v, %s reviewer runs", r, f.fakeFile("count"))
+	}
+	// continue leaves the decision to the user (seed 001's catch-all).
+	if st := f.mustPlan(sid, "continue", PlanArgs{}); st.Action != plan.ActionAskUser {
+		t.Errorf("continue after a standalone review: %+v", st)
+	}
+}
+
+// TestPlanActionPrompt renders /drover:plan ACTION through the session
+// actor: with the plan's values, from the project's templates.
+func TestPlanActionPrompt(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-actions"
+	if _, err := f.plan(sid, "action", PlanArgs{Phase: "create-tasks"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "no plan") {
+		t.Errorf("an action without a plan: %v", err)
+	}
+	f.write("acts", "plan.md", "# Acts\n")
+	f.write("acts", "tasks.md", "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | done | one |\n| 2 | pending | two |\n")
+	f.write("acts", "task-1.md", "# Task 1\n")
+	f.write("acts", "task-2.md", "# Task 2\n")
+	st := f.mustPlan(sid, "new", PlanArgs{PlanID: "acts"})
+	if !strings.Contains(st.Message, "[drover] Started plan acts") || !strings.Contains(st.Message, "Write the plan to "+filepath.Join(f.planDir("acts"), "plan.md")+" (") {
+		t.Errorf("new printed:\n%s", st.Message)
+	}
+	for _, c := range []struct{ action, task, want string }{
+		{"complete-task", "", "`drover plan complete-task 2`"},
+		{"complete-task-tdd", "", "`drover plan complete-task 2 --tdd`"},
+		{"code-review", "1", "`drover plan code-review 1`"},
+		{"add-task", "", "`drover plan add-task 3`"},
+		{"tasks-review", "", "`drover plan tasks-review`"},
+	} {
+		st := f.mustPlan(sid, "action", PlanArgs{Phase: c.action, Task: c.task})
+		if !strings.Contains(st.Message, c.want) || !strings.Contains(st.Message, f.planDir("acts")) {
+			t.Errorf("action %s:\n%s", c.action, st.Message)
+		}
+	}
+	if _, err := f.plan(sid, "action", PlanArgs{Phase: "continue-task"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "no current task") {
+		t.Errorf("continue-task with no current task: %v", err)
+	}
+	// Rendering changes nothing.
+	if rec := f.storedPlan(sid); rec.Plan.Phase != plan.PhaseNewPlan || rec.Plan.NextPhase != plan.PhasePlanReview {
+		t.Errorf("an action prompt changed the plan: %+v", rec.Plan)
+	}
+}
+
+func TestStateFromViewKeepsAStandaloneCycle(t *testing.T) {
+	cases := []struct {
+		view string
+		want bool
+	}{
+		{`{"phase":"post-code-review","next_phase":"code-review","current_task":"1","standalone":true}`, true},
+		{`{"phase":"code-review","next_phase":"post-code-review","current_task":"1","standalone":true}`, true},
+		{`{"phase":"code-review","next_phase":null,"standalone":true}`, false},
+		{`{"phase":"post-code-review","next_phase":"code-review","current_task":"1"}`, false},
+	}
+	for _, c := range cases {
+		s, err := stateFromView("p", []byte(c.view), nil, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Standalone != c.want {
+			t.Errorf("%s: standalone %v, want %v", c.view, s.Standalone, c.want)
+		}
 	}
 }

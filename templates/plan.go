@@ -31,10 +31,41 @@ const (
 	PlanReviewMissing = "plan_review_missing"
 	PlanPassed        = "plan_passed"
 	PlanMaxReviews    = "plan_max_reviews"
-	PlanReviewsOff    = "plan_reviews_off"
-	PlanViewRewritten = "plan_view_rewritten"
-	PlanFolderMissing = "plan_folder_missing"
+	// PlanPassedStandalone and PlanMaxReviewsStandalone end a standalone
+	// review cycle (/drover:plan code-review and friends), after which
+	// the plan does not move on.
+	PlanPassedStandalone     = "plan_passed_standalone"
+	PlanMaxReviewsStandalone = "plan_max_reviews_standalone"
+	PlanReviewsOff           = "plan_reviews_off"
+	PlanViewRewritten        = "plan_view_rewritten"
+	PlanFolderMissing        = "plan_folder_missing"
 
-	// PlanNext is what `drover plan next` prints.
+	// PlanNext heads what `drover plan continue` prints: where the plan
+	// stands and the action it routes to, whose prompt follows.
 	PlanNext = "plan_next"
+)
+
+// The prompts of the plan actions: what /drover:plan ACTION (and `drover
+// plan continue`, for the action it routes to) tells the agent to do, and
+// the `drover plan` command that reports it done.
+const (
+	PlanActionNewPlan         = "plan_action_new_plan"
+	PlanActionCreateTasks     = "plan_action_create_tasks"
+	PlanActionCompleteTask    = "plan_action_complete_task"
+	PlanActionCompleteTaskTDD = "plan_action_complete_task_tdd"
+	PlanActionNextTask        = "plan_action_next_task"
+	PlanActionNextTaskTDD     = "plan_action_next_task_tdd"
+	PlanActionContinueTask    = "plan_action_continue_task"
+	PlanActionAddTask         = "plan_action_add_task"
+	PlanActionPlanReview      = "plan_action_plan_review"
+	PlanActionTasksReview     = "plan_action_tasks_review"
+	PlanActionCodeReview      = "plan_action_code_review"
+	PlanActionAllCodeReview   = "plan_action_all_code_review"
+	// PlanActionPostReview, PlanActionStop, PlanActionDone and
+	// PlanActionAskUser are where `drover plan continue` may route besides
+	// the actions above.
+	PlanActionPostReview = "plan_action_post_review"
+	PlanActionStop       = "plan_action_stop"
+	PlanActionDone       = "plan_action_done"
+	PlanActionAskUser    = "plan_action_ask_user"
 )

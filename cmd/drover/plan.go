@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -37,9 +38,18 @@ cycle. The agent reports finished steps with drover plan advance (the
 block messages name the exact command). state.json in the plan folder is a
 view drover writes: read it, never edit it.
 
+code-review, plan-review, tasks-review and all-code-review start a
+standalone review cycle at the next stop: it runs like the others, and when
+it passes (or reaches max_reviews) the plan stays where it was, with
+next_phase null.
+
 With --args - the subcommand and its arguments are read from stdin and
 split as a shell would (nothing expanded): that is how /drover:plan passes
-what the user typed.`,
+what the user typed. There an action word (create-tasks, complete-task,
+complete-task-tdd, next-task, next-task-tdd, continue-task, add-task,
+code-review, plan-review, tasks-review, all-code-review) prints that
+action's prompt (templates plan_action_*): what to do, and the command
+that reports it done.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if argsFrom != "-" {
@@ -66,8 +76,40 @@ what the user typed.`,
 		a.planPhaseCmd(g, "next-task", "next-task", "Report a task implemented without a review loop (next_phase null)", true),
 		a.planPhaseCmd(g, "continue-task", "continue-task", "Report an interrupted task resumed; its review loop, if any, stays as it was", false),
 		a.planPhaseCmd(g, "complete", "complete", "Mark the plan complete (for example to skip the all-code review of a small plan)", false),
+		a.planReviewCmd(g, "code-review", "Start a standalone code review cycle of task ID (default: the current task) at the next stop"),
+		a.planReviewCmd(g, "plan-review", "Start a standalone plan review cycle at the next stop"),
+		a.planReviewCmd(g, "tasks-review", "Start a standalone tasks review cycle at the next stop"),
+		a.planReviewCmd(g, "all-code-review", "Start a standalone review cycle of all the plan's code at the next stop"),
 	)
 	return cmd
+}
+
+// planReviewCmd is a standalone review: seed 001's code-review,
+// plan-review, tasks-review and all-code-review commands.
+func (a *app) planReviewCmd(g *globalFlags, name, short string) *cobra.Command {
+	use, args := name, cobra.NoArgs
+	if name == "code-review" {
+		use, args = name+" [ID]", cobra.MaximumNArgs(1)
+	}
+	return &cobra.Command{
+		Use:   use,
+		Short: short,
+		Long: short + `.
+
+The cycle runs like the automated ones (a reviewer at each stop, a
+post-review after each review that is not clean, the model alternating,
+review.max_reviews per cycle), but it is standalone: when it passes, or
+reaches max_reviews, next_phase becomes null and the plan does not move
+on. Then drover plan continue says what comes next.`,
+		Args: args,
+		RunE: func(cmd *cobra.Command, rest []string) error {
+			pa := actors.PlanArgs{Phase: name}
+			if len(rest) == 1 {
+				pa.Task = rest[0]
+			}
+			return a.planAct(cmd.Context(), g, "review", pa, false)
+		},
+	}
 }
 
 // planFromStdin runs `drover plan <stdin words>`.
@@ -88,7 +130,7 @@ func (a *app) planFromStdin(cmd *cobra.Command, g *globalFlags) error {
 	if len(words) == 0 {
 		words = []string{"continue"}
 	}
-	if _, ok := slashActions[words[0]]; ok {
+	if slices.Contains(slashActions, words[0]) {
 		return a.planSlashAction(cmd.Context(), g, words[0], words[1:])
 	}
 	var args []string
@@ -107,51 +149,48 @@ func (a *app) planFromStdin(cmd *cobra.Command, g *globalFlags) error {
 	return root.ExecuteContext(cmd.Context())
 }
 
-// slashActions are the actions /drover:plan ACTION asks the agent to
-// perform, each with the command that reports it done. From a terminal the
-// same words report the action done; from the slash command they start it.
-var slashActions = map[string]string{
-	"create-tasks":      "create-tasks",
-	"complete-task":     "complete-task",
-	"complete-task-tdd": "complete-task",
-	"next-task":         "next-task",
-	"next-task-tdd":     "next-task",
-	"continue-task":     "continue-task",
-	"add-task":          "add-task",
+// slashActions are the action words of /drover:plan ACTION [ID] [--tdd]:
+// from the slash command they print the action's prompt (the supervisor
+// renders it from the project's templates); from a terminal the same
+// words, where they are subcommands, report the action done.
+var slashActions = []string{
+	"create-tasks", "complete-task", "complete-task-tdd", "next-task", "next-task-tdd",
+	"continue-task", "add-task", "code-review", "plan-review", "tasks-review", "all-code-review",
 }
 
-// planSlashAction tells the agent to perform action on the session's plan:
-// the action itself is described in the slash command's prompt.
-func (a *app) planSlashAction(ctx context.Context, g *globalFlags, action string, rest []string) error {
-	st, err := a.planCall(ctx, g, "status", actors.PlanArgs{})
-	if err != nil {
-		return err
-	}
-	if st.PlanID == "" {
-		return fmt.Errorf("plan %s: session %s has no plan; start one with /drover:plan new <plan-id>", action, st.SessionID)
-	}
+// slashAction reads the words after an action word: an optional task id,
+// and --tdd, which picks the test-first variant of complete-task and
+// next-task.
+func slashAction(action string, rest []string) (string, string, error) {
 	var task string
-	tdd := strings.HasSuffix(action, "-tdd")
 	for _, w := range rest {
 		switch {
-		case w == "--tdd":
-			tdd = true
-		case !strings.HasPrefix(w, "-") && task == "":
+		case w == "--tdd" && (action == "complete-task" || action == "next-task"):
+			action += "-tdd"
+		case w == "--tdd" && strings.HasSuffix(action, "-tdd"):
+		case strings.HasPrefix(w, "-"):
+			return "", "", fmt.Errorf("plan %s: unknown flag %q", action, w)
+		case task != "":
+			return "", "", fmt.Errorf("plan %s: one task id at most, got %q and %q", action, task, w)
+		default:
 			task = w
 		}
 	}
-	report := "drover plan " + slashActions[action]
-	if task != "" {
-		report += " " + task
+	return action, task, nil
+}
+
+// planSlashAction prints the prompt of action for the session's plan: what
+// to do, and which `drover plan` command reports it done.
+func (a *app) planSlashAction(ctx context.Context, g *globalFlags, action string, rest []string) error {
+	action, task, err := slashAction(action, rest)
+	if err != nil {
+		return err
 	}
-	if tdd && strings.Contains(action, "task") && action != "continue-task" && action != "add-task" {
-		report += " --tdd"
+	st, err := a.planCall(ctx, g, "action", actors.PlanArgs{Phase: action, Task: task})
+	if err != nil {
+		return err
 	}
-	target := ""
-	if task != "" {
-		target = " on task " + task
-	}
-	fmt.Fprintf(a.stdout, "[drover] Plan %s (%s): phase %s, next %s. Perform the %s action below%s. When it is done, run `%s`, then stop: drover starts the review that follows and tells you what to do next.\n", st.PlanID, st.PlanDir, st.Phase, deref(st.NextPhase), strings.TrimSuffix(action, "-tdd"), target, report)
+	fmt.Fprintln(a.stdout, strings.TrimRight(st.Message, "\n"))
 	return nil
 }
 
@@ -415,7 +454,10 @@ func (a *app) printPlanStatus(st actors.PlanStatus) {
 		return
 	}
 	fmt.Fprintf(w, "plan %s (session %s): phase %s, next %s, current task %s\n", st.PlanID, st.SessionID, st.Phase, deref(st.NextPhase), deref(st.CurrentTask))
-	fmt.Fprintf(w, "reviews: iteration %d of at most %d, %d clean in a row, next model %s, cycle %d, %d open finding(s)", st.PhaseIteration, st.MaxReviews, st.ConsecutiveClean, st.ReviewModel, st.Cycle, st.OpenFindings)
+	fmt.Fprintf(w, "reviews: iteration %d of at most %d, %d clean in a row (%d end a cycle), next model %s, cycle %d, %d open finding(s)", st.PhaseIteration, st.MaxReviews, st.ConsecutiveClean, st.CleanStreak, st.ReviewModel, st.Cycle, st.OpenFindings)
+	if st.Standalone {
+		fmt.Fprint(w, ", standalone cycle")
+	}
 	if st.TDD {
 		fmt.Fprint(w, ", tdd")
 	}

@@ -2,13 +2,20 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/templates"
 )
 
 // planFakeReviewer is a review.cli custom reviewer that always answers
@@ -66,7 +73,7 @@ func TestPlanThroughTheCLI(t *testing.T) {
 			p.must("", "plan", "post-review-done", "--session", id)
 			continue
 		}
-		if h.IsBlock() || !strings.Contains(h.SystemMessage, "passed twice") {
+		if h.IsBlock() || !strings.Contains(h.SystemMessage, "passed: 2 clean review(s) in a row") {
 			t.Fatalf("stop after review 2: %+v", h)
 		}
 	}
@@ -113,7 +120,7 @@ func TestPlanThroughTheCLI(t *testing.T) {
 		t.Errorf("plan --args - continue printed:\n%s", out)
 	}
 	// From the slash command an action word starts the action.
-	if out := p.must("create-tasks", "plan", "--args", "-", "--session", id); !strings.Contains(out, "Perform the create-tasks action") || !strings.Contains(out, "`drover plan create-tasks`") {
+	if out := p.must("create-tasks", "plan", "--args", "-", "--session", id); !strings.Contains(out, "Plan demo: create the tasks") || !strings.Contains(out, "`drover plan create-tasks`") {
 		t.Errorf("/drover:plan create-tasks printed:\n%s", out)
 	}
 	if r := p.drover("", "plan", "advance", "--session", id, "bogus"); r.code == 0 || !strings.Contains(r.stderr, "unknown phase") {
@@ -125,5 +132,241 @@ func TestPlanThroughTheCLI(t *testing.T) {
 	}
 	if r := p.drover("", "plan", "set", "--session", other, "capped", "budget_usd=-1"); r.code == 0 || !strings.Contains(r.stderr, "budget_usd") {
 		t.Errorf("a negative budget: exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// writePlanReviewer makes p's reviewer the fake that always passes.
+func writePlanReviewer(t *testing.T, p *proj) {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "fake-reviewer")
+	if err := os.WriteFile(script, []byte(planFakeReviewer), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "review:\n  cli: custom\n  command: \"'" + script + "' {{model}} {{prompt}}\"\n"
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPlanActionsThroughTheCLI drives the agent's side of a plan through
+// the binary: the slash command's action words print the action's prompt
+// (overridable in .drover/templates/), and a standalone code review runs its
+// cycle and leaves next_phase null.
+func TestPlanActionsThroughTheCLI(t *testing.T) {
+	p := newProj(t)
+	writePlanReviewer(t, p)
+	const id = "cccccccc-2222-3333-4444-555555555555"
+	dir := filepath.Join(p.root, ".drover", "plans", "acts")
+	p.must("", "plan", "new", "--session", id, "acts")
+	for name, content := range map[string]string{
+		"plan.md":   "# Acts\n",
+		"tasks.md":  "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | pending | one |\n",
+		"task-1.md": "# Task 1\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// The slash command: each action word prints its prompt with the
+	// plan's values and the command that reports it done.
+	for _, c := range []struct{ args, want string }{
+		{"complete-task", "`drover plan complete-task 1`"},
+		{"complete-task 1 --tdd", "`drover plan complete-task 1 --tdd`"},
+		{"complete-task-tdd", "`drover plan complete-task 1 --tdd`"},
+		{"next-task --tdd", "`drover plan next-task 1 --tdd`"},
+		{"code-review 1", "`drover plan code-review 1`"},
+		{"plan-review", "`drover plan plan-review`"},
+		{"tasks-review", "`drover plan tasks-review`"},
+		{"all-code-review", "`drover plan all-code-review`"},
+		{"add-task", "`drover plan add-task 2`"},
+	} {
+		out := p.must(c.args, "plan", "--args", "-", "--session", id)
+		if !strings.Contains(out, c.want) || !strings.Contains(out, dir) {
+			t.Errorf("/drover:plan %s printed:\n%s", c.args, out)
+		}
+	}
+	for _, args := range []string{"continue-task", "complete-task --fast", "code-review 1 2", "complete-task 9"} {
+		if r := p.drover(args, "plan", "--args", "-", "--session", id); r.code == 0 {
+			t.Errorf("/drover:plan %s: exit 0, stdout %q", args, r.stdout)
+		}
+	}
+	// A project's override is what the agent gets.
+	tdir := filepath.Join(p.root, ".drover", "templates")
+	if err := os.MkdirAll(tdir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tdir, templates.PlanActionCreateTasks+".md"), []byte("Make tasks for {{plan_id}}; report with `drover plan create-tasks`.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := p.must("create-tasks", "plan", "--args", "-", "--session", id); strings.TrimSpace(out) != "Make tasks for acts; report with `drover plan create-tasks`." {
+		t.Errorf("/drover:plan create-tasks with an override printed:\n%s", out)
+	}
+
+	// A standalone code review from the terminal: its cycle runs at the
+	// stops, and when it passes the plan stays where it was.
+	if out := p.must("", "plan", "code-review", "--session", id, "1"); !strings.Contains(out, "standalone code review of task 1") {
+		t.Fatalf("plan code-review printed:\n%s", out)
+	}
+	for n := 1; n <= 2; n++ {
+		if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() || !strings.Contains(h.Reason, "drover plan wait") {
+			t.Fatalf("stop %d: want the wait block, got %+v", n, h)
+		}
+		p.must("", "plan", "wait", "--session", id)
+		h := p.hook(hook.Stop, stopInput(id))
+		if n == 1 {
+			if !h.IsBlock() || !strings.Contains(h.Reason, "task-1-review-1.md") {
+				t.Fatalf("stop after review 1: %+v", h)
+			}
+			p.must("", "plan", "advance", "--session", id, "post-code-review")
+			continue
+		}
+		if h.IsBlock() || !strings.Contains(h.SystemMessage, "standalone code review of task 1") || !strings.Contains(h.SystemMessage, "next_phase is null") {
+			t.Fatalf("stop after review 2: %+v", h)
+		}
+	}
+	var st actors.PlanStatus
+	out := p.must("", "plan", "status", "--session", id, "--json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("plan status --json: %v\n%s", err, out)
+	}
+	if st.Phase != "code-review" || st.NextPhase != nil || st.Standalone || st.Totals.Runs != 2 {
+		t.Errorf("plan status after the standalone review: %+v", st)
+	}
+	for _, name := range []string{"plan-review", "tasks-review", "all-code-review"} {
+		if out := p.must("", "plan", name, "--session", id); !strings.Contains(out, "standalone") {
+			t.Errorf("plan %s printed:\n%s", name, out)
+		}
+	}
+}
+
+func TestSlashAction(t *testing.T) {
+	tests := []struct {
+		action     string
+		rest       []string
+		wantAction string
+		wantTask   string
+		wantErr    string
+	}{
+		{"complete-task", nil, "complete-task", "", ""},
+		{"complete-task", []string{"3"}, "complete-task", "3", ""},
+		{"complete-task", []string{"3", "--tdd"}, "complete-task-tdd", "3", ""},
+		{"complete-task", []string{"--tdd"}, "complete-task-tdd", "", ""},
+		{"complete-task-tdd", []string{"--tdd", "2"}, "complete-task-tdd", "2", ""},
+		{"next-task", []string{"--tdd"}, "next-task-tdd", "", ""},
+		{"code-review", []string{"4"}, "code-review", "4", ""},
+		{"code-review", []string{"--tdd"}, "", "", "unknown flag"},
+		{"complete-task", []string{"--fast"}, "", "", "unknown flag"},
+		{"add-task", []string{"1", "2"}, "", "", "one task id at most"},
+	}
+	for _, tt := range tests {
+		action, task, err := slashAction(tt.action, tt.rest)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s %v: err %v, want %q", tt.action, tt.rest, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || action != tt.wantAction || task != tt.wantTask {
+			t.Errorf("%s %v = %q %q %v, want %q %q", tt.action, tt.rest, action, task, err, tt.wantAction, tt.wantTask)
+		}
+	}
+}
+
+// Commands named in prose: `drover plan X [Y]` (across a line break too) and
+// /drover:plan X.
+var (
+	planCmdRE   = regexp.MustCompile(`drover\s+plan\s+([a-z][a-z0-9-]*)(?:\s+([a-z][a-z0-9-]*))?`)
+	slashPlanRE = regexp.MustCompile(`/drover:plan\s+([a-z][a-z0-9-]*)`)
+	placeholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_]+)\s*\}\}`)
+)
+
+// TestPlanDocsNameRealCommands renders every plan template and reads the
+// plugin's /drover:plan prompt and the README: every `drover plan X` they
+// name must be a subcommand of the real command tree, under its own name
+// (not an alias), every `drover plan advance Y` a phase advance takes, and
+// every /drover:plan X an action word or a subcommand. A prompt that sends
+// the agent to a command that does not exist cannot come back.
+func TestPlanDocsNameRealCommands(t *testing.T) {
+	planCmd, _, err := (&app{}).rootCmd().Find([]string{"plan"})
+	if err != nil || planCmd.Name() != "plan" {
+		t.Fatalf("finding the plan command: %v", err)
+	}
+	subs := map[string]*cobra.Command{}
+	for _, c := range planCmd.Commands() {
+		subs[c.Name()] = c
+	}
+	docs := map[string]string{}
+	d := templates.Defaults()
+	for _, name := range templates.Names() {
+		if !strings.HasPrefix(name, "plan_") && !strings.HasPrefix(name, "reviewer_") {
+			continue
+		}
+		raw, err := d.Render(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Fill every placeholder, so that a command held in a value
+		// would show too.
+		vars := map[string]string{}
+		for _, m := range placeholder.FindAllStringSubmatch(raw, -1) {
+			vars[m[1]] = "1"
+		}
+		rendered, err := d.Render(name, vars)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs["template "+name] = rendered
+	}
+	for _, file := range []string{"../../plugin/commands/plan.md", "../../README.md"} {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs[file] = string(data)
+	}
+	named := 0
+	for _, where := range slices.Sorted(maps.Keys(docs)) {
+		text := docs[where]
+		for _, m := range planCmdRE.FindAllStringSubmatch(text, -1) {
+			named++
+			sub, ok := subs[m[1]]
+			if !ok {
+				t.Errorf("%s names `drover plan %s`: not a subcommand of drover plan (%v)", where, m[1], slices.Sorted(maps.Keys(subs)))
+				continue
+			}
+			if sub.Name() == "advance" && m[2] != "" && !slices.Contains(actors.AdvancePhases(), m[2]) {
+				t.Errorf("%s names `drover plan advance %s`: advance takes %v", where, m[2], actors.AdvancePhases())
+			}
+		}
+		for _, m := range slashPlanRE.FindAllStringSubmatch(text, -1) {
+			named++
+			if _, ok := subs[m[1]]; !ok && !slices.Contains(slashActions, m[1]) {
+				t.Errorf("%s names /drover:plan %s: neither an action word (%v) nor a subcommand", where, m[1], slashActions)
+			}
+		}
+	}
+	if named < 40 {
+		t.Errorf("only %d commands named in the plan docs: is the scan still reading them?", named)
+	}
+}
+
+// TestPlanAdvanceTakesEveryIssuePhase pins the phases issue 6 lists for
+// drover plan advance to what the session actor accepts and the help says.
+func TestPlanAdvanceTakesEveryIssuePhase(t *testing.T) {
+	advance, _, err := (&app{}).rootCmd().Find([]string{"plan", "advance"})
+	if err != nil || advance.Name() != "advance" {
+		t.Fatalf("finding plan advance: %v", err)
+	}
+	for _, phase := range []string{"new-plan", "create-tasks", "complete-task", "complete-task-tdd", "next-task", "continue-task", "post-plan-review", "post-tasks-review", "post-code-review", "post-all-code-review"} {
+		if !slices.Contains(actors.AdvancePhases(), phase) {
+			t.Errorf("advance does not take %s", phase)
+		}
+		if !strings.Contains(advance.Long, phase) {
+			t.Errorf("advance's help does not list %s", phase)
+		}
 	}
 }

@@ -76,7 +76,7 @@ func TestPlanReviews(t *testing.T) {
 			blocks:  []string{"wait 1 opus", "post-review 1 opus: PASS, 0 blocking", "wait 2 sonnet"},
 			stdout:  "Review 2 is done: PASS.",
 			phase:   "plan-review", next: "create-tasks", iteration: 2, clean: 2, maxReviews: 8, model: "opus",
-			message: "[drover] The plan review of plan demo-plan passed twice in a row (iteration 2). Next: create-tasks.",
+			message: "[drover] The plan review of plan demo-plan passed: 2 clean review(s) in a row (iteration 2; 2 end the cycle). Next: create-tasks.",
 		},
 		{
 			name: "fail-then-pass", scenario: "plan-fail.yaml",
@@ -88,7 +88,7 @@ func TestPlanReviews(t *testing.T) {
 			},
 			stdout: "Review 3 is done: PASS.",
 			phase:  "plan-review", next: "create-tasks", iteration: 3, clean: 2, maxReviews: 8, model: "sonnet",
-			message: "[drover] The plan review of plan demo-plan passed twice in a row (iteration 3). Next: create-tasks.",
+			message: "[drover] The plan review of plan demo-plan passed: 2 clean review(s) in a row (iteration 3; 2 end the cycle). Next: create-tasks.",
 		},
 		{
 			name: "max-reviews", scenario: "plan-max.yaml",
@@ -97,7 +97,7 @@ func TestPlanReviews(t *testing.T) {
 			blocks:  []string{"wait 1 opus", "post-review 1 opus: FAIL, 1 blocking"},
 			stdout:  "Post-review done.",
 			phase:   "post-plan-review", next: "plan-review", iteration: 1, clean: 0, maxReviews: 1, model: "sonnet",
-			message: "[drover] The plan review of plan demo-plan reached its limit of 1 review(s) without two clean reviews in a row; the last review is {dir}/plan-review-1.md. Stopped for your decision: raise the limit with `drover plan set-max-reviews N`",
+			message: "[drover] The plan review of plan demo-plan reached its limit of 1 review(s) without 2 clean reviews in a row; the last review is {dir}/plan-review-1.md. Stopped for your decision: raise the limit with `drover plan set-max-reviews N`",
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -285,6 +285,126 @@ func TestPlanReviews(t *testing.T) {
 	}
 }
 
+// TestPlanStandaloneCodeReview runs seed 001's standalone code review with
+// the real CLI as the agent and as the reviewer. Run 1, `/drover:plan
+// continue solo`, takes over a plan from its state.json (a task list
+// reviewed, next_phase null: drover says to ask the user). Run 2,
+// `/drover:plan code-review 1`, prints the action's prompt from its
+// template; the agent runs the `drover plan code-review 1` it names and
+// stops, and the cycle runs like any other (opus passes, post-review,
+// sonnet passes), then leaves next_phase null instead of moving the plan
+// on to the next task.
+func TestPlanStandaloneCodeReview(t *testing.T) {
+	t.Parallel()
+	p := newQueueProject(t, loadScenario(t, "plan-standalone.yaml"))
+	for i, kv := range p.env {
+		if strings.HasPrefix(kv, "PATH=") {
+			p.env[i] = "PATH=" + droverDir + string(os.PathListSeparator) + filepath.Dir(p.cliBin) + string(os.PathListSeparator) + os.Getenv("PATH")
+		}
+	}
+	dir := filepath.Join(p.root, ".drover", "plans", "solo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"plan.md":   "# Solo\n\nGoal: trim the lexer's input.\n",
+		"tasks.md":  "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | pending | trim the input |\n| 2 | pending | document it |\n",
+		"task-1.md": "# Task 1\n\n- [x] trim leading spaces\n",
+		"task-2.md": "# Task 2\n\n- [ ] document trimming\n",
+		"state.json": `{"phase":"tasks-review","next_phase":null,"current_task":null,"phase_iteration":2,"max_reviews":8,` +
+			`"review_model":"opus","consecutive_clean":2,"tdd":false}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.git("add", "-A")
+	p.git("commit", "-qm", "plan solo: tasks reviewed")
+
+	sid := newSessionID(t)
+	res := p.claude("--session-id", sid, "/drover:plan continue solo")
+	if res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != "The plan waits for your decision." {
+		t.Fatalf("run 1: exit %d, stdout %q; want 0 and the question to the user", res.ExitCode, res.Stdout)
+	}
+	before := len(p.model.Messages())
+	res = p.claude("--resume", sid, "/drover:plan code-review 1")
+	if res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != "Review 2 is done: PASS." {
+		t.Fatalf("run 2: exit %d, stdout %q; want 0 and review 2's verdict", res.ExitCode, res.Stdout)
+	}
+	reqs := since(p.model.Messages(), before)
+	var agent []fakemodel.Request
+	var revs []fakemodel.Request
+	for _, r := range reqs {
+		if r.HasTool("StructuredOutput") {
+			revs = append(revs, r)
+		} else {
+			agent = append(agent, r)
+		}
+	}
+	// The slash command's prompt: the code-review action's template, with
+	// the plan's values.
+	if len(agent) == 0 {
+		t.Fatal("no agent request in run 2")
+	}
+	for _, w := range []string{
+		"[drover] Plan solo: a standalone code review of task 1 (" + filepath.Join(dir, "task-1.md") + ").",
+		"run `drover plan code-review 1`, then stop",
+		"The cycle ends after 2 clean reviews in a row, or at 8 reviews.",
+	} {
+		if !strings.Contains(agent[0].LastUserText, w) {
+			t.Errorf("the /drover:plan code-review prompt lacks %q:\n%s", w, agent[0].LastUserText)
+		}
+	}
+	reasons := blockReasons(reqs, sid)
+	want := []string{
+		"[drover] An independent reviewer (opus) is running the code review of task 1 (iteration 1 of at most 8)",
+		"[drover] A code review of task 1 (iteration 1) has been written to " + filepath.Join(dir, "task-1-review-1.md"),
+		"[drover] An independent reviewer (sonnet) is running the code review of task 1 (iteration 2 of at most 8)",
+	}
+	if len(reasons) != len(want) {
+		t.Fatalf("run 2 block reasons:\n%q\nwant %d starting with:\n%q", reasons, len(want), want)
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(reasons[i], w) {
+			t.Errorf("block %d:\n%s\nwant it to start with:\n%s", i+1, reasons[i], w)
+		}
+	}
+	if len(revs) != 2 {
+		t.Fatalf("%d reviewer requests, want 2", len(revs))
+	}
+	for i, apiModel := range []string{"claude-opus-", "claude-sonnet-"} {
+		if !strings.HasPrefix(revs[i].Model, apiModel) || !strings.Contains(revs[i].LastUserText, "Review the implementation of task 1 of plan solo") {
+			t.Errorf("review %d: model %q, prompt:\n%s", i+1, revs[i].Model, revs[i].LastUserText)
+		}
+	}
+	for _, f := range []string{"task-1-review-1.md", "task-1-post-review-1.md", "task-1-review-2.md"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+
+	// The plan stays where it was: no next task, no all-code review.
+	st := p.planStatus(sid)
+	if st.PlanID != "solo" || st.Phase != "code-review" || st.NextPhase != nil || deref(st.CurrentTask) != "1" ||
+		st.PhaseIteration != 2 || st.ConsecutiveClean != 2 || st.Standalone || st.ReviewRunning {
+		t.Errorf("plan status %+v (next %s, task %s); want code-review, next_phase null, task 1, iteration 2, 2 clean, no longer standalone",
+			st, deref(st.NextPhase), deref(st.CurrentTask))
+	}
+	var view struct {
+		Phase     string  `json:"phase"`
+		NextPhase *string `json:"next_phase"`
+	}
+	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "state.json"))), &view); err != nil {
+		t.Fatalf("state.json: %v", err)
+	}
+	if view.Phase != "code-review" || view.NextPhase != nil {
+		t.Errorf("state.json phase %s, next %s; want code-review and null", view.Phase, deref(view.NextPhase))
+	}
+	if w := "[drover] The standalone code review of task 1 of plan solo passed: 2 clean review(s) in a row (iteration 2; 2 end the cycle). It was a standalone review, so the plan does not move on (next_phase is null, phase code-review)."; !strings.Contains(p.transcript(sid), w) {
+		t.Errorf("the transcript lacks drover's message %q", w)
+	}
+}
+
 // planPostRE matches a post-review block and captures its iteration, the
 // reviewer's model and its summary.
 var planPostRE = regexp.MustCompile(`^\[drover\] A plan review \(iteration (\d+)\) has been written to \S+ from an independent reviewer's answer \((\w+): (\w+, \d+ blocking)`)
@@ -327,6 +447,7 @@ type planStatusJSON struct {
 	ReviewModel      string  `json:"review_model"`
 	ConsecutiveClean int     `json:"consecutive_clean"`
 	TDD              bool    `json:"tdd"`
+	Standalone       bool    `json:"standalone"`
 	ReviewRunning    bool    `json:"review_running"`
 	LastReview       *struct {
 		Session   string `json:"session"`

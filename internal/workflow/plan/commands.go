@@ -156,7 +156,7 @@ func StopReviews(s State, f Facts) (State, []Effect, error) {
 		effects = append(effects, CancelReview{Kind: s.Review.Kind, Iteration: s.Review.Iteration})
 		n.Review = nil
 	}
-	n.NextPhase = PhaseNone
+	n.NextPhase, n.Standalone = PhaseNone, false
 	return n, append(effects, viewEffects(n, f)...), nil
 }
 
@@ -203,7 +203,52 @@ func MarkComplete(s State, f Facts) (State, []Effect, error) {
 		return s, nil, err
 	}
 	n := s
-	n.Phase, n.NextPhase = PhaseComplete, PhaseNone
+	n.Phase, n.NextPhase, n.Standalone = PhaseComplete, PhaseNone, false
+	return n, viewEffects(n, f), nil
+}
+
+// StandaloneReview is `drover plan code-review [ID]`, `plan-review`,
+// `tasks-review` and `all-code-review`: a review cycle of kind starts at
+// the next stop, run like any other (a post-review after each review that
+// is not clean), but standalone, as seed 001's standalone review commands
+// are: when it passes or reaches max_reviews, next_phase becomes null and
+// the plan does not advance. task is the task of a code review (the current
+// task when empty), which becomes the current task.
+func StandaloneReview(s State, f Facts, kind Kind, task string) (State, []Effect, error) {
+	cmd := string(kind.ReviewPhase())
+	if err := check(s, f, cmd); err != nil {
+		return s, nil, err
+	}
+	n := newCycle(s)
+	switch kind {
+	case KindCode:
+		if task == "" {
+			task = s.CurrentTask
+		}
+		if task == "" {
+			return s, nil, fmt.Errorf("plan %s: there is no current task; name the task", cmd)
+		}
+		if !ValidTaskID(task) {
+			return s, nil, fmt.Errorf("plan %s: %q is not a valid task id", cmd, task)
+		}
+		n.CurrentTask = task
+	case KindPlan, KindTasks, KindAllCode:
+		if task != "" {
+			return s, nil, fmt.Errorf("plan %s: takes no task id (got %q)", cmd, task)
+		}
+	default:
+		return s, nil, fmt.Errorf("plan review: unknown kind of review %q", kind)
+	}
+	if kind == KindTasks && hasFile(f, "tasks.md") {
+		if problem := checkTable(f.TasksMD); problem != "" {
+			return s, nil, fmt.Errorf("plan %s: %s", cmd, problem)
+		}
+	}
+	if problem := missingInput(n, f, kind); problem != "" {
+		return s, nil, fmt.Errorf("plan %s: nothing to review: %s", cmd, problem)
+	}
+	n.NextPhase = kind.ReviewPhase()
+	n.Standalone = true
 	return n, viewEffects(n, f), nil
 }
 
@@ -219,7 +264,7 @@ const (
 	ActionAskUser      = "ask-user"
 )
 
-// Route is where `drover plan next` sends the agent.
+// Route is where `drover plan continue` sends the agent.
 type Route struct {
 	// Action is one of the Action* constants.
 	Action string
@@ -229,20 +274,23 @@ type Route struct {
 	// Task is the task to work on, File the review file to answer.
 	Task string
 	File string
-	// Text is the rendered plan_next template.
+	// Text is the rendered plan_next template, then the prompt of the
+	// action (ActionPrompt).
 	Text string
 }
 
-// Next is `drover plan next` (seed 001's continue-plan): it reads next_phase
-// first (what should happen) and phase only when next_phase is null (what
-// was last done), and says what to do. A next_phase of complete finishes the
-// plan.
+// Next is `drover plan continue` (seed 001's continue-plan): it reads
+// next_phase first (what should happen) and phase only when next_phase is
+// null (what was last done), and says what to do, with the prompt of the
+// action it routes to. A next_phase of complete finishes the plan. A task
+// action with no task to work on (none left in tasks.md, or no current
+// task) routes to ask-user.
 func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
 	if !s.Active() {
-		return s, Route{}, nil, errors.New("plan next: this session has no plan; start one with drover plan new")
+		return s, Route{}, nil, errors.New("plan continue: this session has no plan; start one with drover plan new")
 	}
 	if f.PlanID != s.PlanID {
-		return s, Route{}, nil, fmt.Errorf("plan next: the facts are for plan %q, the session's plan is %q", f.PlanID, s.PlanID)
+		return s, Route{}, nil, fmt.Errorf("plan continue: the facts are for plan %q, the session's plan is %q", f.PlanID, s.PlanID)
 	}
 	n := s
 	r := Route{Phase: s.NextPhase}
@@ -266,7 +314,9 @@ func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
 	} else {
 		switch s.NextPhase {
 		case PhaseCompleteTask, PhaseCompleteTaskTDD:
-			r.Action = ActionCompleteTask
+			// The plan's tdd keeps every task on the same variant,
+			// whatever a hand-made state.json says.
+			r.Action, r.Phase = ActionCompleteTask, taskPhase(s.TDD || s.NextPhase == PhaseCompleteTaskTDD)
 			if rest := Remaining(f.TasksMD, ""); len(rest) > 0 {
 				r.Task = rest[0]
 			}
@@ -288,6 +338,16 @@ func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
 			r.Action, r.Phase = ActionAskUser, s.Phase
 		}
 	}
+	prompt, err := routePrompt(n, f, t, r)
+	if err != nil && (r.Action == ActionCompleteTask || r.Action == ActionContinueTask) {
+		// Nothing to work on (no task left, no current task, or its
+		// file is missing): the user decides.
+		r.Action, r.Phase, r.Task = ActionAskUser, s.Phase, ""
+		prompt, err = routePrompt(n, f, t, r)
+	}
+	if err != nil {
+		return s, Route{}, nil, fmt.Errorf("plan continue: %w", err)
+	}
 	v := vars(n, f, "")
 	v["action"] = r.Action
 	if r.Phase != PhaseNone && string(r.Phase) != r.Action {
@@ -302,10 +362,29 @@ func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
 	}
 	text, err := t.Render(templates.PlanNext, v)
 	if err != nil {
-		return s, Route{}, nil, fmt.Errorf("plan next: %w", err)
+		return s, Route{}, nil, fmt.Errorf("plan continue: %w", err)
 	}
-	r.Text = text
+	r.Text = text + "\n\n" + prompt
 	return n, r, viewEffects(n, f), nil
+}
+
+// routePrompt is the ActionPrompt of route r. A task action with no task
+// (tasks.md has none left, or the interrupted task is not known) routes to
+// ask-user.
+func routePrompt(s State, f Facts, t templates.Set, r Route) (string, error) {
+	switch r.Action {
+	case ActionCompleteTask:
+		if r.Task == "" {
+			return "", ErrNoTask
+		}
+		return ActionPrompt(s, f, t, string(r.Phase), r.Task) // complete-task or complete-task-tdd
+	case ActionContinueTask:
+		if r.Task == "" {
+			return "", ErrNoTask
+		}
+		return ActionPrompt(s, f, t, r.Action, "")
+	}
+	return ActionPrompt(s, f, t, r.Action, "")
 }
 
 // CancelReview tells the actor to kill the reviewer of a review that was

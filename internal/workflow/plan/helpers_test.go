@@ -222,6 +222,7 @@ func formatState(s State) string {
 		Phase, Next, Task       string
 		Iter, Max, Model, Clean int
 		TDD, Running            bool
-	}{string(s.Phase), string(s.NextPhase), s.CurrentTask, s.Iteration, s.MaxReviews, s.ModelIndex, s.ConsecutiveClean, s.TDD, s.Review != nil})
+		Standalone              bool `json:",omitempty"`
+	}{string(s.Phase), string(s.NextPhase), s.CurrentTask, s.Iteration, s.MaxReviews, s.ModelIndex, s.ConsecutiveClean, s.TDD, s.Review != nil, s.Standalone})
 	return string(data)
 }

@@ -167,7 +167,13 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 		}
 		last := r
 		last.Iteration = s.Iteration
-		msg, err := t.Render(templates.PlanMaxReviews, reviewVars(s, f, last))
+		name := templates.PlanMaxReviews
+		if s.Standalone {
+			// A standalone cycle has nothing to wait at: it ends.
+			d.state.NextPhase, d.state.Standalone = PhaseNone, false
+			name = templates.PlanMaxReviewsStandalone
+		}
+		msg, err := t.Render(name, reviewVars(d.state, f, last))
 		if err != nil {
 			return d, err
 		}
@@ -309,10 +315,14 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 	d.effects = append(d.effects, WriteReview{Path: v["review_file"], Data: []byte(body + "\n")})
 
 	if next.ConsecutiveClean >= f.cleanStreak() {
+		name := templates.PlanPassed
+		if next.Standalone {
+			name = templates.PlanPassedStandalone
+		}
 		next = advance(next, f, r.Kind)
 		d.state = next
 		av := reviewVars(next, f, r)
-		msg, err := t.Render(templates.PlanPassed, av)
+		msg, err := t.Render(name, av)
 		if err != nil {
 			return d, err
 		}
@@ -333,9 +343,14 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 // advance ends a review cycle of kind (passed, or skipped with max_reviews
 // 0): phase becomes the review phase and next_phase the seed's advance
 // target. After the last task's code review that target is the all-code
-// review, which starts a new cycle.
+// review, which starts a new cycle. A standalone cycle has no target:
+// next_phase becomes null and the plan stays where it is.
 func advance(s State, f Facts, kind Kind) State {
 	s.Phase = kind.ReviewPhase()
+	if s.Standalone {
+		s.NextPhase, s.Standalone = PhaseNone, false
+		return s
+	}
 	switch kind {
 	case KindPlan:
 		s.NextPhase = PhaseCreateTasks
@@ -369,6 +384,7 @@ func newCycle(s State) State {
 	s.ConsecutiveClean = 0
 	s.Review = nil
 	s.ReviewHead = ""
+	s.Standalone = false
 	s.Ledger = reviewer.Ledger{Cycle: s.Ledger.Cycle + 1}
 	return s
 }
@@ -480,8 +496,9 @@ func taskFiles(f Facts) []string {
 // vars returns the placeholders every plan template may use:
 //
 //	plan_id, plan_dir, phase, next_phase, task, tdd, iteration,
-//	max_reviews, consecutive_clean, model (of the next review),
-//	review_name (of kind, when given), task_files.
+//	max_reviews, consecutive_clean, clean_streak (how many clean reviews
+//	in a row end a cycle), model (of the next review), review_name (of
+//	kind, when given), task_files.
 func vars(s State, f Facts, kind Kind) map[string]string {
 	v := map[string]string{
 		"plan_id":           s.PlanID,
@@ -495,6 +512,7 @@ func vars(s State, f Facts, kind Kind) map[string]string {
 		"consecutive_clean": strconv.Itoa(s.ConsecutiveClean),
 		"model":             reviewer.NextModel(f.Models, s.ModelIndex),
 		"task_files":        strings.Join(taskFiles(f), ", "),
+		"clean_streak":      strconv.Itoa(f.cleanStreak()),
 	}
 	if kind != "" {
 		v["review_name"] = reviewName(kind, orNone(s.CurrentTask))
@@ -502,8 +520,9 @@ func vars(s State, f Facts, kind Kind) map[string]string {
 	return v
 }
 
-// reviewVars adds the placeholders of review r: review_name, iteration,
-// model, review_file, post_review_file (paths in the plan folder),
+// reviewVars adds the placeholders of review r: review_name, review_phase
+// (code-review, ...), iteration, model, review_file, post_review_file
+// (paths in the plan folder),
 // review_title, and log_note (empty).
 func reviewVars(s State, f Facts, r InFlight) map[string]string {
 	v := vars(s, f, r.Kind)
@@ -517,6 +536,7 @@ func reviewVars(s State, f Facts, r InFlight) map[string]string {
 	v["review_title"] = strings.ToUpper(title[:1]) + title[1:]
 	v["iteration"] = strconv.Itoa(r.Iteration)
 	v["model"] = r.Model
+	v["review_phase"] = string(r.Kind.ReviewPhase())
 	v["review_file"] = path.Join(f.PlanDir, ReviewFile(r.Kind, task, r.Iteration))
 	v["post_review_file"] = path.Join(f.PlanDir, PostReviewFile(r.Kind, task, r.Iteration))
 	v["log_note"] = ""
@@ -575,8 +595,9 @@ func orNone(s string) string {
 const viewNote = "Written by drover from its own state; edits are overwritten. Change the plan with `drover plan` commands."
 
 // view is state.json: seed 001's eight fields, in the seed's spelling, plus
-// the plan id, its budget when it has one (so that a session that adopts the
-// plan keeps it), whether a review is running, and a note.
+// the plan id, its budget when it has one and whether its review cycle is a
+// standalone one (so that a session that adopts the plan keeps both),
+// whether a review is running, and a note.
 type view struct {
 	PlanID           string  `json:"plan_id"`
 	Phase            Phase   `json:"phase"`
@@ -588,6 +609,7 @@ type view struct {
 	ConsecutiveClean int     `json:"consecutive_clean"`
 	TDD              bool    `json:"tdd"`
 	BudgetUSD        float64 `json:"budget_usd,omitempty"`
+	Standalone       bool    `json:"standalone,omitempty"`
 	ReviewRunning    bool    `json:"review_running"`
 	Note             string  `json:"note"`
 }
@@ -604,6 +626,7 @@ func View(s State, models []string) []byte {
 		ConsecutiveClean: s.ConsecutiveClean,
 		TDD:              s.TDD,
 		BudgetUSD:        s.BudgetUSD,
+		Standalone:       s.Standalone,
 		ReviewRunning:    s.Review != nil,
 		Note:             viewNote,
 	}

@@ -106,7 +106,7 @@ func seedCases() []seedCase {
 		{id: "2.12", name: "trigger all-code-review", in: st(phase(PhasePostCodeReview, PhaseAllCodeReview), task("3")), facts: facts(), answer: fail, start: true, model: "opus", kind: "block", has: []string{planDir + "/all-code-review-1.md"}},
 		{id: "2.13", name: "one clean review is not enough", in: codeReview(clean(0)), facts: facts(), answer: pass, kind: "block", has: []string{"post-code-review"},
 			want: ptr(codeReview(phase(PhaseCodeReview, PhasePostCodeReview), iter(2), model(2), clean(1)))},
-		{id: "2.14", name: "two clean reviews in a row advance", in: codeReview(clean(1)), facts: facts(), answer: pass, kind: "allow", has: []string{"passed twice in a row", "Next: complete-task"},
+		{id: "2.14", name: "two clean reviews in a row advance", in: codeReview(clean(1)), facts: facts(), answer: pass, kind: "allow", has: []string{"passed: 2 clean review(s) in a row", "Next: complete-task"},
 			want: ptr(codeReview(phase(PhaseCodeReview, PhaseCompleteTask), iter(2), model(2), clean(2)))},
 		{id: "2.15", name: "clean then dirty resets the count", in: codeReview(clean(1)), facts: facts(), answer: fail, kind: "block", has: []string{"post-code-review"},
 			want: ptr(codeReview(phase(PhaseCodeReview, PhasePostCodeReview), iter(2), model(2), clean(0)))},

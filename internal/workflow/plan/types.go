@@ -123,6 +123,11 @@ type State struct {
 	ModelIndex       int  `json:"model_index"`
 	ConsecutiveClean int  `json:"consecutive_clean"`
 	TDD              bool `json:"tdd"`
+	// Standalone marks a review cycle started on its own (drover plan
+	// code-review and friends, seed 001's standalone commands): when it
+	// passes or reaches max_reviews, next_phase becomes null instead of
+	// the plan advancing. Every new cycle clears it.
+	Standalone bool `json:"standalone,omitempty"`
 	// BudgetUSD is the plan's own reviewer budget in dollars (0: none):
 	// no review starts once the plan's recorded reviewer runs cost this
 	// much. review.budget_usd, by contrast, bounds each run.
