@@ -12,6 +12,8 @@ package agentrun
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -153,7 +155,11 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 	}
 	cmd := exec.CommandContext(runCtx, spec.Bin, args...)
 	cmd.Dir = spec.Dir
-	cmd.Env = append(os.Environ(), spec.Env...)
+	tag, err := runTag()
+	if err != nil {
+		return Result{ExitCode: -1}, err
+	}
+	cmd.Env = append(append(os.Environ(), spec.Env...), tag)
 	cmd.Stdin = nil // /dev/null: a headless agent must never wait on input
 	cmd.WaitDelay = orDefault(spec.WaitDelay, DefaultWaitDelay)
 	setProcessGroup(cmd)
@@ -181,8 +187,10 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 		return Result{ExitCode: -1}, fmt.Errorf("starting agent %s: %w", spec.Bin, err)
 	}
 	waitErr := cmd.Wait()
-	// The agent is gone; whatever it started in its group goes too.
+	// The agent is gone; whatever it started in its group goes too, and
+	// what it started in sessions of its own (the CLI's Bash tool calls).
 	killProcessGroup(cmd)
+	_, _ = KillTagged(tag)
 	res.Duration = time.Since(start)
 	// Wait has returned, so the goroutine that fed lines is done.
 	lines.flush()
@@ -194,6 +202,19 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 	}
 	res.Err = outcome(runCtx, waitErr, &res)
 	return res, nil
+}
+
+// TagEnv is set, to a value unique to the run, in the environment of
+// every agent process, which all its descendants inherit: KillTagged
+// finds them by it.
+const TagEnv = "DROVER_AGENT_RUN"
+
+func runTag() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("tagging the agent run: %w", err)
+	}
+	return TagEnv + "=" + hex.EncodeToString(b[:]), nil
 }
 
 // add folds one event into the result.

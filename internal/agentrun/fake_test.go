@@ -92,6 +92,15 @@ func fakeAgent(scenario string) int {
 		say(lineInit)
 		time.Sleep(time.Hour)
 		return 0
+	case "setsid":
+		// A clean finish that leaves a tool call running in a session of
+		// its own, as Claude Code runs its Bash tool calls.
+		if err := spawnGrandchild(false, setsid); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		say(lineInit, lineResult)
+		return 0
 	case "orphan":
 		// A clean finish that leaves a process holding stdout open.
 		if err := spawnGrandchild(true); err != nil {
@@ -112,8 +121,9 @@ func fakeAgent(scenario string) int {
 }
 
 // spawnGrandchild starts the test binary again as a long sleeper, in the
-// fake agent's process group, and waits until it has written its pid.
-func spawnGrandchild(holdStdout bool) error {
+// fake agent's process group unless an option moves it, and waits until it
+// has written its pid.
+func spawnGrandchild(holdStdout bool, opts ...func(*exec.Cmd)) error {
 	exe, err := os.Executable()
 	if err != nil {
 		return err
@@ -122,6 +132,9 @@ func spawnGrandchild(holdStdout bool) error {
 	cmd.Env = append(os.Environ(), fakeEnv+"=grandchild")
 	if holdStdout {
 		cmd.Stdout = os.Stdout
+	}
+	for _, o := range opts {
+		o(cmd)
 	}
 	if err := cmd.Start(); err != nil {
 		return err
