@@ -22,24 +22,12 @@ import (
 	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/argsplit"
+	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/worktree"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/router"
 	"github.com/drover-dev/drover/templates"
-)
-
-// Defaults of a run's options.
-const (
-	// DefaultRunConcurrency caps the agent processes of a run: each is a
-	// heavy process, and these machines have two cores.
-	DefaultRunConcurrency = 2
-	// DefaultRunMaxIterations caps the agent runs per task.
-	DefaultRunMaxIterations = 3
-	// DefaultTestCommand runs a task's targeted tests in its work tree.
-	DefaultTestCommand = "go test {{packages}}"
-	// DefaultSuiteCommand is the checkpoint after each wave.
-	DefaultSuiteCommand = "go test ./..."
 )
 
 // RunsActorName is the name of the top-level actor that owns the runs.
@@ -68,8 +56,23 @@ type RunsEnv struct {
 	Log  *zap.Logger
 	Now  func() time.Time
 	// Templates gives the prompts (the project's overrides included); nil
-	// means the built-in ones.
+	// means the built-in ones. It is read at each iteration.
 	Templates func() (templates.Set, error)
+	// Config gives the current configuration (it changes on reload); nil
+	// means the defaults. A run reads it when it starts or resumes: the
+	// run.* defaults of its options, the loop's routing rules and
+	// convergence thresholds, and the reviewer (review.*).
+	Config func() config.Config
+	// Reviewers caps reviewer processes, shared with the sessions' plan
+	// and loop reviews (nil: no cap).
+	Reviewers *reviewer.Limiter
+}
+
+func (e RunsEnv) config() config.Config {
+	if e.Config == nil {
+		return config.Defaults()
+	}
+	return e.Config()
 }
 
 func (e RunsEnv) templates() (templates.Set, error) {
@@ -173,7 +176,12 @@ func (r *runsActor) start(ctx actor.Context, req api.StartRunRequest) *RunReply 
 	if err != nil {
 		return &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
 	}
-	opts, err := runOptions(req.Options)
+	cfg := r.env.config()
+	opts, err := runOptions(req.Options, cfg.Run)
+	if err != nil {
+		return &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
+	}
+	set, err := newRunSettings(cfg, opts, r.env.Reviewers)
 	if err != nil {
 		return &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
 	}
@@ -189,10 +197,11 @@ func (r *runsActor) start(ctx actor.Context, req api.StartRunRequest) *RunReply 
 	}
 	now := r.env.now()
 	rec := newRun(id, req.File, req.Graph, opts, target, g, now)
+	rec.Reviewer = set.describeReviewer()
 	if err := r.env.Store.SaveRun(ioctx, rec); err != nil {
 		return &RunReply{Err: err}
 	}
-	return r.spawn(ctx, rec, g)
+	return r.spawn(ctx, rec, g, set)
 }
 
 func (r *runsActor) resume(ctx actor.Context, id string) *RunReply {
@@ -218,16 +227,29 @@ func (r *runsActor) resume(ctx actor.Context, id string) *RunReply {
 	if err != nil {
 		return &RunReply{Err: fmt.Errorf("run %s: its stored graph: %w", id, err)}
 	}
+	// The options are the run's; the rest of the configuration is read
+	// anew, so that a fixed review.command or loop.routes applies.
+	set, err := newRunSettings(r.env.config(), rec.Options, r.env.Reviewers)
+	if err != nil {
+		return &RunReply{Err: fmt.Errorf("%w: run %s: %w", ErrBadRequest, id, err)}
+	}
+	// A supervisor that died (kill -9) took its agents with it, but not
+	// the tool calls they ran in sessions of their own: they would go on
+	// in the run's work trees next to the new agents.
+	if n, err := agentrun.KillTagged("DROVER_RUN_ID=" + id); err != nil || n > 0 {
+		r.env.Log.Warn("killed processes left by the run's last supervisor", zap.String("run", id), zap.Int("count", n), zap.Error(err))
+	}
 	rec = resumeRun(rec, r.env.now())
+	rec.Reviewer = set.describeReviewer()
 	if err := r.env.Store.SaveRun(ioctx, rec); err != nil {
 		return &RunReply{Err: err}
 	}
-	return r.spawn(ctx, rec, g)
+	return r.spawn(ctx, rec, g, set)
 }
 
-func (r *runsActor) spawn(ctx actor.Context, rec api.Run, g rungraph.Graph) *RunReply {
+func (r *runsActor) spawn(ctx actor.Context, rec api.Run, g rungraph.Graph, set runSettings) *RunReply {
 	env := r.env
-	props := actor.PropsFromProducer(func() actor.Actor { return newRunActor(env, rec, g) })
+	props := actor.PropsFromProducer(func() actor.Actor { return newRunActor(env, rec, g, set) })
 	pid, err := ctx.SpawnNamed(props, "run-"+rec.ID)
 	if err != nil {
 		return &RunReply{Err: fmt.Errorf("spawning the actor of run %s: %w", rec.ID, err)}
@@ -238,19 +260,32 @@ func (r *runsActor) spawn(ctx actor.Context, rec api.Run, g rungraph.Graph) *Run
 	return &RunReply{Run: rec}
 }
 
-// runOptions fills in the defaults and checks the command templates.
-func runOptions(o api.RunOptions) (api.RunOptions, error) {
+// runOptions fills in the defaults from the run.* configuration and checks
+// the command templates.
+func runOptions(o api.RunOptions, c config.Run) (api.RunOptions, error) {
 	if o.Concurrency <= 0 {
-		o.Concurrency = DefaultRunConcurrency
+		o.Concurrency = max(c.Concurrency, 1)
 	}
 	if o.MaxIterations <= 0 {
-		o.MaxIterations = DefaultRunMaxIterations
+		o.MaxIterations = max(c.MaxIterations, 1)
+	}
+	if strings.TrimSpace(o.Agent) == "" {
+		o.Agent = strings.TrimSpace(c.Agent)
 	}
 	if strings.TrimSpace(o.TestCommand) == "" {
-		o.TestCommand = DefaultTestCommand
+		o.TestCommand = c.TestCommand
 	}
 	if strings.TrimSpace(o.SuiteCommand) == "" {
-		o.SuiteCommand = DefaultSuiteCommand
+		o.SuiteCommand = c.SuiteCommand
+	}
+	if o.IterationTimeout <= 0 {
+		o.IterationTimeout = c.IterationTimeout
+	}
+	if !c.Review && strings.TrimSpace(o.Reviewer) == "" {
+		o.NoReview = true
+	}
+	if o.NoReview && strings.TrimSpace(o.Reviewer) != "" {
+		return o, errors.New("a reviewer command and no review at once: choose one")
 	}
 	for _, b := range []struct {
 		name string
@@ -268,7 +303,7 @@ func runOptions(o api.RunOptions) (api.RunOptions, error) {
 		{"test command", o.TestCommand, []string{"packages"}},
 		{"suite command", o.SuiteCommand, nil},
 	}
-	if _, err := reviewerSpec(o.Reviewer, "x"); err != nil {
+	if _, err := reviewerCommand(o.Reviewer); err != nil {
 		return o, err
 	}
 	for _, c := range checks {
@@ -373,13 +408,15 @@ type runActor struct {
 	// stop says which run budget ended the run; no iteration starts once
 	// it is set.
 	stop string
+	// set is what the run read of the configuration when it started.
+	set runSettings
 }
 
-func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph) *runActor {
+func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *runActor {
 	ctx, cancel := context.WithCancel(context.Background())
 	iterCtx, iterCancel := context.WithCancel(ctx)
 	return &runActor{
-		env: env, log: env.Log.With(zap.String("run", rec.ID)), rec: rec, graph: g,
+		env: env, log: env.Log.With(zap.String("run", rec.ID)), rec: rec, graph: g, set: set,
 		ctx: ctx, cancel: cancel, iterCtx: iterCtx, iterCancel: iterCancel,
 		feedback: map[string]string{}, history: map[string][]convergence.Metrics{},
 		started: env.now(), costAtStart: rec.CostUSD,
@@ -418,12 +455,10 @@ func (a *runActor) Receive(ctx actor.Context) {
 	case *iterationDone:
 		a.inflight--
 		a.iterationDone(msg)
-		a.save()
 		a.advance(ctx)
 	case *waveChecked:
 		a.merging = false
 		a.waveChecked(msg)
-		a.save()
 		a.advance(ctx)
 	case *actor.Stopping:
 		a.cancel()
@@ -450,9 +485,16 @@ func (a *runActor) task(id string) *api.RunTask {
 }
 
 // advance starts what can start now, and ends the run when nothing is
-// left to do.
+// left to do. It saves the run once, with whatever the message before it
+// changed, and before it starts any process: the store never says less
+// than what has begun.
 func (a *runActor) advance(ctx actor.Context) {
+	var launch []func()
 	defer func() {
+		a.save()
+		for _, start := range launch {
+			start()
+		}
 		if a.rec.State != api.RunRunning && a.inflight == 0 && !a.merging {
 			ctx.Stop(ctx.Self())
 		}
@@ -464,7 +506,6 @@ func (a *runActor) advance(ctx actor.Context) {
 	if wave > a.rec.Waves {
 		a.rec.State = api.RunDone
 		a.rec.Report = fmt.Sprintf("all %d tasks done in %d waves and merged into %s; cost $%.2f", len(a.rec.Tasks), a.rec.Waves, a.rec.Target, a.rec.CostUSD)
-		a.save()
 		a.log.Info("run done")
 		return
 	}
@@ -500,26 +541,21 @@ func (a *runActor) advance(ctx actor.Context) {
 		}
 		return
 	}
-	changed := false
 	for _, t := range pending {
 		if a.inflight >= a.rec.Options.Concurrency {
 			break
 		}
-		a.startIteration(ctx, t)
-		changed = true
-	}
-	if changed {
-		a.save()
+		launch = append(launch, a.startIteration(ctx, t))
 	}
 	if allDone && a.inflight == 0 {
-		a.startCheckpoint(ctx, wave)
+		launch = append(launch, a.startCheckpoint(ctx, wave))
 	}
 }
 
+// fail ends the run with report; the caller saves it.
 func (a *runActor) fail(report string) {
 	a.rec.State = api.RunFailed
 	a.rec.Report = report
-	a.save()
 	a.log.Warn("run failed", zap.String("report", report))
 }
 
@@ -584,9 +620,10 @@ func failureReport(wave int, failed []*api.RunTask) string {
 	return b.String()
 }
 
-// startIteration runs the next iteration of t in a goroutine: its work
-// tree, the agent, the targeted tests, and the commit check.
-func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) {
+// startIteration marks the next iteration of t as started and returns
+// what runs it in a goroutine: its work tree, the agent, the targeted
+// tests, the commit check and the review.
+func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	gt, _ := a.graph.Task(t.ID)
 	now := a.env.now()
 	t.State = api.TaskRunning
@@ -595,7 +632,7 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) {
 	if t.StartedAt.IsZero() {
 		t.StartedAt = now
 	}
-	t.Role = string(routeIteration(t.Iteration, a.history[t.ID], t.Status))
+	t.Role = string(routeIteration(a.set.rules, t.Iteration, a.history[t.ID], t.Status))
 	a.inflight++
 	job := iterationJob{
 		root: a.env.Root, runID: a.rec.ID, task: gt, iteration: t.Iteration, base: t.Base,
@@ -605,22 +642,28 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) {
 	if err == nil {
 		job.prompt, err = taskPrompt(tmpl, gt, t.Branch, t.Iteration, a.rec.Options.MaxIterations, router.Role(t.Role), a.feedback[t.ID])
 	}
-	if err == nil && a.rec.Options.Reviewer != "" {
+	if err == nil && a.set.review != nil {
 		// The base is known only once the work tree is; the job fills it in.
 		job.reviewPrompt, err = tmpl.Render(templates.RunReview, map[string]string{
 			"task_id": strconv.Quote(t.ID), "description": gt.Description, "branch": t.Branch,
 		})
+		spec := *a.set.review
+		spec.Model = reviewer.NextModel(a.set.models, t.Reviews)
+		job.review = &spec
 	}
 	if err != nil {
 		job.err = fmt.Errorf("the prompt of task %s: %w", t.ID, err)
 	}
 	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.iterCtx
-	a.log.Info("task iteration started", zap.String("task", t.ID), zap.Int("iteration", t.Iteration), zap.String("role", t.Role))
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		system.Root.Send(self, job.run(runCtx))
-	}()
+	id, role := t.ID, t.Role
+	return func() {
+		a.log.Info("task iteration started", zap.String("task", id), zap.Int("iteration", job.iteration), zap.String("role", role))
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			system.Root.Send(self, job.run(runCtx))
+		}()
+	}
 }
 
 // iterationDone applies one iteration's outcome to its task.
@@ -641,10 +684,14 @@ func (a *runActor) iterationDone(m *iterationDone) {
 	if m.test != nil {
 		t.LastTest = m.test
 	}
+	if m.review != nil {
+		t.Reviews++
+		t.LastReview = taskReview(*m.review, m.iteration, a.env.now())
+	}
 	done, feedback := judgeIteration(m)
 	metrics := iterationMetrics(m.iteration, m.test)
 	a.history[t.ID] = append(a.history[t.ID], metrics)
-	status, reason := convergence.Classify(a.history[t.ID], convergence.Budget{}, convergence.Thresholds{})
+	status, reason := convergence.Classify(a.history[t.ID], convergence.Budget{}, a.set.thresholds)
 	t.Status, t.StatusReason = string(status), reason
 	if a.stop == "" {
 		a.checkRunBudget()
@@ -675,13 +722,41 @@ func (a *runActor) iterationDone(m *iterationDone) {
 		t.State = api.TaskPending
 		a.feedback[t.ID] = feedback
 	}
-	a.log.Info("task iteration done", zap.String("task", t.ID), zap.Int("iteration", m.iteration), zap.String("state", string(t.State)), zap.String("status", t.Status), zap.Float64("cost_usd", m.agent.CostUSD))
+	fields := []zap.Field{zap.String("task", t.ID), zap.Int("iteration", m.iteration), zap.String("state", string(t.State)), zap.String("status", t.Status), zap.Float64("cost_usd", cost)}
+	if r := t.LastReview; m.review != nil && r != nil {
+		fields = append(fields, zap.String("review", r.Outcome), zap.String("review_model", r.Model))
+	}
+	a.log.Info("task iteration done", fields...)
 }
 
-// routeIteration picks the role of a task's iteration as the loop
-// workflow does: the first goes to the developer, later ones by how the
-// last tests went and the task's convergence status.
-func routeIteration(iteration int, history []convergence.Metrics, status string) router.Role {
+// taskReview is what the run keeps of one review.
+func taskReview(r reviewer.Result, iteration int, at time.Time) *api.TaskReview {
+	out := &api.TaskReview{Model: r.Model, CostUSD: r.CostUSD, Iteration: iteration, At: at}
+	switch r.Outcome {
+	case reviewer.Pass:
+		out.Outcome = api.ReviewPass
+	case reviewer.Fail:
+		out.Outcome = api.ReviewFail
+	default:
+		out.Outcome = api.ReviewFailed
+	}
+	if r.Err != nil {
+		out.Error = r.Err.Error()
+	}
+	for _, f := range r.Findings {
+		if f.Blocking() {
+			out.Blocking++
+		} else {
+			out.Minor++
+		}
+	}
+	return out
+}
+
+// routeIteration picks the role of a task's iteration by the loop's rules
+// (loop.routes): the first iteration is in the initial phase, later ones
+// are routed by how the last tests went and the task's convergence status.
+func routeIteration(rules []router.Rule, iteration int, history []convergence.Metrics, status string) router.Role {
 	in := router.Input{Phase: router.PhaseInitial}
 	if iteration > 1 {
 		in = router.Input{Phase: router.PhaseIterating, Status: status}
@@ -689,7 +764,7 @@ func routeIteration(iteration int, history []convergence.Metrics, status string)
 			in.LastOutcome = string(history[n-1].LastOutcome)
 		}
 	}
-	role, _ := router.Route(router.DefaultRules(), in)
+	role, _ := router.Route(rules, in)
 	if role == "" {
 		role = router.Developer
 	}
@@ -791,13 +866,12 @@ func reviewFeedback(r reviewer.Result) string {
 	return b.String()
 }
 
-// reviewerSpec is the reviewer of a run's tasks: nil without one.
-func reviewerSpec(opt, prompt string) (*reviewer.Spec, error) {
-	switch strings.TrimSpace(opt) {
-	case "":
+// reviewerCommand parses the --reviewer option: nil for the configured
+// reviewer or for "claude", else the argv of a custom command template.
+func reviewerCommand(opt string) ([]string, error) {
+	switch opt = strings.TrimSpace(opt); opt {
+	case "", reviewer.CLIClaude:
 		return nil, nil
-	case reviewer.CLIClaude:
-		return &reviewer.Spec{CLI: reviewer.CLIClaude, Prompt: prompt}, nil
 	}
 	argv, err := argsplit.Split(opt)
 	if err != nil {
@@ -806,7 +880,94 @@ func reviewerSpec(opt, prompt string) (*reviewer.Spec, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("reviewer command %q is empty", opt)
 	}
-	return &reviewer.Spec{CLI: reviewer.CLICustom, Command: argv, Prompt: prompt}, nil
+	return argv, nil
+}
+
+// runSettings is what a run reads of the configuration when it starts or
+// resumes; a change to the configuration applies to the next run.
+type runSettings struct {
+	// rules route iterations to roles (loop.routes).
+	rules []router.Rule
+	// thresholds judge a task's convergence (loop.plateau_window,
+	// loop.thrash_repeats).
+	thresholds convergence.Thresholds
+	// review is the reviewer of every task, without its prompt and model;
+	// nil when tasks are not reviewed.
+	review *reviewer.Spec
+	// models are the reviewer's models, used in turn across a task's
+	// reviews, the first one first.
+	models []string
+}
+
+// newRunSettings reads a run's settings from the configuration and its
+// options. The reviewer is the configured one (review.cli, review.command,
+// review.models, review.timeout, review.budget_usd) unless the options
+// turn it off or name another command; limiter caps the reviewer
+// processes of the whole supervisor.
+func newRunSettings(cfg config.Config, o api.RunOptions, limiter *reviewer.Limiter) (runSettings, error) {
+	var set runSettings
+	rules, err := cfg.LoopRules()
+	if err != nil {
+		return set, fmt.Errorf("loop.routes: %w", err)
+	}
+	set.rules = rules
+	set.thresholds = convergence.DefaultThresholds()
+	if cfg.Loop.PlateauWindow > 0 {
+		set.thresholds.PlateauWindow = cfg.Loop.PlateauWindow
+	}
+	if cfg.Loop.ThrashRepeats > 0 {
+		set.thresholds.ThrashRepeats = cfg.Loop.ThrashRepeats
+	}
+	if o.NoReview {
+		return set, nil
+	}
+	spec := &reviewer.Spec{CLI: cfg.Review.CLI, Timeout: cfg.Review.Timeout, Limiter: limiter}
+	argv, err := reviewerCommand(o.Reviewer)
+	switch {
+	case err != nil:
+		return set, err
+	case argv != nil:
+		spec.CLI, spec.Command = reviewer.CLICustom, argv
+	case strings.TrimSpace(o.Reviewer) == reviewer.CLIClaude:
+		spec.CLI = reviewer.CLIClaude
+	case cfg.Review.CLI == reviewer.CLICustom:
+		if spec.Command, err = argsplit.Split(cfg.Review.Command); err != nil {
+			return set, fmt.Errorf("review.command %q: %w", cfg.Review.Command, err)
+		}
+		if len(spec.Command) == 0 {
+			return set, errors.New("review.command is empty while review.cli is custom")
+		}
+	}
+	if b := strings.TrimSpace(cfg.Review.BudgetUSD); b != "" {
+		if spec.BudgetUSD, err = strconv.ParseFloat(b, 64); err != nil || spec.BudgetUSD < 0 {
+			return set, fmt.Errorf("review.budget_usd %q is not a number of dollars", b)
+		}
+	}
+	set.review = spec
+	set.models = cfg.ReviewModels()
+	if len(set.models) == 0 {
+		set.models = reviewer.DefaultModels
+	}
+	return set, nil
+}
+
+// describeReviewer says who reviews the run's tasks, for its status.
+func (s runSettings) describeReviewer() string {
+	if s.review == nil {
+		return ""
+	}
+	who := s.review.CLI
+	switch who {
+	case "":
+		who = reviewer.CLIClaude
+	case reviewer.CLICustom:
+		who = strings.Join(s.review.Command, " ")
+	}
+	models := strings.Join(s.models, ", ")
+	if len(s.models) > 1 {
+		models += " in turn"
+	}
+	return who + " (" + models + ")"
 }
 
 func firstLine(s string) string {
@@ -822,7 +983,9 @@ type iterationJob struct {
 	base        string
 	opts        api.RunOptions
 	prompt      string
-	// reviewPrompt asks the reviewer, when the run has one.
+	// review is the reviewer of the iteration, when the run has one, and
+	// reviewPrompt what it is asked ({{base}} still to fill in).
+	review       *reviewer.Spec
 	reviewPrompt string
 	// deadline ends the iteration with the task's budget (zero: none).
 	deadline time.Time
@@ -878,17 +1041,12 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 	if s, err := gitOut(ctx, wt.Path, "status", "--porcelain=v1", "--untracked-files=no"); err == nil {
 		out.dirty = s != ""
 	}
-	if done, _ := judgeIteration(out); done {
-		spec, err := reviewerSpec(j.opts.Reviewer, strings.ReplaceAll(j.reviewPrompt, "{{base}}", out.base))
-		if err != nil {
-			out.err = err
-			return out
-		}
-		if spec != nil {
-			spec.Dir = wt.Path
-			res := reviewer.Run(ctx, *spec)
-			out.review = &res
-		}
+	if done, _ := judgeIteration(out); done && j.review != nil {
+		spec := *j.review
+		spec.Prompt = strings.ReplaceAll(j.reviewPrompt, "{{base}}", out.base)
+		spec.Dir = wt.Path
+		res := reviewer.Run(ctx, spec)
+		out.review = &res
 	}
 	if done, _ := judgeIteration(out); done {
 		// The branch is what gets merged; the work tree is no longer needed.
@@ -899,9 +1057,10 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 	return out
 }
 
-// startCheckpoint merges the wave's branches in dependency order and runs
-// the suite in the main work tree, in a goroutine.
-func (a *runActor) startCheckpoint(ctx actor.Context, wave int) {
+// startCheckpoint marks the wave as merging and returns what merges its
+// branches in dependency order and runs the suite in the main work tree,
+// in a goroutine.
+func (a *runActor) startCheckpoint(ctx actor.Context, wave int) func() {
 	a.merging = true
 	var branches []string
 	for _, gt := range a.graph.Order() {
@@ -911,23 +1070,25 @@ func (a *runActor) startCheckpoint(ctx actor.Context, wave int) {
 	}
 	root, target, suite := a.env.Root, a.rec.Target, a.rec.Options.SuiteCommand
 	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.ctx
-	a.log.Info("wave checkpoint started", zap.Int("wave", wave), zap.Strings("branches", branches))
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		out := &waveChecked{wave: wave}
-		out.merge, out.mergeErr = worktree.MergeInOrder(runCtx, root, target, branches, worktree.ContinueOnConflict)
-		if out.mergeErr == nil && out.merge.OK() {
-			argv, err := expand(suite, nil, nil)
-			if err != nil {
-				out.mergeErr = err
-			} else {
-				tr := runCommand(runCtx, root, argv)
-				out.suite = &tr
+	return func() {
+		a.log.Info("wave checkpoint started", zap.Int("wave", wave), zap.Strings("branches", branches))
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			out := &waveChecked{wave: wave}
+			out.merge, out.mergeErr = worktree.MergeInOrder(runCtx, root, target, branches, worktree.ContinueOnConflict)
+			if out.mergeErr == nil && out.merge.OK() {
+				argv, err := expand(suite, nil, nil)
+				if err != nil {
+					out.mergeErr = err
+				} else {
+					tr := runCommand(runCtx, root, argv)
+					out.suite = &tr
+				}
 			}
-		}
-		system.Root.Send(self, out)
-	}()
+			system.Root.Send(self, out)
+		}()
+	}
 }
 
 func (a *runActor) waveChecked(m *waveChecked) {
@@ -1012,7 +1173,7 @@ func taskPrompt(tmpl templates.Set, t rungraph.Task, branch string, iteration, m
 func agentSpec(o api.RunOptions, runID, taskID string, iteration int, dir, prompt string) (agentrun.Spec, error) {
 	env := []string{"DROVER_RUN_ID=" + runID, "DROVER_TASK_ID=" + taskID, "DROVER_ITERATION=" + strconv.Itoa(iteration)}
 	if o.Agent == "" {
-		return agentrun.Spec{Bin: "claude", Args: agentrun.ClaudeArgs("--dangerously-skip-permissions"), Prompt: prompt, Dir: dir, Env: env}, nil
+		return agentrun.Spec{Bin: "claude", Args: agentrun.ClaudeArgs("--dangerously-skip-permissions"), Prompt: prompt, Dir: dir, Env: env, Timeout: o.IterationTimeout}, nil
 	}
 	vars := map[string][]string{
 		"prompt": {prompt}, "task": {taskID}, "iteration": {strconv.Itoa(iteration)}, "run": {runID}, "worktree": {dir},
@@ -1022,7 +1183,7 @@ func agentSpec(o api.RunOptions, runID, taskID string, iteration int, dir, promp
 	if err != nil {
 		return agentrun.Spec{}, fmt.Errorf("agent command %q: %w", o.Agent, err)
 	}
-	spec := agentrun.Spec{Bin: argv[0], Args: argv[1:], Dir: dir, Env: env}
+	spec := agentrun.Spec{Bin: argv[0], Args: argv[1:], Dir: dir, Env: env, Timeout: o.IterationTimeout}
 	if !used["prompt"] {
 		spec.Prompt = prompt
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/router"
@@ -140,13 +141,25 @@ func TestNewRunWaves(t *testing.T) {
 }
 
 func TestRunOptionsDefaultsAndChecks(t *testing.T) {
-	o, err := runOptions(api.RunOptions{})
-	if err != nil || o.Concurrency != DefaultRunConcurrency || o.MaxIterations != DefaultRunMaxIterations || o.TestCommand != DefaultTestCommand || o.SuiteCommand != DefaultSuiteCommand {
+	def := config.Defaults().Run
+	o, err := runOptions(api.RunOptions{}, def)
+	if err != nil || o.Concurrency != 2 || o.MaxIterations != 3 || o.TestCommand != "go test {{packages}}" || o.SuiteCommand != "go test ./..." || o.IterationTimeout != time.Hour || o.Agent != "" || o.NoReview {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
-	for _, bad := range []api.RunOptions{{Agent: "x {{nope}}"}, {TestCommand: "go test {{prompt}}"}, {SuiteCommand: "make {{packages}}"}, {MaxUSD: -1}, {TaskMaxMinutes: -0.5}, {MaxMinutes: -2}} {
-		if _, err := runOptions(bad); err == nil {
-			t.Errorf("runOptions(%+v) accepted a bad template", bad)
+	// The configuration gives the defaults; the options win over it.
+	cfg := config.Run{Concurrency: 5, MaxIterations: 7, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, Review: false}
+	o, err = runOptions(api.RunOptions{MaxIterations: 2}, cfg)
+	want := api.RunOptions{Concurrency: 5, MaxIterations: 2, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, NoReview: true}
+	if err != nil || o != want {
+		t.Errorf("from config: %+v, %v; want %+v", o, err, want)
+	}
+	// run.review false does not turn off a reviewer given for the run.
+	if o, err := runOptions(api.RunOptions{Reviewer: "claude"}, cfg); err != nil || o.NoReview {
+		t.Errorf("--reviewer with run.review false: %+v, %v", o, err)
+	}
+	for _, bad := range []api.RunOptions{{Agent: "x {{nope}}"}, {TestCommand: "go test {{prompt}}"}, {SuiteCommand: "make {{packages}}"}, {MaxUSD: -1}, {TaskMaxMinutes: -0.5}, {MaxMinutes: -2}, {Reviewer: "rev 'x"}, {Reviewer: "rev", NoReview: true}} {
+		if _, err := runOptions(bad, def); err == nil {
+			t.Errorf("runOptions(%+v) accepted it", bad)
 		}
 	}
 }
@@ -214,7 +227,7 @@ func TestRouteIteration(t *testing.T) {
 		{4, []convergence.Metrics{failed}, string(convergence.StuckPlateau), router.Architect},
 	}
 	for _, c := range cases {
-		if got := routeIteration(c.iteration, c.history, c.status); got != c.want {
+		if got := routeIteration(router.DefaultRules(), c.iteration, c.history, c.status); got != c.want {
 			t.Errorf("routeIteration(%d, %v, %q) = %s, want %s", c.iteration, c.history, c.status, got, c.want)
 		}
 	}
@@ -294,36 +307,126 @@ func TestBudgets(t *testing.T) {
 	}
 }
 
-func TestReviewerSpec(t *testing.T) {
+func TestRouteIterationByConfiguredRules(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Loop.Routes = "phase=initial -> architect; last_outcome=tests_failed -> developer; anything -> debugger"
+	set, err := newRunSettings(cfg, api.RunOptions{NoReview: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := []convergence.Metrics{{LastOutcome: convergence.OutcomeTestsFailed}}
+	ok := []convergence.Metrics{{LastOutcome: convergence.OutcomeOK}}
+	for _, c := range []struct {
+		iteration int
+		history   []convergence.Metrics
+		want      router.Role
+	}{{1, nil, router.Architect}, {2, failed, router.Developer}, {2, ok, router.Debugger}} {
+		if got := routeIteration(set.rules, c.iteration, c.history, "exploring"); got != c.want {
+			t.Errorf("iteration %d after %v: %s, want %s", c.iteration, c.history, got, c.want)
+		}
+	}
+}
+
+func TestRunSettings(t *testing.T) {
+	limiter := reviewer.NewLimiter(1)
+	withConfig := func(f func(*config.Config)) config.Config {
+		c := config.Defaults()
+		f(&c)
+		return c
+	}
 	cases := []struct {
-		opt     string
+		name    string
+		cfg     config.Config
+		opts    api.RunOptions
 		cli     string
 		command []string
+		models  []string
+		budget  float64
+		plateau int
+		thrash  int
+		desc    string
 		wantErr string
 	}{
-		{"", "", nil, ""},
-		{"claude", reviewer.CLIClaude, nil, ""},
-		{"my-rev --json {{prompt}}", reviewer.CLICustom, []string{"my-rev", "--json", "{{prompt}}"}, ""},
-		{"my-rev 'x", "", nil, "quote"},
+		{name: "the configured reviewer", cfg: config.Defaults(), cli: reviewer.CLIClaude, models: []string{"opus", "sonnet"}, plateau: 3, thrash: 3, desc: "claude (opus, sonnet in turn)"},
+		{name: "no review", cfg: config.Defaults(), opts: api.RunOptions{NoReview: true}, plateau: 3, thrash: 3},
+		{
+			name: "review and loop config",
+			cfg: withConfig(func(c *config.Config) {
+				c.Review.Models, c.Review.BudgetUSD, c.Loop.PlateauWindow, c.Loop.ThrashRepeats = "sonnet", "0.5", 5, 4
+			}),
+			cli: reviewer.CLIClaude, models: []string{"sonnet"}, budget: 0.5, plateau: 5, thrash: 4, desc: "claude (sonnet)",
+		},
+		{
+			name: "custom review.cli",
+			cfg: withConfig(func(c *config.Config) {
+				c.Review.CLI, c.Review.Command = reviewer.CLICustom, "my-rev --model {{model}} {{prompt}}"
+			}),
+			cli: reviewer.CLICustom, command: []string{"my-rev", "--model", "{{model}}", "{{prompt}}"}, models: []string{"opus", "sonnet"}, plateau: 3, thrash: 3,
+			desc: "my-rev --model {{model}} {{prompt}} (opus, sonnet in turn)",
+		},
+		{
+			name: "--reviewer claude over a custom review.cli",
+			cfg: withConfig(func(c *config.Config) {
+				c.Review.CLI, c.Review.Command = reviewer.CLICustom, "my-rev {{prompt}}"
+			}),
+			opts: api.RunOptions{Reviewer: "claude"}, cli: reviewer.CLIClaude, models: []string{"opus", "sonnet"}, plateau: 3, thrash: 3, desc: "claude (opus, sonnet in turn)",
+		},
+		{name: "--reviewer command", cfg: config.Defaults(), opts: api.RunOptions{Reviewer: "rev --json {{prompt}}"}, cli: reviewer.CLICustom, command: []string{"rev", "--json", "{{prompt}}"}, models: []string{"opus", "sonnet"}, plateau: 3, thrash: 3, desc: "rev --json {{prompt}} (opus, sonnet in turn)"},
+		{name: "broken --reviewer", cfg: config.Defaults(), opts: api.RunOptions{Reviewer: "rev 'x"}, wantErr: "quote"},
+		{name: "broken budget", cfg: withConfig(func(c *config.Config) { c.Review.BudgetUSD = "lots" }), wantErr: "review.budget_usd"},
+		{name: "broken routes", cfg: withConfig(func(c *config.Config) { c.Loop.Routes = "status=x ->" }), wantErr: "loop.routes"},
 	}
 	for _, c := range cases {
-		spec, err := reviewerSpec(c.opt, "review it")
-		if c.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-				t.Errorf("reviewerSpec(%q) error %v, want one with %q", c.opt, err, c.wantErr)
+		t.Run(c.name, func(t *testing.T) {
+			set, err := newRunSettings(c.cfg, c.opts, limiter)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("error %v, want one with %q", err, c.wantErr)
+				}
+				return
 			}
-			continue
-		}
-		switch {
-		case err != nil:
-			t.Errorf("reviewerSpec(%q): %v", c.opt, err)
-		case c.cli == "" && spec != nil:
-			t.Errorf("reviewerSpec(%q) = %+v, want none", c.opt, spec)
-		case c.cli != "" && (spec == nil || spec.CLI != c.cli || !slices.Equal(spec.Command, c.command) || spec.Prompt != "review it"):
-			t.Errorf("reviewerSpec(%q) = %+v, want CLI %s command %q", c.opt, spec, c.cli, c.command)
-		}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if set.thresholds.PlateauWindow != c.plateau || set.thresholds.ThrashRepeats != c.thrash || set.thresholds.SuccessPassRate == 0 {
+				t.Errorf("thresholds %+v, want plateau %d thrash %d and the other defaults", set.thresholds, c.plateau, c.thrash)
+			}
+			if got := set.describeReviewer(); got != c.desc {
+				t.Errorf("describeReviewer() = %q, want %q", got, c.desc)
+			}
+			if c.cli == "" {
+				if set.review != nil {
+					t.Errorf("review %+v, want none", set.review)
+				}
+				return
+			}
+			r := set.review
+			if r == nil || r.CLI != c.cli || !slices.Equal(r.Command, c.command) || r.BudgetUSD != c.budget || r.Timeout != c.cfg.Review.Timeout || r.Limiter != limiter {
+				t.Errorf("review %+v; want CLI %s, command %q, budget %v, timeout %s and the shared limiter", r, c.cli, c.command, c.budget, c.cfg.Review.Timeout)
+			}
+			if !slices.Equal(set.models, c.models) {
+				t.Errorf("models %q, want %q", set.models, c.models)
+			}
+		})
 	}
-	if _, err := runOptions(api.RunOptions{Reviewer: "rev 'x"}); err == nil {
-		t.Errorf("runOptions accepted a broken reviewer command")
+}
+
+func TestTaskReview(t *testing.T) {
+	at := time.Unix(100, 0)
+	cases := []struct {
+		in   reviewer.Result
+		want api.TaskReview
+	}{
+		{reviewer.Result{Model: "opus", Outcome: reviewer.Pass, CostUSD: 0.1}, api.TaskReview{Model: "opus", Outcome: api.ReviewPass, CostUSD: 0.1, Iteration: 2, At: at}},
+		{
+			reviewer.Result{Model: "sonnet", Outcome: reviewer.Fail, Findings: []reviewer.Finding{{Severity: "blocking"}, {Severity: "minor"}, {Severity: "odd"}}},
+			api.TaskReview{Model: "sonnet", Outcome: api.ReviewFail, Blocking: 2, Minor: 1, Iteration: 2, At: at},
+		},
+		{reviewer.Result{Outcome: reviewer.Failed, Err: errors.New("timed out")}, api.TaskReview{Outcome: api.ReviewFailed, Error: "timed out", Iteration: 2, At: at}},
+	}
+	for _, c := range cases {
+		if got := taskReview(c.in, 2, at); *got != c.want {
+			t.Errorf("taskReview(%+v) = %+v, want %+v", c.in, *got, c.want)
+		}
 	}
 }

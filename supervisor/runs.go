@@ -17,11 +17,19 @@ import (
 // startRuns spawns the top-level actor of `drover run` and returns what
 // stops it (and so every agent and test process of its runs). A failure
 // to spawn is logged: the rest of the supervisor works without runs.
-func (s *Server) startRuns() func() {
+//
+// Runs read what the sessions read, from the sessions' env: the project's
+// templates (with its .drover/templates overrides), the configuration as
+// last reloaded, and the one limiter of reviewer processes, so that run
+// reviews and plan reviews together stay within review.max_parallel.
+func (s *Server) startRuns(env actors.Env) func() {
 	pid, err := s.system.Root.SpawnNamed(actors.NewRunsProps(actors.RunsEnv{
-		Store: s.store,
-		Root:  s.opts.Paths.Root,
-		Log:   s.log,
+		Store:     s.store,
+		Root:      s.opts.Paths.Root,
+		Log:       s.log,
+		Templates: env.Templates,
+		Config:    env.Config,
+		Reviewers: env.Reviewers,
 	}), actors.RunsActorName)
 	if err != nil {
 		s.log.Error("spawning the runs actor", zap.Error(err))

@@ -138,7 +138,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		}
 		s.system.Shutdown()
 	}()
-	defer s.startRuns()()
+	defer s.startRuns(env)()
 
 	if opts.Sources != nil {
 		stop, werr := config.Watch(ctx, *opts.Sources, s.reload)

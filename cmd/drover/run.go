@@ -7,16 +7,17 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/client"
 	"github.com/drover-dev/drover/internal/rungraph"
+	"github.com/drover-dev/drover/internal/workflow/plan"
 )
 
 // runPollInterval is how often the live view of `drover run` asks for the
@@ -26,56 +27,62 @@ const runPollInterval = time.Second
 func (a *app) runCmd(g *globalFlags) *cobra.Command {
 	var opts api.RunOptions
 	var detach bool
+	var planID string
 	cmd := &cobra.Command{
-		Use:   "run FILE",
+		Use:   "run FILE | run --plan PLAN-ID",
 		Short: "Work a graph of tasks in waves with headless agents, each in its own work tree",
 		Long: `run works the task graph in FILE (YAML: tasks with id, description, files,
-tests, depends-on). Tasks whose dependencies are done form a wave; the tasks
-of a wave run at the same time (at most --concurrency agents), each in its
-own git work tree on branch drover/<run>/<task>. Between iterations a task's
-targeted tests run in its work tree; a task is done when they pass and it
-committed. When a wave is done its branches are merged into the current
+tests, depends-on), or with --plan the tasks of .drover/plans/PLAN-ID/tasks.md
+that are not done (described by their task-ID.md files; each depends on the
+one before it unless the table has a "Depends on" column). Tasks whose
+dependencies are done form a wave; the tasks of a wave run at the same time
+(at most --concurrency agents), each in its own git work tree on branch
+drover/<run>/<task>. Between iterations a task's targeted tests run in its
+work tree; a task is done when they pass, it committed, and the reviewer
+passed it. When a wave is done its branches are merged into the current
 branch in dependency order and the suite runs there; a failure stops the
 run with a report.
 
-The agent is Claude Code in print mode unless --agent gives a command
-template ({{prompt}}, {{task}}, {{iteration}}, {{run}}, {{worktree}}; without
-{{prompt}} the prompt is the last argument). --test-command may hold
-{{packages}}, the task's targeted tests.
+The agent is Claude Code in print mode unless --agent (or run.agent) gives a
+command template ({{prompt}}, {{task}}, {{iteration}}, {{run}}, {{worktree}};
+without {{prompt}} the prompt is the last argument). --test-command may hold
+{{packages}}, the task's targeted tests. Flags left unset take the run.*
+configuration.
+
+The reviewer is the configured one (review.cli, review.command, review.models
+in turn, opus first; review.timeout, review.budget_usd, at most
+review.max_parallel at once with the sessions' reviews); --reviewer gives
+another command ("claude", or a template with {{prompt}}, {{schema}},
+{{model}}, {{budget_usd}}) and --no-review (or run.review: false) turns
+review off. A FAIL sends the findings to the task's next iteration.
 
 Budgets end tasks and runs that will not finish: --max-iterations and
 --task-max-minutes fail a task, --max-minutes and --max-usd stop the run
 (a resumed run gets a fresh budget); a task whose targeted tests are stuck
-on a plateau or keep failing the same way fails early. Iterations are
-routed to the developer, debugger or architect role as in the loop.
-With --reviewer, a task whose tests pass is done only when the reviewer
-passes it; a FAIL sends the findings to the task's next iteration.
+on a plateau or keep failing the same way fails early (loop.plateau_window,
+loop.thrash_repeats). Iterations are routed to the developer, debugger or
+architect role by the loop's rules (loop.routes).
 
 run prints progress until the run ends, unless --detach. After a crash,
 drover run status shows where every run is and drover run resume RUN-ID
 goes on without redoing finished tasks.`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			file := args[0]
-			data, err := os.ReadFile(file)
+			ctx := cmd.Context()
+			req, err := a.runRequest(g, args, planID)
 			if err != nil {
-				return fmt.Errorf("reading task graph: %w", err)
-			}
-			// Validate here too, so that a broken file is reported
-			// without a supervisor.
-			if _, err := rungraph.Parse(data, file); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
+			req.Options = opts
 			c, err := a.runClient(ctx, g)
 			if err != nil {
 				return err
 			}
-			run, err := c.StartRun(ctx, api.StartRunRequest{File: file, Graph: string(data), Options: opts})
+			run, err := c.StartRun(ctx, req)
 			if err != nil {
 				return fmt.Errorf("starting run: %w", err)
 			}
-			fmt.Fprintf(a.stdout, "run %s: %d tasks in %d waves, merging into %s\n", run.ID, len(run.Tasks), run.Waves, run.Target)
+			fmt.Fprintf(a.stdout, "run %s: %d tasks in %d waves, merging into %s; %s\n", run.ID, len(run.Tasks), run.Waves, run.Target, reviewedBy(run))
 			if detach {
 				return nil
 			}
@@ -83,18 +90,100 @@ goes on without redoing finished tasks.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&opts.Concurrency, "concurrency", actors.DefaultRunConcurrency, "agent processes running at once")
-	f.IntVar(&opts.MaxIterations, "max-iterations", actors.DefaultRunMaxIterations, "agent runs per task before it fails")
-	f.StringVar(&opts.Agent, "agent", "", "agent command template (default: claude --print --output-format stream-json --verbose --dangerously-skip-permissions PROMPT)")
-	f.StringVar(&opts.TestCommand, "test-command", actors.DefaultTestCommand, "targeted test command, run in the task's work tree")
-	f.StringVar(&opts.SuiteCommand, "suite-command", actors.DefaultSuiteCommand, "suite command, run in the main work tree after each wave")
+	f.StringVar(&planID, "plan", "", "work the tasks of .drover/plans/PLAN-ID/tasks.md that are not done, instead of FILE")
+	f.IntVar(&opts.Concurrency, "concurrency", 0, "agent processes running at once (default: run.concurrency, 2)")
+	f.IntVar(&opts.MaxIterations, "max-iterations", 0, "agent runs per task before it fails (default: run.max_iterations, 3)")
+	f.StringVar(&opts.Agent, "agent", "", "agent command template (default: run.agent, else claude --print --output-format stream-json --verbose --dangerously-skip-permissions PROMPT)")
+	f.StringVar(&opts.TestCommand, "test-command", "", "targeted test command, run in the task's work tree (default: run.test_command, go test {{packages}})")
+	f.StringVar(&opts.SuiteCommand, "suite-command", "", "suite command, run in the main work tree after each wave (default: run.suite_command, go test ./...)")
 	f.Float64Var(&opts.TaskMaxMinutes, "task-max-minutes", 0, "minutes a task may take before it fails, its agent killed (0: no limit)")
 	f.Float64Var(&opts.MaxMinutes, "max-minutes", 0, "minutes the whole run may take before it stops (0: no limit)")
 	f.Float64Var(&opts.MaxUSD, "max-usd", 0, "dollars the agents of the whole run may cost, as they report it, before it stops (0: no limit)")
-	f.StringVar(&opts.Reviewer, "reviewer", "", `reviewer that must pass each task before it is done: "claude", or a command template with {{prompt}}, {{schema}}, {{model}}, {{budget_usd}} (default: no review)`)
+	f.StringVar(&opts.Reviewer, "reviewer", "", `reviewer command that must pass each task: "claude", or a template with {{prompt}}, {{schema}}, {{model}}, {{budget_usd}} (default: review.cli and review.command)`)
+	f.BoolVar(&opts.NoReview, "no-review", false, "do not review tasks: a task is done when its tests pass and it committed")
 	f.BoolVar(&detach, "detach", false, "start the run and return at once")
+	cmd.MarkFlagsMutuallyExclusive("reviewer", "no-review")
 	cmd.AddCommand(a.runStatusCmd(g), a.runResumeCmd(g))
 	return cmd
+}
+
+// runRequest reads the task graph of a run: FILE, or the tasks of a plan.
+// Either is validated here too, so that a broken one is reported without
+// a supervisor.
+func (a *app) runRequest(g *globalFlags, args []string, planID string) (api.StartRunRequest, error) {
+	switch {
+	case planID != "" && len(args) > 0:
+		return api.StartRunRequest{}, fmt.Errorf("give a task graph FILE (%s) or --plan %s, not both", args[0], planID)
+	case planID == "" && len(args) == 0:
+		return api.StartRunRequest{}, errors.New("no tasks: give a task graph FILE or --plan PLAN-ID")
+	case planID != "":
+		p, err := a.paths(g)
+		if err != nil {
+			return api.StartRunRequest{}, err
+		}
+		file, data, err := planGraph(p.Root, planID)
+		if err != nil {
+			return api.StartRunRequest{}, err
+		}
+		return api.StartRunRequest{File: file, Graph: string(data)}, nil
+	}
+	file := args[0]
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return api.StartRunRequest{}, fmt.Errorf("reading task graph: %w", err)
+	}
+	if _, err := rungraph.Parse(data, file); err != nil {
+		return api.StartRunRequest{}, err
+	}
+	return api.StartRunRequest{File: file, Graph: string(data)}, nil
+}
+
+// planGraph reads the task table and task files of plan id under root and
+// returns the name of its tasks.md (relative to root, for reports) and the
+// task graph made of it.
+func planGraph(root, id string) (string, []byte, error) {
+	if !plan.ValidPlanID(id) {
+		return "", nil, fmt.Errorf("plan id %q is not valid (letters, digits, '-', '_' and '.', starting with a letter or digit)", id)
+	}
+	rel := filepath.Join(".drover", "plans", id)
+	dir := filepath.Join(root, rel)
+	file := filepath.Join(rel, "tasks.md")
+	md, err := os.ReadFile(filepath.Join(root, file))
+	if errors.Is(err, os.ErrNotExist) {
+		if _, derr := os.Stat(dir); derr != nil {
+			return "", nil, fmt.Errorf("no plan %s: %s does not exist", id, rel)
+		}
+		return "", nil, fmt.Errorf("plan %s has no tasks yet: %s does not exist", id, file)
+	}
+	if err != nil {
+		return "", nil, fmt.Errorf("reading plan tasks %s: %w", file, err)
+	}
+	taskFiles := map[string]string{}
+	names, err := filepath.Glob(filepath.Join(dir, "task-*.md"))
+	if err != nil {
+		return "", nil, fmt.Errorf("listing the task files of plan %s: %w", id, err)
+	}
+	for _, name := range names {
+		tid := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(name), "task-"), ".md")
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return "", nil, fmt.Errorf("reading task file %q: %w", name, err)
+		}
+		taskFiles[tid] = string(b)
+	}
+	data, _, err := rungraph.FromPlan(rungraph.PlanTasks{File: file, TasksMD: string(md), TaskFiles: taskFiles})
+	if err != nil {
+		return "", nil, err
+	}
+	return file, data, nil
+}
+
+// reviewedBy says who reviews a run's tasks.
+func reviewedBy(run api.Run) string {
+	if run.Reviewer == "" {
+		return "tasks are not reviewed"
+	}
+	return "each task reviewed by " + run.Reviewer
 }
 
 func (a *app) runClient(ctx context.Context, g *globalFlags) (*client.Client, error) {
@@ -106,44 +195,118 @@ func (a *app) runClient(ctx context.Context, g *globalFlags) (*client.Client, er
 }
 
 func (a *app) runStatusCmd(g *globalFlags) *cobra.Command {
-	var asJSON bool
+	var asJSON, watch bool
 	cmd := &cobra.Command{
 		Use:   "status [RUN-ID]",
-		Short: "Show a run (default: the newest): every task's state, iteration, role, last test result and cost",
-		Args:  cobra.MaximumNArgs(1),
+		Short: "Show a run (default: the newest): every task's state, iteration, role, last test result, review and cost",
+		Long: `status shows a run (default: the newest): every task's wave, state,
+iteration, role, last test result, last review and cost. With --watch it
+shows the run again whenever it changes, until the run is no longer worked:
+on a terminal it redraws the screen, elsewhere it prints each new view
+after the last.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.runClient(ctx, g)
 			if err != nil {
 				return err
 			}
-			var run api.Run
+			id := ""
 			if len(args) == 1 {
-				run, err = c.Run(ctx, args[0])
-			} else {
-				var runs []api.Run
-				runs, err = c.Runs(ctx)
-				if err == nil && len(runs) == 0 {
-					err = errors.New("no runs yet: start one with drover run FILE")
-				}
-				if err == nil {
-					run = runs[0]
-				}
+				id = args[0]
 			}
+			run, err := fetchRun(ctx, c, id)
 			if err != nil {
 				return fmt.Errorf("run status: %w", err)
 			}
+			if watch {
+				return a.watchStatus(ctx, c, run, asJSON)
+			}
 			if asJSON {
-				enc := json.NewEncoder(a.stdout)
-				enc.SetIndent("", "  ")
-				return enc.Encode(run)
+				return writeRunJSON(a.stdout, run)
 			}
 			printRun(a.stdout, run)
 			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&watch, "watch", false, "show the run again at each change until it is no longer worked")
 	return cmd
+}
+
+// fetchRun gets run id, or the newest run when id is empty.
+func fetchRun(ctx context.Context, c *client.Client, id string) (api.Run, error) {
+	if id != "" {
+		return c.Run(ctx, id)
+	}
+	runs, err := c.Runs(ctx)
+	if err != nil {
+		return api.Run{}, err
+	}
+	if len(runs) == 0 {
+		return api.Run{}, errors.New("no runs yet: start one with drover run FILE")
+	}
+	return runs[0], nil
+}
+
+func writeRunJSON(w io.Writer, run api.Run) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(run)
+}
+
+// watchStatus shows run at each change until it is no longer worked. On a
+// terminal each view replaces the last; elsewhere (a pipe, a file, a CI
+// log) each new view is printed after the last, a blank line between.
+func (a *app) watchStatus(ctx context.Context, c *client.Client, run api.Run, asJSON bool) error {
+	redraw := isTerminal(a.stdout, a.getenv("TERM"))
+	last := ""
+	tick := time.NewTicker(runPollInterval)
+	defer tick.Stop()
+	for {
+		var b strings.Builder
+		if asJSON {
+			if err := writeRunJSON(&b, run); err != nil {
+				return err
+			}
+		} else {
+			printRun(&b, run)
+		}
+		if view := b.String(); view != last {
+			switch {
+			case redraw:
+				// Home the cursor and clear the screen.
+				fmt.Fprint(a.stdout, "\x1b[H\x1b[2J")
+			case last != "" && !asJSON:
+				fmt.Fprintln(a.stdout)
+			}
+			fmt.Fprint(a.stdout, view)
+			last = view
+		}
+		if run.State != api.RunRunning || !run.Active {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+		var err error
+		if run, err = c.Run(ctx, run.ID); err != nil {
+			return fmt.Errorf("watching run: %w", err)
+		}
+	}
+}
+
+// isTerminal reports whether w is a terminal that understands the screen
+// redraw of --watch.
+func isTerminal(w io.Writer, term string) bool {
+	f, ok := w.(*os.File)
+	if !ok || term == "" || term == "dumb" {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func (a *app) runResumeCmd(g *globalFlags) *cobra.Command {
@@ -188,25 +351,12 @@ func (a *app) watchRun(ctx context.Context, c *client.Client, run api.Run) error
 	defer tick.Stop()
 	for {
 		for _, t := range run.Tasks {
-			key := fmt.Sprintf("%s/%d/%s", t.State, t.Iteration, t.Role)
+			key := fmt.Sprintf("%s/%d/%s/%d", t.State, t.Iteration, t.Role, t.Reviews)
 			if seen[t.ID] == key {
 				continue
 			}
 			seen[t.ID] = key
-			line := fmt.Sprintf("task %s (wave %d): %s", t.ID, t.Wave, t.State)
-			if t.Iteration > 0 {
-				line += fmt.Sprintf(", iteration %d", t.Iteration)
-			}
-			if t.Role != "" {
-				line += ", " + t.Role
-			}
-			if t.LastTest != nil && t.State != api.TaskRunning {
-				line += ", tests " + passFail(t.LastTest.Passed)
-			}
-			if t.Error != "" {
-				line += ": " + t.Error
-			}
-			fmt.Fprintln(a.stdout, line)
+			fmt.Fprintln(a.stdout, progressLine(t))
 		}
 		for ; merged < run.Merged; merged++ {
 			fmt.Fprintf(a.stdout, "wave %d merged into %s; suite passed\n", merged+1, run.Target)
@@ -236,6 +386,44 @@ func (a *app) watchRun(ctx context.Context, c *client.Client, run api.Run) error
 	return fmt.Errorf("run %s is no longer being worked (the supervisor stopped); drover run resume %s goes on", run.ID, run.ID)
 }
 
+// progressLine is the live view's line of a task: its state, iteration,
+// role, and once an iteration is over its tests, review and cost.
+func progressLine(t api.RunTask) string {
+	line := fmt.Sprintf("task %s (wave %d): %s", t.ID, t.Wave, t.State)
+	if t.Iteration > 0 {
+		line += fmt.Sprintf(", iteration %d", t.Iteration)
+	}
+	if t.Role != "" {
+		line += ", " + t.Role
+	}
+	if t.State != api.TaskRunning && t.Iteration > 0 {
+		if t.LastTest != nil {
+			line += ", tests " + passFail(t.LastTest.Passed)
+		}
+		if r := t.LastReview; r != nil && r.Iteration == t.Iteration {
+			line += ", review " + reviewSummary(r)
+		}
+		line += fmt.Sprintf(", $%.2f", t.CostUSD)
+	}
+	if t.Error != "" {
+		line += ": " + t.Error
+	}
+	return line
+}
+
+// reviewSummary is a review in a few words: "pass (opus)", "fail: 2
+// blocking (sonnet)", "failed (opus)".
+func reviewSummary(r *api.TaskReview) string {
+	s := r.Outcome
+	if r.Outcome == api.ReviewFail {
+		s += fmt.Sprintf(": %d blocking", r.Blocking)
+	}
+	if r.Model != "" {
+		s += " (" + r.Model + ")"
+	}
+	return s
+}
+
 func passFail(ok bool) string {
 	if ok {
 		return "passed"
@@ -249,9 +437,9 @@ func printRun(w io.Writer, run api.Run) {
 	if run.State == api.RunRunning && !run.Active {
 		state = "interrupted (drover run resume " + run.ID + ")"
 	}
-	fmt.Fprintf(w, "run %s (%s): %s, %d of %d waves merged into %s, cost $%.2f\n", run.ID, run.File, state, run.Merged, run.Waves, run.Target, run.CostUSD)
+	fmt.Fprintf(w, "run %s (%s): %s, %d of %d waves merged into %s, cost $%.2f; %s\n", run.ID, run.File, state, run.Merged, run.Waves, run.Target, run.CostUSD, reviewedBy(run))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tWAVE\tSTATE\tITERATION\tROLE\tLAST TEST\tCOST")
+	fmt.Fprintln(tw, "TASK\tWAVE\tSTATE\tITERATION\tROLE\tLAST TEST\tCOST\tREVIEW")
 	for _, t := range run.Tasks {
 		test := "-"
 		if t.LastTest != nil {
@@ -261,7 +449,11 @@ func printRun(w io.Writer, run api.Run) {
 		if role == "" {
 			role = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t$%.2f\n", t.ID, t.Wave, t.State, t.Iteration, run.Options.MaxIterations, role, test, t.CostUSD)
+		review := "-"
+		if t.LastReview != nil {
+			review = reviewSummary(t.LastReview)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t$%.2f\t%s\n", t.ID, t.Wave, t.State, t.Iteration, run.Options.MaxIterations, role, test, t.CostUSD, review)
 	}
 	_ = tw.Flush()
 	for _, t := range run.Tasks {

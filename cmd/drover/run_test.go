@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -97,7 +101,19 @@ func newRunFixture(t *testing.T) *runFixture {
 		"--agent", "'" + filepath.Join(dir, "agent.sh") + "'",
 		"--test-command", "test -f {{packages}}",
 		"--suite-command", "'" + filepath.Join(dir, "suite.sh") + "'",
+		"--no-review",
 	}}
+}
+
+// reviewed returns the fixture's arguments without --no-review.
+func (f *runFixture) reviewed() []string {
+	var out []string
+	for _, a := range f.args {
+		if a != "--no-review" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 func (f *runFixture) touch(name string) {
@@ -198,7 +214,7 @@ func TestRunWorksWavesInOrder(t *testing.T) {
 			row = fs
 		}
 	}
-	if strings.Join(row, " ") != "d 3 done 2/3 developer passed $1.00" {
+	if strings.Join(row, " ") != "d 3 done 2/3 developer passed $1.00 -" {
 		t.Errorf("run status table, row of d %q:\n%s", row, table)
 	}
 }
@@ -345,15 +361,17 @@ func TestRunTaskTimeBudget(t *testing.T) {
 	if !strings.Contains(r.stdout, "task a is failed: the task budget of 0.002 minutes (--task-max-minutes) is spent") {
 		t.Errorf("the report does not name the task budget:\n%s", r.stdout)
 	}
-	if got := f.count("a"); got != 1 {
-		t.Errorf("task a ran %d times after its budget was spent, want 1", got)
+	// One iteration started; its agent may not even have got going on a
+	// loaded machine before the budget killed it, but none came after.
+	if got := f.count("a"); got > 1 {
+		t.Errorf("task a ran %d times after its budget was spent, want at most 1", got)
 	}
 	if f.count("b") != 0 {
 		t.Errorf("wave 2 ran after task a failed")
 	}
 	run := f.runStatus(runIDFrom(t, r.stdout))
-	if a := taskByID(run, "a"); run.State != api.RunFailed || a.State != api.TaskFailed || a.EndedAt.IsZero() {
-		t.Errorf("run %s, task a %+v", run.State, a)
+	if a := taskByID(run, "a"); run.State != api.RunFailed || a.State != api.TaskFailed || a.EndedAt.IsZero() || a.Runs != 1 {
+		t.Errorf("run %s, task a %+v; want a failed after 1 run", run.State, a)
 	}
 }
 
@@ -459,7 +477,7 @@ fi
 func TestRunReviewerMustPassTask(t *testing.T) {
 	f := newRunFixture(t)
 	rev := f.script("reviewer.sh", runFakeReviewer)
-	out := f.must("", append(f.args, "--reviewer", rev+" {{prompt}}")...)
+	out := f.must("", append(f.reviewed(), "--reviewer", rev+" {{prompt}}")...)
 	id := runIDFrom(t, out)
 	if !strings.Contains(out, "run "+id+" done") {
 		t.Fatalf("run did not report done:\n%s", out)
@@ -480,5 +498,282 @@ func TestRunReviewerMustPassTask(t *testing.T) {
 	// Agents: 6 runs at $0.50; reviews: 5 at $0.25.
 	if r := f.runStatus(id); r.CostUSD != 4.25 || taskByID(r, "a").CostUSD != 1.5 {
 		t.Errorf("cost: run $%v, task a $%v; want $4.25 and $1.50", r.CostUSD, taskByID(r, "a").CostUSD)
+	}
+}
+
+// runModelReviewer is review.command in the config of the run tests: it
+// notes the model it was given for each task and fails the first review
+// of task a with one finding; each review costs $0.25.
+const runModelReviewer = `#!/bin/sh
+d=$(dirname "$0")
+t=$(git rev-parse --abbrev-ref HEAD); t=${t##*/}
+echo "$1" >> "$d/models-$t"
+if [ "$t" = a ] && [ "$(wc -l < "$d/models-$t")" -eq 1 ]; then
+  echo '{"type":"result","is_error":false,"total_cost_usd":0.25,"structured_output":{"verdict":"FAIL","findings":[{"severity":"blocking","summary":"no docs"}]}}'
+else
+  echo '{"type":"result","is_error":false,"total_cost_usd":0.25,"structured_output":{"verdict":"PASS","findings":[]}}'
+fi
+`
+
+// writeProjectFile writes a file under the project's root.
+func (f *runFixture) writeProjectFile(rel, body string) {
+	f.t.Helper()
+	p := filepath.Join(f.root, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		f.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+// TestRunReviewsByDefaultWithProjectConfig runs without --reviewer or
+// --no-review: every task is reviewed by the configured reviewer
+// (review.cli custom, review.models in turn, opus first), iterations are
+// routed by loop.routes, and the agent's prompt is the project's override
+// of run_task.
+func TestRunReviewsByDefaultWithProjectConfig(t *testing.T) {
+	f := newRunFixture(t)
+	rev := f.script("reviewer.sh", runModelReviewer)
+	f.writeProjectFile(".drover/config.yaml", "review:\n  cli: custom\n  command: \""+rev+" {{model}} {{prompt}}\"\n  models: opus,sonnet\n"+
+		"loop:\n  routes: 'phase=initial -> architect; anything -> developer'\n")
+	f.writeProjectFile(".drover/templates/run_task.md", "PROJECT PROMPT for task {{task_id}} on {{branch}}: {{description}}\n\n{{role_prompt}}\n\n{{retry_section}}\n")
+
+	out := f.must("", f.reviewed()...)
+	id := runIDFrom(t, out)
+	if !strings.Contains(out, "run "+id+" done") || !strings.Contains(out, "reviewer.sh {{model}} {{prompt}} (opus, sonnet in turn)") {
+		t.Fatalf("run did not say who reviews, or did not end done:\n%s", out)
+	}
+	// a's first review (opus) failed, so a ran again and its second review
+	// was sonnet's; every other task was reviewed once, by opus (d's
+	// first iteration did not commit, so it was not reviewed).
+	for task, want := range map[string]string{"a": "opus sonnet", "b": "opus", "c": "opus", "d": "opus"} {
+		if got := strings.Join(strings.Fields(f.read("models-"+task)), " "); got != want {
+			t.Errorf("task %s was reviewed by %q, want %q", task, got, want)
+		}
+	}
+	if p := f.read("prompt-a-1"); !strings.Contains(p, `PROJECT PROMPT for task "a" on drover/`+id+"/a: Write a.txt.") || !strings.Contains(p, "You are the architect this iteration") {
+		t.Errorf("the first prompt of a is not the project's template with the architect's role:\n%s", p)
+	}
+	if p := f.read("prompt-a-2"); !strings.Contains(p, "PROJECT PROMPT") || !strings.Contains(p, "blocking: no docs") {
+		t.Errorf("the second prompt of a does not carry the review's findings:\n%s", p)
+	}
+	// The live view's last line of each task: role, tests, review, cost.
+	for _, w := range []string{
+		"task a (wave 1): done, iteration 2, developer, tests passed, review pass (sonnet), $1.50",
+		"task b (wave 2): done, iteration 1, architect, tests passed, review pass (opus), $0.75",
+	} {
+		if !strings.Contains(out, w) {
+			t.Errorf("the live view lacks %q:\n%s", w, out)
+		}
+	}
+	r := f.runStatus(id)
+	a := taskByID(r, "a")
+	if a.Reviews != 2 || a.LastReview == nil || a.LastReview.Model != "sonnet" || a.LastReview.Outcome != api.ReviewPass || a.LastReview.Iteration != 2 {
+		t.Errorf("task a: %d reviews, last %+v; want 2, the last sonnet's pass of iteration 2", a.Reviews, a.LastReview)
+	}
+	// Agents: 6 runs at $0.50 (a and d twice); reviews: 5 at $0.25.
+	if r.CostUSD != 4.25 {
+		t.Errorf("run cost $%v, want $4.25", r.CostUSD)
+	}
+	if table := f.must("", "run", "status", id); !tableRow(table, "a 1 done 2/3 developer passed $1.50 pass (sonnet)") || !strings.Contains(table, "REVIEW") {
+		t.Errorf("run status does not show the reviews:\n%s", table)
+	}
+}
+
+// TestRunReadsConfigAtStart: a run reads the supervisor's configuration
+// as last reloaded. Once .drover/config.yaml says loop.thrash_repeats 2,
+// the next run ends a task whose tests fail the same way twice.
+func TestRunReadsConfigAtStart(t *testing.T) {
+	f := newRunFixture(t)
+	// A first run starts the supervisor with the defaults.
+	if out := f.must("", f.args...); !strings.Contains(out, " done") {
+		t.Fatalf("first run:\n%s", out)
+	}
+	f.writeProjectFile(".drover/config.yaml", "loop:\n  thrash_repeats: 2\n")
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(f.must("", "config", "--from-supervisor"), "thrash_repeats: 2") {
+		if time.Now().After(deadline) {
+			t.Fatal("the supervisor did not reload .drover/config.yaml")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, task := range []string{"a", "b", "c", "d"} {
+		if err := os.Remove(filepath.Join(f.dir, "count-"+task)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	args := f.withFlag("--test-command", f.script("failing-tests.sh", runFailingTests)+" {{packages}}")
+	r := f.drover("", append(args, "--max-iterations", "6")...)
+	if r.code == 0 || !strings.Contains(r.stdout, "task a is failed: thrashing after 2 iterations") {
+		t.Errorf("exit %d; want the run failed on a thrashing after 2 iterations:\n%s", r.code, r.stdout)
+	}
+	if got := f.count("a"); got != 2 {
+		t.Errorf("task a ran %d times, want 2", got)
+	}
+}
+
+// planTasksMD is the task table of the plan of TestRunPlan: task 1 is
+// done, 2 and 3 are left, one after the other.
+const planTasksMD = `| Id | Status | Description |
+|----|--------|-------------|
+| 1 | done | Write one.txt. |
+| 2 | in progress | Write two.txt. |
+| 3 | pending | Write three.txt. |
+`
+
+func TestRunPlan(t *testing.T) {
+	f := newRunFixture(t)
+	f.writeProjectFile(".drover/plans/p1/plan.md", "# Plan\n")
+	f.writeProjectFile(".drover/plans/p1/tasks.md", planTasksMD)
+	f.writeProjectFile(".drover/plans/p1/task-2.md", "# Task 2\n\nWrite two.txt with the number two.\n")
+	out := f.must("", append([]string{"run", "--plan", "p1"}, f.args[2:]...)...)
+	id := runIDFrom(t, out)
+	if !strings.Contains(out, "2 tasks in 2 waves") || !strings.Contains(out, "run "+id+" done") {
+		t.Fatalf("drover run --plan did not work tasks 2 then 3:\n%s", out)
+	}
+	for task, want := range map[string]int{"1": 0, "2": 1, "3": 1} {
+		if got := f.count(task); got != want {
+			t.Errorf("task %s ran %d times, want %d", task, got, want)
+		}
+	}
+	if e2, s3 := f.stamp("end-2"), f.stamp("start-3"); e2 > s3 {
+		t.Errorf("task 3 started before task 2 ended")
+	}
+	if p := f.read("prompt-2-1"); !strings.Contains(p, "Write two.txt with the number two.") {
+		t.Errorf("task 2 was not described by its task file:\n%s", p)
+	}
+	if p := f.read("prompt-3-1"); !strings.Contains(p, "Write three.txt.") {
+		t.Errorf("task 3 was not described by its row:\n%s", p)
+	}
+	r := f.runStatus(id)
+	if r.File != filepath.Join(".drover", "plans", "p1", "tasks.md") || len(r.Tasks) != 2 || r.State != api.RunDone {
+		t.Errorf("run of the plan: file %q, %d tasks, %s", r.File, len(r.Tasks), r.State)
+	}
+}
+
+func TestRunPlanRejects(t *testing.T) {
+	f := newRunFixture(t)
+	f.writeProjectFile(".drover/plans/cyc/tasks.md", "| Id | Status | Depends on | Description |\n|---|---|---|---|\n| 1 | todo | 2 | One. |\n| 2 | todo | 1 | Two. |\n")
+	f.writeProjectFile(".drover/plans/bare/plan.md", "# Plan\n")
+	graph := filepath.Join(f.dir, "tasks.yaml")
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"file and plan", []string{"run", graph, "--plan", "cyc"}, "give a task graph FILE (" + graph + ") or --plan cyc, not both"},
+		{"neither", []string{"run"}, "no tasks: give a task graph FILE or --plan PLAN-ID"},
+		{"no such plan", []string{"run", "--plan", "nope"}, "no plan nope: " + filepath.Join(".drover", "plans", "nope") + " does not exist"},
+		{"no tasks yet", []string{"run", "--plan", "bare"}, "plan bare has no tasks yet"},
+		{"bad plan id", []string{"run", "--plan", "../x"}, `plan id "../x" is not valid`},
+		{"cycle", []string{"run", "--plan", "cyc"}, filepath.Join(".drover", "plans", "cyc", "tasks.md") + `:3: task "1": dependency cycle: 1 -> 2 -> 1`},
+		{"reviewer and no review", []string{"run", graph, "--reviewer", "claude", "--no-review"}, "none of the others can be"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := f.drover("", c.args...)
+			if r.code == 0 || !strings.Contains(r.stderr, c.want) {
+				t.Errorf("exit %d, stderr %q; want an error with %q", r.code, r.stderr, c.want)
+			}
+		})
+	}
+	if f.supervisorPID() != 0 {
+		t.Errorf("a refused run started a supervisor")
+	}
+}
+
+// TestRunStatusWatch: run status --watch, its stdout not a terminal,
+// prints a new view at each change, as plain text, until the run ends.
+func TestRunStatusWatch(t *testing.T) {
+	f := newRunFixture(t)
+	f.touch("block-a")
+	id := runIDFrom(t, f.must("", append(f.args, "--detach")...))
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, droverBin, "run", "status", id, "--watch")
+	cmd.Dir, cmd.Env = f.root, append(f.env, "CLAUDE_PROJECT_DIR="+f.root, "TERM=xterm")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Read the views as they come; release a once the first shows it at
+	// work, so that later views must follow.
+	var lines []string
+	released := false
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		line := sc.Text()
+		lines = append(lines, line)
+		if fs := strings.Fields(line); !released && len(fs) > 2 && fs[0] == "a" && fs[2] == "running" {
+			f.touch("release")
+			released = true
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("run status --watch: %v\n%s", err, stderr.String())
+	}
+	out := strings.Join(lines, "\n")
+	if !released {
+		t.Fatalf("no view showed task a running:\n%s", out)
+	}
+	if strings.Contains(out, "\x1b") {
+		t.Errorf("--watch into a pipe wrote terminal escapes:\n%q", out)
+	}
+	// The polls may miss steps, never the first view and the last.
+	if views := strings.Count(out, "TASK  "); views < 2 {
+		t.Errorf("--watch printed %d views, want one per change (at least a running and the end):\n%s", views, out)
+	}
+	last := out[strings.LastIndex(out, "run "+id):]
+	if !strings.Contains(last, ": done, 3 of 3 waves merged") || !tableRow(last, "d 3 done") {
+		t.Errorf("the last view is not the finished run:\n%s", last)
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	if isTerminal(&bytes.Buffer{}, "xterm") {
+		t.Error("a buffer is a terminal")
+	}
+	f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if isTerminal(f, "xterm") {
+		t.Error("a regular file is a terminal")
+	}
+	if isTerminal(os.Stdout, "dumb") || isTerminal(os.Stdout, "") {
+		t.Error("a dumb or unnamed terminal gets escapes")
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	tests := &api.TestResult{Passed: true}
+	cases := []struct {
+		task api.RunTask
+		want string
+	}{
+		{api.RunTask{ID: "a", Wave: 1, State: api.TaskPending}, "task a (wave 1): pending"},
+		{api.RunTask{ID: "a", Wave: 1, State: api.TaskRunning, Iteration: 2, Role: "debugger", LastTest: tests, CostUSD: 1}, "task a (wave 1): running, iteration 2, debugger"},
+		{
+			api.RunTask{ID: "a", Wave: 1, State: api.TaskPending, Iteration: 1, Role: "developer", LastTest: tests, CostUSD: 0.75, Reviews: 1, LastReview: &api.TaskReview{Model: "opus", Outcome: api.ReviewFail, Blocking: 2, Iteration: 1}},
+			"task a (wave 1): pending, iteration 1, developer, tests passed, review fail: 2 blocking (opus), $0.75",
+		},
+		{
+			// A review of an earlier iteration is not this one's.
+			api.RunTask{ID: "b", Wave: 2, State: api.TaskFailed, Iteration: 3, Role: "architect", LastTest: &api.TestResult{}, CostUSD: 2, LastReview: &api.TaskReview{Outcome: api.ReviewPass, Iteration: 1}, Error: "thrashing"},
+			"task b (wave 2): failed, iteration 3, architect, tests failed, $2.00: thrashing",
+		},
+	}
+	for _, c := range cases {
+		if got := progressLine(c.task); got != c.want {
+			t.Errorf("progressLine(%+v) =\n%q, want\n%q", c.task, got, c.want)
+		}
 	}
 }

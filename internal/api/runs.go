@@ -42,7 +42,8 @@ const (
 )
 
 // RunOptions are the knobs of one run, kept with it so that a resumed run
-// works as the started one did.
+// works as the started one did. Zero values are filled in from the run.*
+// configuration when the run starts.
 type RunOptions struct {
 	// Concurrency caps the agent processes running at once.
 	Concurrency int `json:"concurrency"`
@@ -57,6 +58,9 @@ type RunOptions struct {
 	TestCommand string `json:"test_command"`
 	// SuiteCommand is the wave checkpoint, run in the main work tree.
 	SuiteCommand string `json:"suite_command"`
+	// IterationTimeout bounds one agent process (0: run.iteration_timeout);
+	// its process group is killed past it.
+	IterationTimeout time.Duration `json:"iteration_timeout,omitempty"`
 	// TaskMaxMinutes bounds the wall time of one task (0: no bound); a
 	// task past it is failed, its running agent killed.
 	TaskMaxMinutes float64 `json:"task_max_minutes,omitempty"`
@@ -66,12 +70,17 @@ type RunOptions struct {
 	// MaxUSD bounds what the agents of the run cost in all, as they report
 	// it (0: no bound); a run past it stops.
 	MaxUSD float64 `json:"max_usd,omitempty"`
-	// Reviewer, when set, must pass a task before it is done: "claude"
-	// runs Claude Code as the reviewer, anything else is a command
-	// template with the reviewer placeholders {{prompt}}, {{schema}},
-	// {{model}} and {{budget_usd}}. A FAIL sends its findings to the
-	// task's next iteration.
+	// Reviewer overrides the reviewer command of review.cli and
+	// review.command: "claude" runs Claude Code as the reviewer, anything
+	// else is a command template with the reviewer placeholders
+	// {{prompt}}, {{schema}}, {{model}} and {{budget_usd}}. Empty means
+	// the configured reviewer. A task whose tests pass is done only when
+	// the reviewer passes it; a FAIL sends its findings to the task's next
+	// iteration.
 	Reviewer string `json:"reviewer,omitempty"`
+	// NoReview turns the review of tasks off: a task is done when its
+	// tests pass and it committed.
+	NoReview bool `json:"no_review,omitempty"`
 }
 
 // StartRunRequest starts a run of a task graph.
@@ -91,6 +100,30 @@ type TestResult struct {
 	At      time.Time `json:"at"`
 }
 
+// The outcomes of a review: the reviewer's verdict, or no verdict.
+const (
+	ReviewPass   = "pass"
+	ReviewFail   = "fail"
+	ReviewFailed = "failed"
+)
+
+// TaskReview is the outcome of one review of a task.
+type TaskReview struct {
+	// Model is the reviewer's model ("" for the CLI's default).
+	Model string `json:"model,omitempty"`
+	// Outcome is ReviewPass, ReviewFail, or ReviewFailed when the reviewer
+	// gave no verdict (Error says why).
+	Outcome string `json:"outcome"`
+	// Blocking and Minor count the findings by severity.
+	Blocking int     `json:"blocking,omitempty"`
+	Minor    int     `json:"minor,omitempty"`
+	Error    string  `json:"error,omitempty"`
+	CostUSD  float64 `json:"cost_usd"`
+	// Iteration is the task's iteration the review judged.
+	Iteration int       `json:"iteration"`
+	At        time.Time `json:"at"`
+}
+
 // RunTask is the state of one task of a run.
 type RunTask struct {
 	ID        string      `json:"id"`
@@ -108,6 +141,10 @@ type RunTask struct {
 	// StatusReason why.
 	Status       string `json:"status,omitempty"`
 	StatusReason string `json:"status_reason,omitempty"`
+	// Reviews counts the reviews of the task, across resumes; LastReview
+	// is the latest.
+	Reviews    int         `json:"reviews,omitempty"`
+	LastReview *TaskReview `json:"last_review,omitempty"`
 	// Runs counts agent processes started for the task, across resumes.
 	Runs      int       `json:"runs"`
 	Error     string    `json:"error,omitempty"`
@@ -125,8 +162,12 @@ type Run struct {
 	Graph   string     `json:"graph"`
 	Options RunOptions `json:"options"`
 	// Target is the branch each wave is merged into.
-	Target string   `json:"target"`
-	State  RunState `json:"state"`
+	Target string `json:"target"`
+	// Reviewer says who must pass each task, as read from the options and
+	// the configuration when the run was started or resumed; empty when
+	// tasks are not reviewed.
+	Reviewer string   `json:"reviewer,omitempty"`
+	State    RunState `json:"state"`
 	// Waves is the number of waves; Merged counts those merged and
 	// checked by the suite.
 	Waves  int `json:"waves"`

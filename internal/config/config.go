@@ -34,6 +34,7 @@ type Config struct {
 	Supervisor Supervisor `koanf:"supervisor"`
 	Loop       Loop       `koanf:"loop"`
 	Review     Review     `koanf:"review"`
+	Run        Run        `koanf:"run"`
 	Log        Log        `koanf:"log"`
 }
 
@@ -81,14 +82,26 @@ func (c Config) LoopRules() ([]router.Rule, error) {
 type Review struct {
 	MaxReviews  int           `koanf:"max_reviews" help:"reviews per review cycle before the hard stop (0 skips reviews)"`
 	CleanStreak int           `koanf:"clean_streak" help:"consecutive clean reviews that pass a cycle"`
-	Models      string        `koanf:"models" help:"comma-separated reviewer models, used in turn (alternate) or all at once (parallel)"`
+	Models      string        `koanf:"models" help:"comma-separated reviewer models, used in turn (alternate) or all at once (parallel); aliases such as opus for claude, that CLI's own model names for codex and gemini"`
 	Strategy    string        `koanf:"strategy" help:"alternate or parallel"`
 	Quorum      string        `koanf:"quorum" help:"all or majority (parallel reviews)"`
 	Timeout     time.Duration `koanf:"timeout" help:"time limit of one reviewer process; its process group is killed past it"`
 	MaxParallel int           `koanf:"max_parallel" help:"reviewer processes at once across the whole supervisor"`
-	CLI         string        `koanf:"cli" help:"reviewer CLI: claude or custom"`
+	CLI         string        `koanf:"cli" help:"reviewer CLI: claude, codex, gemini or custom"`
 	Command     string        `koanf:"command" help:"custom reviewer command template, e.g. mycli --model {{model}} {{prompt}}"`
 	BudgetUSD   string        `koanf:"budget_usd" help:"dollar budget per reviewer run (empty: none)"`
+}
+
+// Run configures `drover run`: the defaults of its flags, read when a run
+// starts (a run keeps its options when it is resumed).
+type Run struct {
+	Concurrency      int           `koanf:"concurrency" help:"agent processes of a drover run at once (drover run --concurrency)"`
+	MaxIterations    int           `koanf:"max_iterations" help:"agent runs per task of drover run before the task fails (drover run --max-iterations)"`
+	Agent            string        `koanf:"agent" help:"agent command template of drover run, with {{prompt}}, {{task}}, {{iteration}}, {{run}}, {{worktree}} (empty: claude --print --output-format stream-json)"`
+	TestCommand      string        `koanf:"test_command" help:"targeted test command of drover run, run in the task's work tree; {{packages}} stands for the task's tests"`
+	SuiteCommand     string        `koanf:"suite_command" help:"suite command of drover run, run in the main work tree after each wave"`
+	IterationTimeout time.Duration `koanf:"iteration_timeout" help:"time limit of one agent process of drover run; its process group is killed past it"`
+	Review           bool          `koanf:"review" help:"a reviewer (review.cli, review.models) must pass each task of drover run before it is done (drover run --no-review turns it off for one run)"`
 }
 
 // Queue bounds the task queue loop.
@@ -168,6 +181,14 @@ func Defaults() Config {
 			Timeout:     10 * time.Minute,
 			MaxParallel: 2,
 			CLI:         "claude",
+		},
+		Run: Run{
+			Concurrency:      2,
+			MaxIterations:    3,
+			TestCommand:      "go test {{packages}}",
+			SuiteCommand:     "go test ./...",
+			IterationTimeout: time.Hour,
+			Review:           true,
 		},
 		Log: Log{Level: "info", MaxSizeMB: 10, MaxBackups: 3},
 	}
@@ -276,6 +297,8 @@ func (c Config) Validate() error {
 		{"loop.thrash_repeats", c.Loop.ThrashRepeats},
 		{"review.clean_streak", c.Review.CleanStreak},
 		{"review.max_parallel", c.Review.MaxParallel},
+		{"run.concurrency", c.Run.Concurrency},
+		{"run.max_iterations", c.Run.MaxIterations},
 	} {
 		if p.v < 1 {
 			bad(p.key, "must be at least 1, got %d", p.v)
@@ -293,7 +316,7 @@ func (c Config) Validate() error {
 	for _, p := range []struct {
 		key string
 		d   time.Duration
-	}{{"loop.check_timeout", c.Loop.CheckTimeout}, {"review.timeout", c.Review.Timeout}} {
+	}{{"loop.check_timeout", c.Loop.CheckTimeout}, {"review.timeout", c.Review.Timeout}, {"run.iteration_timeout", c.Run.IterationTimeout}} {
 		if p.d <= 0 {
 			bad(p.key, "must be above 0, got %v", p.d)
 		}
@@ -309,16 +332,29 @@ func (c Config) Validate() error {
 	}
 	switch c.Review.CLI {
 	case "claude":
+	case "codex", "gemini":
+		// The models go to that CLI as they are; claude's aliases would
+		// fail every review.
+		for _, m := range c.ReviewModels() {
+			if isClaudeModel(m) {
+				bad("review.models", "names the claude model %q but review.cli is %s: name %s models", m, c.Review.CLI, c.Review.CLI)
+			}
+		}
 	case "custom":
 		if strings.TrimSpace(c.Review.Command) == "" {
 			bad("review.command", "must be set when review.cli is custom")
 		}
 	default:
-		bad("review.cli", "must be claude or custom, got %q", c.Review.CLI)
+		bad("review.cli", "must be claude, codex, gemini or custom, got %q", c.Review.CLI)
 	}
 	if c.Review.BudgetUSD != "" {
 		if v, err := strconv.ParseFloat(c.Review.BudgetUSD, 64); err != nil || v < 0 {
 			bad("review.budget_usd", "must be a non-negative number of dollars, got %q", c.Review.BudgetUSD)
+		}
+	}
+	for _, p := range []struct{ key, v string }{{"run.test_command", c.Run.TestCommand}, {"run.suite_command", c.Run.SuiteCommand}} {
+		if strings.TrimSpace(p.v) == "" {
+			bad(p.key, "must not be empty")
 		}
 	}
 	if !contains(logLevels, c.Log.Level) {
@@ -390,6 +426,10 @@ const envPrefix = "DROVER_"
 func IsNonConfigEnv(name string) bool {
 	switch name {
 	case "DROVER_REVIEWER", "DROVER_SOCKET", "DROVER_BIN", "DROVER_HOOK_DISABLE":
+		return true
+	case "DROVER_RUN_ID", "DROVER_TASK_ID", "DROVER_ITERATION":
+		// Set by `drover run` in the environment of its agents, where
+		// drover's own hooks and commands run too.
 		return true
 	}
 	return false
@@ -469,4 +509,15 @@ func fields() []field {
 	}
 	walk(reflect.TypeFor[Config](), "", nil)
 	return out
+}
+
+// isClaudeModel reports whether m is one of Claude Code's model aliases or a
+// Claude model name.
+func isClaudeModel(m string) bool {
+	m = strings.ToLower(m)
+	switch m {
+	case "opus", "sonnet", "haiku", "opusplan":
+		return true
+	}
+	return strings.HasPrefix(m, "claude-")
 }

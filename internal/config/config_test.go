@@ -67,6 +67,13 @@ func TestKeys(t *testing.T) {
 		"review.quorum",
 		"review.strategy",
 		"review.timeout",
+		"run.agent",
+		"run.concurrency",
+		"run.iteration_timeout",
+		"run.max_iterations",
+		"run.review",
+		"run.suite_command",
+		"run.test_command",
 		"supervisor.idle_timeout",
 		"supervisor.restart_max",
 		"supervisor.restart_window",
@@ -111,6 +118,9 @@ func TestIsNonConfigEnv(t *testing.T) {
 		"DROVER_SOCKET":       true,
 		"DROVER_BIN":          true,
 		"DROVER_HOOK_DISABLE": true,
+		"DROVER_RUN_ID":       true,
+		"DROVER_TASK_ID":      true,
+		"DROVER_ITERATION":    true,
 		"DROVER_LOG_LEVEL":    false,
 		"DROVER_":             false,
 		"drover_bin":          false,
@@ -213,6 +223,10 @@ func TestValidate(t *testing.T) {
 		{"unknown quorum", func(c *Config) { c.Review.Quorum = "most" }, "review.quorum"},
 		{"custom cli without command", func(c *Config) { c.Review.CLI = "custom" }, "review.command"},
 		{"unknown cli", func(c *Config) { c.Review.CLI = "gpt" }, "review.cli"},
+		{"codex cli with its models", func(c *Config) { c.Review.CLI, c.Review.Models = "codex", "gpt-5-codex,gpt-5" }, ""},
+		{"gemini cli with its models", func(c *Config) { c.Review.CLI, c.Review.Models = "gemini", "gemini-2.5-pro" }, ""},
+		{"codex cli with the default claude aliases", func(c *Config) { c.Review.CLI = "codex" }, "review.models"},
+		{"gemini cli with a claude model", func(c *Config) { c.Review.CLI, c.Review.Models = "gemini", "gemini-2.5-pro,Claude-Sonnet-4-5" }, "review.models"},
 		{"budget not a number", func(c *Config) { c.Review.BudgetUSD = "ten" }, "review.budget_usd"},
 		{"budget", func(c *Config) { c.Review.BudgetUSD = "0.50" }, ""},
 		{"custom routes", func(c *Config) { c.Loop.Routes = "status=thrashing -> architect; anything -> developer" }, ""},
@@ -244,11 +258,14 @@ func TestValidateReportsEveryProblem(t *testing.T) {
 	c := Defaults()
 	c.Queue.MaxIterations = 0
 	c.Log.Level = "loud"
+	c.Run.Concurrency = 0
+	c.Run.TestCommand = " "
+	c.Run.IterationTimeout = 0
 	err := c.Validate()
 	if err == nil {
 		t.Fatal("Validate() = nil")
 	}
-	for _, key := range []string{"queue.max_iterations", "log.level"} {
+	for _, key := range []string{"queue.max_iterations", "log.level", "run.concurrency", "run.test_command", "run.iteration_timeout"} {
 		if !strings.Contains(err.Error(), key) {
 			t.Errorf("error %q does not name %s", err, key)
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/test/claudecli"
+	"github.com/drover-dev/drover/test/fakemodel"
 )
 
 // runTimeout bounds one `drover run` of these tests: four scripted CLI
@@ -157,18 +159,76 @@ func (p *runProject) ruleUses() map[string]int {
 	return m
 }
 
+// reviews returns the scripted model's requests from drover's reviewers
+// (the CLI under --json-schema) by the task they reviewed.
+func (p *runProject) reviews() map[string][]fakemodel.Request {
+	p.t.Helper()
+	re := regexp.MustCompile(`You are an independent reviewer of task "(\w+)" of a drover run`)
+	out := map[string][]fakemodel.Request{}
+	for _, r := range p.model.Messages() {
+		if !r.HasTool("StructuredOutput") {
+			continue
+		}
+		m := re.FindStringSubmatch(r.LastUserText)
+		if m == nil {
+			p.t.Errorf("a StructuredOutput request that is not a task review: %s", r.Summary())
+			continue
+		}
+		out[m[1]] = append(out[m[1]], r)
+	}
+	return out
+}
+
+// checkReviewed asserts that each of tasks was reviewed once, by the real
+// CLI as the configured reviewer with its first model (opus), after its
+// agent's work was committed, and that the run recorded the pass.
+func (p *runProject) checkReviewed(r api.Run, tasks ...string) {
+	p.t.Helper()
+	reviews := p.reviews()
+	for _, id := range tasks {
+		got := reviews[id]
+		if len(got) != 1 {
+			p.t.Errorf("task %s was reviewed %d times, want once", id, len(got))
+			continue
+		}
+		if !strings.HasPrefix(got[0].Model, "claude-opus-") {
+			p.t.Errorf("the review of task %s asked model %q, want opus first", id, got[0].Model)
+		}
+		if end := p.stamp("end", id); end == 0 || got[0].Time.UnixNano() < end {
+			p.t.Errorf("task %s was reviewed before its agent committed", id)
+		}
+		var task api.RunTask
+		for _, t := range r.Tasks {
+			if t.ID == id {
+				task = t
+			}
+		}
+		if lr := task.LastReview; task.Reviews != 1 || lr == nil || lr.Outcome != api.ReviewPass || lr.Model != "opus" || lr.Iteration != 1 {
+			p.t.Errorf("task %s: %d reviews, last %+v; want one pass by opus of iteration 1", id, task.Reviews, lr)
+		}
+	}
+	if n := len(reviews); n != len(tasks) {
+		p.t.Errorf("%d tasks were reviewed, want %d", n, len(tasks))
+	}
+}
+
 // TestRunWavesWithCLI runs `drover run` with the real CLI as the agent on
 // four tasks in three waves: each agent writes its task's Go test file
 // (Write) and commits it (Bash) in its own work tree; drover runs the
-// task's package tests there, merges each wave into main and runs
-// `go test ./...` as the checkpoint.
+// task's package tests there, has the real CLI review the task as the
+// configured reviewer, merges each wave into main and runs `go test ./...`
+// as the checkpoint.
 func TestRunWavesWithCLI(t *testing.T) {
 	p := newRunProject(t)
 	out, code, id := p.startRun("run-graph.yaml")
 	if code != 0 || !strings.Contains(out, "run "+id+" done") {
 		t.Fatalf("drover run exited %d; want 0 and %q in:\n%s", code, "run "+id+" done", out)
 	}
-	for _, w := range []string{"wave 1 merged into main; suite passed", "wave 3 merged into main; suite passed"} {
+	for _, w := range []string{
+		"each task reviewed by claude (opus, sonnet in turn)",
+		"wave 1 merged into main; suite passed", "wave 3 merged into main; suite passed",
+		"task d (wave 3): done, iteration 1, developer, tests passed, review pass (opus), $",
+	} {
 		if !strings.Contains(out, w) {
 			t.Errorf("drover run did not print %q", w)
 		}
@@ -193,7 +253,8 @@ func TestRunWavesWithCLI(t *testing.T) {
 	if !(start["b"] < end["c"] && start["c"] < end["b"]) {
 		t.Errorf("tasks b and c did not overlap: b %d..%d, c %d..%d", start["b"], end["b"], start["c"], end["c"])
 	}
-	// One CLI session per task, each through the four scripted steps once.
+	// One agent session per task, each through the four scripted steps
+	// once, and one reviewer session per task.
 	for name, n := range p.ruleUses() {
 		if n != len(runTasks) {
 			t.Errorf("rule %s answered %d times, want %d", name, n, len(runTasks))
@@ -203,11 +264,12 @@ func TestRunWavesWithCLI(t *testing.T) {
 	for _, r := range p.model.Messages() {
 		sessions[r.SessionID] = true
 	}
-	if len(sessions) != len(runTasks) {
-		t.Errorf("the model saw %d CLI sessions, want %d", len(sessions), len(runTasks))
+	if len(sessions) != 2*len(runTasks) {
+		t.Errorf("the model saw %d CLI sessions, want %d (an agent and a reviewer per task)", len(sessions), 2*len(runTasks))
 	}
 
 	r := p.runStatus(id)
+	p.checkReviewed(r, runTasks...)
 	if r.State != api.RunDone || r.Waves != 3 || r.Merged != 3 || r.Target != "main" {
 		t.Errorf("run: state %s, %d of %d waves merged into %s; want done, 3 of 3 into main", r.State, r.Merged, r.Waves, r.Target)
 	}
@@ -293,6 +355,7 @@ func TestRunStopsOnFailingSuiteWithCLI(t *testing.T) {
 	if n := p.ruleUses()["start"]; n != 3 {
 		t.Errorf("%d agents started, want 3 (a, b, c)", n)
 	}
+	p.checkReviewed(r, "a", "b", "c")
 	// The wave was merged; the suite found the clash on main.
 	for _, f := range []string{"pkg/shared/b_test.go", "pkg/shared/c_test.go"} {
 		p.git("cat-file", "-e", "main:"+f)
