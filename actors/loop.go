@@ -548,17 +548,23 @@ func (a *sessionActor) startMetrics(actx actor.Context, iteration int, commands 
 func runMetricCommand(parent context.Context, root, command string, timeout time.Duration) convergence.CommandResult {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", command)
-	cmd.Dir = root
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	out, err := cmd.CombinedOutput()
+	out, err := runShell(ctx, root, command)
 	output := string(out)
 	if len(output) > maxMetricOutput {
 		output = output[len(output)-maxMetricOutput:]
 	}
 	return convergence.CommandResult{Command: command, Output: output, Failed: err != nil}
+}
+
+// runShell runs command with sh -c in root, in a process group of its own
+// that is killed whole when ctx ends, and returns its combined output.
+func runShell(ctx context.Context, root, command string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "sh", "-c", command)
+	cmd.Dir = root
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 5 * time.Second
+	return cmd.CombinedOutput()
 }
 
 // maxMetricOutput caps what a metric command's result keeps of its output:
@@ -609,12 +615,7 @@ func (a *sessionActor) startChecks(actx actor.Context, iteration int, command st
 	root, self, system := a.env.Root, actx.Self(), actx.ActorSystem()
 	go func() {
 		defer cancel()
-		cmd := exec.CommandContext(ctx, "sh", "-c", command)
-		cmd.Dir = root
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-		cmd.WaitDelay = 5 * time.Second
-		out, err := cmd.CombinedOutput()
+		out, err := runShell(ctx, root, command)
 		summary := string(out)
 		if len(summary) > maxCheckOutput {
 			summary = "..." + summary[len(summary)-maxCheckOutput:]

@@ -41,20 +41,20 @@ func FromPlan(p PlanTasks) ([]byte, Graph, error) {
 		file = "tasks.md"
 	}
 	pr := parser{file: file}
-	header, rows := scanTable(p.TasksMD)
+	header, rows := plan.Table(p.TasksMD)
 	descCol, depsCol := planColumns(header)
 
-	byID := make(map[string]tableRow, len(rows))
+	byID := make(map[string]plan.TableRow, len(rows))
 	for _, r := range rows {
-		id := cellID(r.cells[0])
+		id := cellID(r.Cells[0])
 		switch {
 		case !plan.ValidTaskID(id):
-			pr.errorf(r.line, "", "%q is not a task id (letters, digits, '_' and '-', at most 64)", clip(id))
+			pr.errorf(r.Line, "", "%q is not a task id (letters, digits, '_' and '-', at most 64)", clip(id))
 		case !hook.ValidSessionID(id):
-			pr.errorf(r.line, id, "a task id of a run must start with a letter or a digit")
+			pr.errorf(r.Line, id, "a task id of a run must start with a letter or a digit")
 		default:
 			if first, dup := byID[id]; dup {
-				pr.errorf(r.line, id, "duplicate id; the first row with it is on line %d", first.line)
+				pr.errorf(r.Line, id, "duplicate id; the first row with it is on line %d", first.Line)
 				continue
 			}
 			byID[id] = r
@@ -80,23 +80,23 @@ func FromPlan(p PlanTasks) ([]byte, Graph, error) {
 			continue
 		}
 		r := byID[row.ID]
-		t := Task{ID: row.ID, Line: r.line}
+		t := Task{ID: row.ID, Line: r.Line}
 		t.Description = strings.TrimSpace(p.TaskFiles[row.ID])
-		if t.Description == "" && descCol < len(r.cells) {
-			t.Description = strings.TrimSpace(r.cells[descCol])
+		if t.Description == "" && descCol < len(r.Cells) {
+			t.Description = strings.TrimSpace(r.Cells[descCol])
 		}
 		if t.Description == "" {
-			pr.errorf(r.line, t.ID, "has nothing to do: no task-%s.md and an empty description", t.ID)
+			pr.errorf(r.Line, t.ID, "has nothing to do: no task-%s.md and an empty description", t.ID)
 		}
 		switch {
 		case depsCol < 0:
 			if prev != "" {
 				t.DependsOn = []string{prev}
 			}
-		case depsCol < len(r.cells):
-			for _, d := range dependencyIDs(r.cells[depsCol]) {
+		case depsCol < len(r.Cells):
+			for _, d := range dependencyIDs(r.Cells[depsCol]) {
 				if _, ok := byID[d]; !ok {
-					pr.errorf(r.line, t.ID, "depends on %q, which is not a task of the plan", clip(d))
+					pr.errorf(r.Line, t.ID, "depends on %q, which is not a task of the plan", clip(d))
 					continue
 				}
 				if !done[d] {
@@ -125,48 +125,6 @@ func FromPlan(p PlanTasks) ([]byte, Graph, error) {
 		return nil, Graph{}, err
 	}
 	return data, g, nil
-}
-
-// tableRow is one body row of a Markdown table and its 1-based line.
-type tableRow struct {
-	line  int
-	cells []string
-}
-
-// scanTable reads the first Markdown table of md as plan.Tasks does: the
-// first line that starts with '|' is the header, a separator line after it
-// is skipped, and every other such line is a row with at least one cell.
-func scanTable(md string) (header []string, rows []tableRow) {
-	seen := 0
-	for i, line := range strings.Split(md, "\n") {
-		line = strings.TrimSpace(line)
-		if !strings.HasPrefix(line, "|") {
-			continue
-		}
-		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for j := range cells {
-			cells[j] = strings.TrimSpace(cells[j])
-		}
-		seen++
-		switch {
-		case seen == 1:
-			header = cells
-			continue
-		case seen == 2 && separator(cells):
-			continue
-		}
-		rows = append(rows, tableRow{line: i + 1, cells: cells})
-	}
-	return header, rows
-}
-
-func separator(cells []string) bool {
-	for _, c := range cells {
-		if strings.Trim(c, ":- ") != "" {
-			return false
-		}
-	}
-	return true
 }
 
 // planColumns finds the description and dependency columns by their

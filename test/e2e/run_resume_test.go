@@ -44,7 +44,7 @@ var (
 // with it; fast is not worked again (one agent, one review, one commit);
 // slow starts over in the work tree it had; wave 2 runs; the run ends done.
 func TestRunResumeAfterKill9(t *testing.T) {
-	p := newResumeProject(t)
+	p := newRunProject(t, "run-resume.yaml")
 	e2e := filepath.Join(p.root, ".git", "e2e")
 	graph, err := filepath.Abs(filepath.Join("testdata", "run-resume-graph.yaml"))
 	if err != nil {
@@ -229,40 +229,6 @@ func TestRunResumeAfterKill9(t *testing.T) {
 		}
 		t.Errorf("process of the run left after it ended: pid %d (%s)", pid, rp)
 	}
-}
-
-// newResumeProject is newRunProject with the scenario of this test.
-func newResumeProject(t *testing.T) *runProject {
-	t.Helper()
-	q := newQueueProject(t, loadScenario(t, "run-resume.yaml"))
-	if err := os.WriteFile(filepath.Join(q.root, "go.mod"), []byte("module example.com/runproj\n\ngo 1.22\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	q.git("add", "go.mod")
-	q.git("commit", "-q", "-m", "add go.mod")
-	gocache, err := exec.CommandContext(t.Context(), "go", "env", "GOCACHE").Output()
-	if err != nil {
-		t.Fatalf("go env GOCACHE: %v", err)
-	}
-	var parent []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "DROVER_") {
-			parent = append(parent, kv)
-		}
-	}
-	sep := string(os.PathListSeparator)
-	p := &runProject{queueProject: q}
-	p.environ = claudecli.Environ(parent, q.home, q.model.URL(), []string{
-		"PATH=" + filepath.Dir(q.cliBin) + sep + droverDir + sep + os.Getenv("PATH"),
-		"XDG_RUNTIME_DIR=" + q.run,
-		"DROVER_BIN=" + droverBin,
-		"GOCACHE=" + strings.TrimSpace(string(gocache)),
-		"GOTOOLCHAIN=local",
-	})
-	if out, errs, code := p.exec(time.Minute, "serve", "--detach"); code != 0 {
-		t.Fatalf("drover serve --detach exited %d\nstdout: %s\nstderr: %s", code, out, errs)
-	}
-	return p
 }
 
 // printedRunID is the run id `drover run` prints first.

@@ -41,9 +41,10 @@ type runProject struct {
 // the agents need: the scripted model's address, the offline CLI settings,
 // the pinned CLI first on PATH, and the test's Go build cache (the scratch
 // HOME would make every `go test` compile the standard library again).
-func newRunProject(t *testing.T) *runProject {
+// scenario names the scripted model's file in testdata.
+func newRunProject(t *testing.T, scenario string) *runProject {
 	t.Helper()
-	q := newQueueProject(t, loadScenario(t, "run-agent.yaml"))
+	q := newQueueProject(t, loadScenario(t, scenario))
 	if err := os.WriteFile(filepath.Join(q.root, "go.mod"), []byte("module example.com/runproj\n\ngo 1.22\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -219,7 +220,7 @@ func (p *runProject) checkReviewed(r api.Run, tasks ...string) {
 // configured reviewer, merges each wave into main and runs `go test ./...`
 // as the checkpoint.
 func TestRunWavesWithCLI(t *testing.T) {
-	p := newRunProject(t)
+	p := newRunProject(t, "run-agent.yaml")
 	out, code, id := p.startRun("run-graph.yaml")
 	if code != 0 || !strings.Contains(out, "run "+id+" done") {
 		t.Fatalf("drover run exited %d; want 0 and %q in:\n%s", code, "run "+id+" done", out)
@@ -317,7 +318,7 @@ func TestRunWavesWithCLI(t *testing.T) {
 // declare Name twice, so wave 2's checkpoint fails and the run stops
 // there with a report, before task d.
 func TestRunStopsOnFailingSuiteWithCLI(t *testing.T) {
-	p := newRunProject(t)
+	p := newRunProject(t, "run-agent.yaml")
 	out, code, id := p.startRun("run-graph-clash.yaml")
 	if code == 0 {
 		t.Fatalf("a run whose checkpoint fails exited 0:\n%s", out)

@@ -141,43 +141,59 @@ type TaskRow struct {
 	Status string
 }
 
-// Tasks parses the task table of tasks.md: the first column is the task id,
-// and the status is the column headed "Status" (the second column when no
-// header says so). Rows whose id is not a valid task id are skipped.
-func Tasks(tasksMD string) []TaskRow {
-	var (
-		rows      []TaskRow
-		statusCol = 1
-		seen      int
-	)
-	for _, line := range strings.Split(tasksMD, "\n") {
+// TableRow is one body row of a Markdown table and its 1-based line.
+type TableRow struct {
+	Line  int
+	Cells []string
+}
+
+// Table reads the first Markdown table of md: the first line that starts
+// with '|' is the header, a separator line right after it is skipped, and
+// every other such line is a row of trimmed cells.
+func Table(md string) (header []string, rows []TableRow) {
+	seen := 0
+	for i, line := range strings.Split(md, "\n") {
 		line = strings.TrimSpace(line)
 		if !strings.HasPrefix(line, "|") {
 			continue
 		}
 		cells := strings.Split(strings.Trim(line, "|"), "|")
-		for i := range cells {
-			cells[i] = strings.TrimSpace(cells[i])
+		for j := range cells {
+			cells[j] = strings.TrimSpace(cells[j])
 		}
 		seen++
 		switch {
 		case seen == 1:
-			for i, c := range cells {
-				if strings.EqualFold(c, "status") {
-					statusCol = i
-				}
-			}
+			header = cells
 			continue
 		case seen == 2 && isSeparator(cells):
 			continue
 		}
-		id := strings.Trim(cells[0], "`*")
+		rows = append(rows, TableRow{Line: i + 1, Cells: cells})
+	}
+	return header, rows
+}
+
+// Tasks parses the task table of tasks.md: the first column is the task id,
+// and the status is the column headed "Status" (the second column when no
+// header says so). Rows whose id is not a valid task id are skipped.
+func Tasks(tasksMD string) []TaskRow {
+	header, table := Table(tasksMD)
+	statusCol := 1
+	for i, c := range header {
+		if strings.EqualFold(c, "status") {
+			statusCol = i
+		}
+	}
+	var rows []TaskRow
+	for _, r := range table {
+		id := strings.Trim(r.Cells[0], "`*")
 		if !ValidTaskID(id) {
 			continue
 		}
 		row := TaskRow{ID: id}
-		if statusCol < len(cells) {
-			row.Status = cells[statusCol]
+		if statusCol < len(r.Cells) {
+			row.Status = r.Cells[statusCol]
 		}
 		rows = append(rows, row)
 	}
