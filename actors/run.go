@@ -23,6 +23,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/argsplit"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/proctag"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/worktree"
 	"github.com/drover-dev/drover/reviewer"
@@ -236,7 +237,7 @@ func (r *runsActor) resume(ctx actor.Context, id string) *RunReply {
 	// A supervisor that died (kill -9) took its agents with it, but not
 	// the tool calls they ran in sessions of their own: they would go on
 	// in the run's work trees next to the new agents.
-	if n, err := agentrun.KillTagged("DROVER_RUN_ID=" + id); err != nil || n > 0 {
+	if n, err := proctag.Kill("DROVER_RUN_ID=" + id); err != nil || n > 0 {
 		r.env.Log.Warn("killed processes left by the run's last supervisor", zap.String("run", id), zap.Int("count", n), zap.Error(err))
 	}
 	rec = resumeRun(rec, r.env.now())

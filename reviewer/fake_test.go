@@ -31,6 +31,8 @@ func TestMain(m *testing.M) {
 //
 //	FAKE_ARGS_FILE     write {"args","guard","claudecode","stdin"} as JSON there
 //	FAKE_GRANDCHILD    write the pid of a sleeping grandchild there
+//	FAKE_SETSID        start that grandchild in a session of its own, as
+//	                   the claude CLI runs its Bash tool calls
 //	FAKE_SLEEP         sleep this long (a time.Duration) before answering
 //	FAKE_HUGE          write this many bytes to stdout and to stderr first
 //	FAKE_STDERR        text for stderr
@@ -80,6 +82,9 @@ func fakeMain() int {
 			cmd.Env = append(os.Environ(), "FAKE_GRANDCHILD=", "FAKE_SLEEP=1h", "FAKE_ARGS_FILE=")
 		}
 		cmd.Stdout = os.Stdout // holds the reviewer's stdout pipe open
+		if os.Getenv("FAKE_SETSID") != "" {
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		}
 		if err := cmd.Start(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 3

@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/drover-dev/drover/internal/proctag"
 )
 
 // waitDelay is how long Run waits, after the reviewer exited or was killed,
@@ -114,6 +117,10 @@ func Run(ctx context.Context, s Spec) Result {
 	return res
 }
 
+// TagEnv is set, to a value unique to the run, in the environment of
+// every reviewer process.
+const TagEnv = "DROVER_REVIEW_RUN"
+
 // execute starts the process, waits for it, kills its group and drains its
 // output. Pipes are made here rather than by os/exec so that Wait returns
 // when the reviewer itself exits: a grandchild that still holds stdout is
@@ -129,9 +136,22 @@ func execute(ctx context.Context, name string, args, env []string, dir string, s
 		outW.Close()
 		return nil, nil, fmt.Errorf("creating stderr pipe: %w", err)
 	}
+	// The tag marks what the reviewer starts in sessions of its own (the
+	// claude CLI's tool calls), which the group kill misses.
+	tag, err := proctag.New(TagEnv)
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		errR.Close()
+		errW.Close()
+		return nil, nil, err
+	}
+	if env == nil {
+		env = os.Environ()
+	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
-	cmd.Env = env
+	cmd.Env = append(slices.Clip(env), tag)
 	cmd.Stdin = nil // the null device
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.SysProcAttr = groupAttr()
@@ -158,6 +178,7 @@ func execute(ctx context.Context, name string, args, env []string, dir string, s
 
 	waitErr := cmd.Wait()
 	_ = killGroup(cmd.Process)
+	_, _ = proctag.Kill(tag)
 
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()

@@ -246,6 +246,10 @@ func TestRunKillsTheGroup(t *testing.T) {
 		{name: "timeout", kv: []string{"FAKE_SLEEP=1h"}, timeout: 3 * time.Second, outcome: Failed, err: ErrTimeout},
 		{name: "cancel", kv: []string{"FAKE_SLEEP=1h"}, timeout: time.Minute, cancel: true, outcome: Failed, err: context.Canceled},
 		{name: "normal exit leaves no straggler", timeout: time.Minute, outcome: Pass},
+		// The group kill misses a grandchild in a session of its own; the
+		// environment tag finds it.
+		{name: "timeout with a grandchild in its own session", kv: []string{"FAKE_SLEEP=1h", "FAKE_SETSID=1"}, timeout: 3 * time.Second, outcome: Failed, err: ErrTimeout},
+		{name: "normal exit leaves no straggler in its own session", kv: []string{"FAKE_SETSID=1"}, timeout: time.Minute, outcome: Pass},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,8 +12,6 @@ package agentrun
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -21,6 +19,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/internal/proctag"
 )
 
 // Defaults for the zero values of Spec's fields.
@@ -155,7 +155,7 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 	}
 	cmd := exec.CommandContext(runCtx, spec.Bin, args...)
 	cmd.Dir = spec.Dir
-	tag, err := runTag()
+	tag, err := proctag.New(TagEnv)
 	if err != nil {
 		return Result{ExitCode: -1}, err
 	}
@@ -190,7 +190,7 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 	// The agent is gone; whatever it started in its group goes too, and
 	// what it started in sessions of its own (the CLI's Bash tool calls).
 	killProcessGroup(cmd)
-	_, _ = KillTagged(tag)
+	_, _ = proctag.Kill(tag)
 	res.Duration = time.Since(start)
 	// Wait has returned, so the goroutine that fed lines is done.
 	lines.flush()
@@ -205,17 +205,9 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 }
 
 // TagEnv is set, to a value unique to the run, in the environment of
-// every agent process, which all its descendants inherit: KillTagged
-// finds them by it.
+// every agent process, which all its descendants inherit: what the agent
+// left running in sessions of its own is found by it.
 const TagEnv = "DROVER_AGENT_RUN"
-
-func runTag() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("tagging the agent run: %w", err)
-	}
-	return TagEnv + "=" + hex.EncodeToString(b[:]), nil
-}
 
 // add folds one event into the result.
 func (r *Result) add(ev Event) {

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -119,6 +120,10 @@ func fakeAgent(scenario string) int {
 	fmt.Fprintf(os.Stderr, "fake agent: unknown scenario %q\n", scenario)
 	return 2
 }
+
+// setsid starts a command in a session of its own, out of reach of a kill
+// of its parent's process group.
+func setsid(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} }
 
 // spawnGrandchild starts the test binary again as a long sleeper, in the
 // fake agent's process group unless an option moves it, and waits until it

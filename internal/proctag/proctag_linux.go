@@ -1,6 +1,6 @@
 //go:build linux
 
-package agentrun
+package proctag
 
 import (
 	"bytes"
@@ -11,13 +11,10 @@ import (
 	"syscall"
 )
 
-// KillTagged kills (SIGKILL) every process of this user, other than this
-// one, whose environment holds the entry tag ("KEY=VALUE"), until a look
-// finds none, and returns how many it signalled. Claude Code runs each
-// Bash tool call in a session of its own (setsid): neither a kill of the
-// agent's process group nor the parent-death signal reaches it, but it
-// inherits the agent's environment.
-func KillTagged(tag string) (int, error) {
+// Kill kills (SIGKILL) every process this one may read, other than
+// itself, whose environment holds the entry tag ("KEY=VALUE"), until a
+// look finds none, and returns how many it signalled.
+func Kill(tag string) (int, error) {
 	n := 0
 	for range 10 {
 		pids, err := tagged(tag)
