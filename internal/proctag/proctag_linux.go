@@ -12,19 +12,29 @@ import (
 )
 
 // Kill kills (SIGKILL) every process this one may read, other than
-// itself, whose environment holds the entry tag ("KEY=VALUE"), until a
-// look finds none, and returns how many it signalled.
+// itself, whose environment holds the entry tag ("KEY=VALUE"), and returns
+// how many it signalled. It looks again after each round of kills, for
+// children forked meanwhile, until a look finds no process it has not
+// signalled yet (one killed a moment ago may still be listed).
 func Kill(tag string) (int, error) {
-	n := 0
-	for range 10 {
+	tried, n := map[int]bool{}, 0
+	for range 100 {
 		pids, err := tagged(tag)
-		if err != nil || len(pids) == 0 {
+		if err != nil {
 			return n, err
 		}
+		fresh := false
 		for _, pid := range pids {
+			if tried[pid] {
+				continue
+			}
+			fresh, tried[pid] = true, true
 			if syscall.Kill(pid, syscall.SIGKILL) == nil {
 				n++
 			}
+		}
+		if !fresh {
+			return n, nil
 		}
 	}
 	return n, fmt.Errorf("killing the processes tagged %s: new ones keep appearing", tag)
