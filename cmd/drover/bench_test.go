@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -82,4 +84,44 @@ func newBenchProj(b *testing.B) *proj {
 	p := newProj(b)
 	p.env = append(p.env, "DROVER_QUEUE_MAX_ITERATIONS=1000000000", "DROVER_QUEUE_GIT_COMMIT_CHECK=false")
 	return p
+}
+
+// BenchmarkProcessFloor is the floor under every hook: starting a Go
+// program that links nothing but the runtime and prints "{}". The ratio of
+// BenchmarkHookStop to it, within one run, is what drover's binary and work
+// add to the cost of being a process at all on this machine.
+func BenchmarkProcessFloor(b *testing.B) {
+	dir := b.TempDir()
+	src := "package main\n\nimport \"os\"\n\nfunc main() { os.Stdout.WriteString(\"{}\\n\") }\n"
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module floor\n\ngo 1.26\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	bin := filepath.Join(dir, "floor")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building the floor program: %v\n%s", err, out)
+	}
+	durs := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		cmd := exec.Command(bin)
+		var out bytes.Buffer
+		cmd.Stdout = &out
+		start := time.Now()
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+		durs = append(durs, time.Since(start))
+		if out.String() != "{}\n" {
+			b.Fatalf("the floor program printed %q", out.String())
+		}
+	}
+	b.StopTimer()
+	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+	b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "median-ms")
+	b.ReportMetric(float64(durs[(len(durs)*99)/100].Microseconds())/1000, "p99-ms")
 }
