@@ -27,7 +27,8 @@ import (
 // `fake-reviewer MODEL PROMPT`. It is scripted by files in its own folder:
 //
 //	verdicts  line N is the verdict of run N (default PASS); FAIL comes
-//	          with one blocking finding, anything else is printed as is
+//	          with one blocking finding, MINOR is a PASS with one minor
+//	          finding, anything else is printed as is
 //	sleep     when present, run N starts `sleep $(cat sleep)` in the
 //	          background, writes its pid to child-N, and waits for it
 //
@@ -52,6 +53,7 @@ v=$(sed -n "${n}p" "$d/verdicts" 2>/dev/null)
 [ -n "$v" ] || v=PASS
 f='[]'
 [ "$v" = FAIL ] && f='[{"severity":"blocking","file":"plan.md","line":1,"summary":"the plan has no test section"}]'
+[ "$v" = MINOR ] && { v=PASS; f='[{"severity":"minor","file":"plan.md","line":2,"summary":"a heading could be shorter"}]'; }
 printf '{"type":"result","subtype":"success","is_error":false,"structured_output":{"verdict":"%s","findings":%s},"total_cost_usd":0.5}\n' "$v" "$f"
 `
 
@@ -575,6 +577,54 @@ func TestPlanCleanStreakFromConfig(t *testing.T) {
 			}
 			if n := f.fakeFile("count"); n != strconv.Itoa(c.want) {
 				t.Errorf("%s reviewer runs, want %d", n, c.want)
+			}
+		})
+	}
+}
+
+// TestPlanCountMinorFromConfig drives two reviews that pass with a minor
+// finding each: by default they are clean and the plan advances; with
+// review.count_minor they are not, and the cycle goes on.
+func TestPlanCountMinorFromConfig(t *testing.T) {
+	for _, c := range []struct {
+		countMinor bool
+		wantClean  int
+		advances   bool
+	}{{false, 2, true}, {true, 0, false}} {
+		t.Run("count_minor "+strconv.FormatBool(c.countMinor), func(t *testing.T) {
+			f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(cfg *config.Config) { cfg.Review.CountMinor = c.countMinor })
+			const sid = "plan-minor"
+			f.write("demo", "plan.md", "# Demo\n")
+			f.fakeScript("verdicts", "MINOR\nMINOR\n")
+			f.mustPlan(sid, "new", PlanArgs{PlanID: "demo"})
+			var last PlanStatus
+			for n := 1; n <= 2; n++ {
+				if r := f.stop(sid, "stop-review-"+strconv.Itoa(n)); !r.Output.IsBlock() {
+					t.Fatalf("stop %d did not start review %d: %+v", n, n, r)
+				}
+				f.waitReview(sid)
+				r := f.stop(sid, "stop-answer-"+strconv.Itoa(n))
+				if n == 2 {
+					if r.Output.IsBlock() == c.advances {
+						t.Fatalf("count_minor %t: the stop after review 2 blocked %t: %+v", c.countMinor, r.Output.IsBlock(), r)
+					}
+					last = f.mustPlan(sid, "status", PlanArgs{})
+					break
+				}
+				if !r.Output.IsBlock() {
+					t.Fatalf("stop after review 1 did not ask for the post-review: %+v", r)
+				}
+				f.mustPlan(sid, "advance", PlanArgs{Phase: "post-review"})
+			}
+			if last.ConsecutiveClean != c.wantClean {
+				t.Errorf("count_minor %t: %d clean in a row after two reviews with a minor finding, want %d", c.countMinor, last.ConsecutiveClean, c.wantClean)
+			}
+			wantNext := "post-plan-review"
+			if c.advances {
+				wantNext = "create-tasks"
+			}
+			if derefStr(last.NextPhase) != wantNext {
+				t.Errorf("count_minor %t: next_phase %s, want %s", c.countMinor, derefStr(last.NextPhase), wantNext)
 			}
 		})
 	}
