@@ -230,6 +230,10 @@ type reviewDone struct {
 	// reviewers is how many reviewers ran at once (0 or 1: one), and
 	// passVotes how many said PASS.
 	reviewers, passVotes int
+	// runs are the results of each reviewer of a parallel review, in the
+	// order of the job's specs; res combines them. A single review has
+	// none: res is its one run.
+	runs []reviewer.Result
 }
 
 // reviewJob is what a review child runs: one spec, or several at once under
@@ -279,8 +283,8 @@ func runJob(ctx context.Context, job reviewJob) *reviewDone {
 	if len(job.specs) == 1 {
 		return &reviewDone{id: job.id, res: reviewer.Run(ctx, job.specs[0])}
 	}
-	c, _ := reviewer.RunParallel(ctx, job.specs, len(job.specs), job.quorum)
-	return &reviewDone{id: job.id, res: c.Result, reviewers: len(job.specs), passVotes: c.PassVotes}
+	c, runs := reviewer.RunParallel(ctx, job.specs, len(job.specs), job.quorum)
+	return &reviewDone{id: job.id, res: c.Result, reviewers: len(job.specs), passVotes: c.PassVotes, runs: runs}
 }
 
 // planMessage handles the plan workflow's background results; it reports
@@ -1128,7 +1132,7 @@ func (a *sessionActor) reviewDone(actx actor.Context, m *reviewDone) {
 	if errors.Is(m.res.Err, context.Canceled) {
 		return
 	}
-	a.recordRun(run, m.res)
+	a.recordRuns(run, m.res, m.runs)
 
 	s := a.rec.Plan
 	if s.Review == nil || s.PlanID != run.planID || s.Review.Kind != run.kind || s.Review.Iteration != run.iteration {
@@ -1177,8 +1181,48 @@ func (a *sessionActor) restoreIdle(actx actor.Context) {
 	}
 }
 
-// recordRun appends a finished run to the plan's reviews.jsonl.
-func (a *sessionActor) recordRun(run *reviewRun, res reviewer.Result) {
+// recordRuns appends a finished review's reviewer runs to the plan's
+// reviews.jsonl: each of runs when the review ran several reviewers at once
+// (their models, times and costs would be lost in the combined result),
+// else the one run res. The status's last review is res either way.
+func (a *sessionActor) recordRuns(run *reviewRun, res reviewer.Result, runs []reviewer.Result) {
+	last := a.runRecord(run, res)
+	a.plan.last = &last
+	records := []PlanReviewRun{last}
+	if len(runs) > 0 {
+		records = records[:0]
+		for _, r := range runs {
+			records = append(records, a.runRecord(run, r))
+		}
+	}
+	var lines []byte
+	for _, r := range records {
+		line, err := json.Marshal(r)
+		if err != nil {
+			a.log.Warn("encoding a reviewer run", zap.Error(err))
+			continue
+		}
+		lines = append(append(lines, line...), '\n')
+	}
+	if len(lines) == 0 {
+		return
+	}
+	path := filepath.Join(a.planDir(run.planID), RunsFile)
+	// One write for all the lines, so a reader never sees half a review.
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err == nil {
+		_, err = fh.Write(lines)
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		a.log.Warn("recording reviewer runs", zap.String("path", path), zap.Error(err))
+	}
+}
+
+// runRecord is the reviews.jsonl line of one reviewer run of run.
+func (a *sessionActor) runRecord(run *reviewRun, res reviewer.Result) PlanReviewRun {
 	r := PlanReviewRun{
 		Time: a.env.now().UTC(), Session: a.id, Plan: run.planID, Kind: string(run.kind), Task: run.task,
 		Iteration: run.iteration, Model: run.model, Outcome: string(res.Outcome), Verdict: res.Verdict,
@@ -1195,22 +1239,7 @@ func (a *sessionActor) recordRun(run *reviewRun, res reviewer.Result) {
 	if res.Err != nil {
 		r.Error = res.Err.Error()
 	}
-	a.plan.last = &r
-	line, err := json.Marshal(r)
-	if err != nil {
-		return
-	}
-	path := filepath.Join(a.planDir(run.planID), RunsFile)
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err == nil {
-		_, err = fh.Write(append(line, '\n'))
-		if cerr := fh.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		a.log.Warn("recording a reviewer run", zap.String("path", path), zap.Error(err))
-	}
+	return r
 }
 
 // ReadPlanTotals sums the reviewer runs recorded in planDir's RunsFile:

@@ -644,8 +644,28 @@ func TestPlanParallelUnanimousPassAdvances(t *testing.T) {
 			t.Errorf("%s did not review: %v", m, err)
 		}
 	}
-	if st := f.mustPlan(sid, "status", PlanArgs{}); st.Totals.CostUSD != 1 {
-		t.Errorf("the parallel review cost %v, want 1 (two runs at 0.5)", st.Totals.CostUSD)
+	if st := f.mustPlan(sid, "status", PlanArgs{}); st.Totals.CostUSD != 1 || st.Totals.Runs != 2 || st.Totals.SessionRuns != 2 {
+		t.Errorf("the parallel review's totals %+v, want 2 runs costing 1 (0.5 each)", st.Totals)
+	}
+	// Each reviewer's run is its own line of reviews.jsonl, not one line
+	// for the combined review.
+	data, err := os.ReadFile(filepath.Join(f.planDir("demo"), RunsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models []string
+	for line := range strings.Lines(string(data)) {
+		var r PlanReviewRun
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("reviews.jsonl line %q: %v", line, err)
+		}
+		if r.Kind != "plan" || r.Iteration != 1 || r.Verdict != "PASS" || r.Outcome != string(reviewer.Pass) || r.ExitCode != 0 || r.CostUSD != 0.5 || r.Findings != 0 {
+			t.Errorf("reviews.jsonl run: %+v", r)
+		}
+		models = append(models, r.Model)
+	}
+	if !slices.Equal(models, []string{"opus", "sonnet"}) {
+		t.Errorf("reviews.jsonl runs by %q, want one by opus and one by sonnet", models)
 	}
 }
 
