@@ -347,6 +347,46 @@ func TestPlanStopCancelsTheReview(t *testing.T) {
 	}
 }
 
+// TestDroverStopCancelsThePlanReview is `drover stop` (the session's stop
+// command, not a plan verb) while a review runs: the reviewer and its child
+// die, the review is cancelled and recorded nowhere, and the session can be
+// passivated again.
+func TestDroverStopCancelsThePlanReview(t *testing.T) {
+	f := newPlanFixtureOpts(t, SessionsOptions{IdleTimeout: 20 * time.Millisecond, RestartMax: 3})
+	const sid = "plan-drover-stop"
+	rpid, cpid := f.startSleepingReview(sid)
+
+	r := f.command(sid, "stop")
+	if r.Err != nil || r.Response.State != "new-plan" || !strings.Contains(r.Response.Message, "cancelled") {
+		t.Fatalf("drover stop during a review: %+v", r)
+	}
+	for _, pid := range []int{rpid, cpid} {
+		if !waitUntil(func() bool { return gone(pid) }) {
+			t.Fatalf("process %d of the reviewer's group survived drover stop", pid)
+		}
+	}
+	if rec := f.storedPlan(sid); rec.Plan.Review != nil || rec.Plan.NextPhase != plan.PhaseNone || rec.Plan.Iteration != 0 {
+		t.Errorf("stored plan after drover stop: %+v", rec.Plan)
+	}
+	// With the review cancelled the idle timeout applies again.
+	if !waitUntil(func() bool { return !f.hasChild("session-" + sid) }) {
+		t.Error("the session actor was never passivated after drover stop")
+	}
+	st := f.mustPlan(sid, "status", PlanArgs{})
+	if st.ReviewRunning || st.NextPhase != nil || st.Totals.Runs != 0 {
+		t.Errorf("status after drover stop: %+v", st)
+	}
+	if r := f.stop(sid, "stop-2"); r.Output.IsBlock() {
+		t.Errorf("a stop after drover stop blocked: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(f.planDir("slow"), "plan-review-1.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a cancelled review wrote its review file (%v)", err)
+	}
+	if n := f.fakeFile("count"); n != "1" {
+		t.Errorf("%s reviewer runs, want 1", n)
+	}
+}
+
 func TestPlanReviewSurvivesTheIdleTimeout(t *testing.T) {
 	f := newPlanFixtureOpts(t, SessionsOptions{IdleTimeout: 20 * time.Millisecond, RestartMax: 3})
 	const sid = "plan-idle"
