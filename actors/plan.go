@@ -1132,7 +1132,10 @@ func (a *sessionActor) reviewDone(actx actor.Context, m *reviewDone) {
 	if errors.Is(m.res.Err, context.Canceled) {
 		return
 	}
-	a.recordRuns(run, m.res, m.runs)
+	// The runs are recorded however the answer is applied, after it: a
+	// review file drover could not write makes them failed runs.
+	res, runs := m.res, m.runs
+	defer func() { a.recordRuns(run, res, runs) }()
 
 	s := a.rec.Plan
 	if s.Review == nil || s.PlanID != run.planID || s.Review.Kind != run.kind || s.Review.Iteration != run.iteration {
@@ -1158,6 +1161,22 @@ func (a *sessionActor) reviewDone(actx actor.Context, m *reviewDone) {
 		a.log.Error("applying a review; it runs again at the next stop", zap.Error(err))
 		return
 	}
+	// The review file is written before the state that sends the agent
+	// to it is saved. One that cannot be written makes the run a failed
+	// one, as the seed handles a reviewer that wrote none: the user is
+	// warned, the iteration is not counted, the review runs again.
+	if effects, err = a.writeReviewFiles(effects); err != nil {
+		a.log.Warn("writing a review file; the review counts as a failed run", zap.Error(err))
+		res = failedRun(res, err)
+		for i := range runs {
+			runs[i] = failedRun(runs[i], err)
+		}
+		outcome.Outcome, outcome.Err, outcome.LogPath = reviewer.Failed, err.Error(), ""
+		if next, out, effects, err = plan.Stop(s, f, tmpl); err != nil {
+			a.log.Error("applying a failed review; it runs again at the next stop", zap.Error(err))
+			return
+		}
+	}
 	rec := a.rec
 	rec.Plan = next
 	if err := a.savePlan(ctx, rec); err != nil {
@@ -1168,6 +1187,31 @@ func (a *sessionActor) reviewDone(actx actor.Context, m *reviewDone) {
 	a.writePlanView()
 	a.plan.pending = &pendingAnswer{state: next, out: out}
 	a.log.Info("review applied", zap.String("plan", s.PlanID), zap.String("kind", string(run.kind)), zap.Int("iteration", run.iteration), zap.String("outcome", string(outcome.Outcome)), zap.String("next_phase", string(next.NextPhase)))
+}
+
+// writeReviewFiles performs the WriteReview effects of effects and returns
+// the others; it stops at the first file it cannot write.
+func (a *sessionActor) writeReviewFiles(effects []plan.Effect) ([]plan.Effect, error) {
+	rest := effects[:0:0]
+	for _, e := range effects {
+		w, ok := e.(plan.WriteReview)
+		if !ok {
+			rest = append(rest, e)
+			continue
+		}
+		if err := writeFileAtomic(w.Path, w.Data); err != nil {
+			return nil, fmt.Errorf("writing review file: %w", err)
+		}
+	}
+	return rest, nil
+}
+
+// failedRun is res made a failed run by err, keeping what the reviewer
+// said for the record.
+func failedRun(res reviewer.Result, err error) reviewer.Result {
+	res.Outcome = reviewer.Failed
+	res.Err = errors.Join(res.Err, err)
+	return res
 }
 
 // restoreIdle turns the receive timeout back on once no review runs.

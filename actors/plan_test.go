@@ -509,6 +509,54 @@ func TestPlanFailedReviewIsReportedNotCounted(t *testing.T) {
 	}
 }
 
+// TestPlanReviewFileWriteFailureIsAFailedRun has drover fail to write the
+// review file (a folder is in its way): the run counts as failed, the agent
+// is not sent to a file that does not exist, and once the way is clear the
+// review runs again as review 1.
+func TestPlanReviewFileWriteFailureIsAFailedRun(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-unwritable"
+	f.write("blocked", "plan.md", "# Blocked\n")
+	f.mustPlan(sid, "new", PlanArgs{PlanID: "blocked"})
+	reviewFile := filepath.Join(f.planDir("blocked"), "plan-review-1.md")
+	if err := os.Mkdir(reviewFile, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	f.stop(sid, "stop-1")
+	f.waitReview(sid)
+	r := f.stop(sid, "stop-2")
+	if r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "writing review file") || !strings.Contains(r.Output.SystemMessage, "not counted") {
+		t.Fatalf("stop after a review whose file could not be written: %+v", r)
+	}
+	st := f.mustPlan(sid, "status", PlanArgs{})
+	if st.PhaseIteration != 0 || st.ConsecutiveClean != 0 || derefStr(st.NextPhase) != "plan-review" || st.Totals.Runs != 1 || st.Totals.FailedRuns != 1 {
+		t.Errorf("a review with no review file was counted: %+v", st)
+	}
+	if st.LastReview == nil || st.LastReview.Outcome != string(reviewer.Failed) || st.LastReview.Verdict != "PASS" || !strings.Contains(st.LastReview.Error, "writing review file") {
+		t.Errorf("last review: %+v", st.LastReview)
+	}
+	if rec := f.storedPlan(sid); rec.Plan.Review != nil || rec.Plan.Iteration != 0 {
+		t.Errorf("stored plan: %+v", rec.Plan)
+	}
+
+	if err := os.Remove(reviewFile); err != nil {
+		t.Fatal(err)
+	}
+	f.stop(sid, "stop-3")
+	f.waitReview(sid)
+	r = f.stop(sid, "stop-4")
+	if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "plan-review-1.md") {
+		t.Fatalf("stop after the rerun: %+v", r)
+	}
+	if data, err := os.ReadFile(reviewFile); err != nil || !strings.Contains(string(data), "Verdict: PASS") {
+		t.Errorf("plan-review-1.md after the rerun: %s (%v)", data, err)
+	}
+	if f.fakeFile("count") != "2" || !strings.Contains(f.fakeFile("prompt-2"), "plan-review-1.md") {
+		t.Errorf("the review was not run again as review 1 (%s runs)", f.fakeFile("count"))
+	}
+}
+
 func TestPlanNewRules(t *testing.T) {
 	f := newPlanFixture(t)
 
