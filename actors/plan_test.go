@@ -272,6 +272,17 @@ func TestPlanAdvancesAfterTwoCleanReviews(t *testing.T) {
 	if r := f.stop(sid, "stop-5"); r.Output.IsBlock() {
 		t.Errorf("a stop after the plan review passed blocked: %+v", r)
 	}
+	// Every file drover wrote (state.json, the review files) went through
+	// a temporary file; none is left.
+	ents, err := os.ReadDir(f.planDir("demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("temporary file %s left in the plan folder", e.Name())
+		}
+	}
 }
 
 // startSleepingReview starts a plan whose first review sleeps until it is
@@ -624,6 +635,123 @@ func TestPlanContinueAdoptsAPlanFromItsView(t *testing.T) {
 	}
 	if rec := f.storedPlan("next-session"); rec.Workflow != session.Plan || rec.Plan.Phase != plan.PhaseTasksReview {
 		t.Errorf("stored: %+v", rec)
+	}
+}
+
+// TestPlanContinuePicksTheNewestPlan runs `drover plan continue` without a
+// plan id in a new session, with two plan folders: it takes over the one
+// whose state.json changed last, whatever the folders' names.
+func TestPlanContinuePicksTheNewestPlan(t *testing.T) {
+	f := newPlanFixture(t)
+	old := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, id := range []string{"alpha", "zeta"} {
+		f.write(id, "plan.md", "# "+id+"\n")
+		f.write(id, plan.ViewFile, `{"phase":"new-plan","next_phase":"plan-review","max_reviews":`+strconv.Itoa(3+i)+`}`)
+	}
+	// zeta sorts last and is the older one; alpha's state.json is newer.
+	if err := os.Chtimes(filepath.Join(f.planDir("zeta"), plan.ViewFile), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(f.planDir("alpha"), plan.ViewFile), old.Add(time.Hour), old.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// A folder with no state.json is no plan to take over, however new.
+	if err := os.MkdirAll(filepath.Join(f.planDir("empty")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	st := f.mustPlan("newest-session", "continue", PlanArgs{})
+	if st.PlanID != "alpha" || st.MaxReviews != 3 || !strings.Contains(st.Message, "plan alpha, picked up") {
+		t.Fatalf("continue with two plans took %s: %+v", st.PlanID, st)
+	}
+	if rec := f.storedPlan("newest-session"); rec.Plan.PlanID != "alpha" {
+		t.Errorf("stored plan %q, want alpha", rec.Plan.PlanID)
+	}
+}
+
+func TestNewestPlan(t *testing.T) {
+	old := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		plans map[string]time.Duration // plan id -> age of its state.json past old
+		extra []string                 // folders with no state.json
+		want  string
+	}{
+		{"no plans folder", nil, nil, ""},
+		{"one", map[string]time.Duration{"p": 0}, nil, "p"},
+		{"newest wins over name order", map[string]time.Duration{"a": 2 * time.Hour, "b": time.Hour, "c": 0}, nil, "a"},
+		{"newest last by name", map[string]time.Duration{"a": 0, "b": time.Hour}, nil, "b"},
+		{"folders without state.json are skipped", map[string]time.Duration{"a": 0}, []string{"z", ".hidden"}, "a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "plans")
+			for id, age := range tt.plans {
+				if err := os.MkdirAll(filepath.Join(dir, id), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				view := filepath.Join(dir, id, plan.ViewFile)
+				if err := os.WriteFile(view, []byte("{}"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chtimes(view, old.Add(age), old.Add(age)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, id := range tt.extra {
+				if err := os.MkdirAll(filepath.Join(dir, id), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := newestPlan(dir)
+			if err != nil || got != tt.want {
+				t.Errorf("newestPlan = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestWriteFileAtomicLeavesNoTempFiles writes, overwrites, and fails to
+// write (a folder in the way of the rename): the folder holds no temporary
+// file after any of them.
+func TestWriteFileAtomicLeavesNoTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, plan.ViewFile)
+	blocked := filepath.Join(dir, "plan-review-1.md")
+	if err := os.Mkdir(blocked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		path    string
+		data    string
+		wantErr bool
+	}{
+		{"new file", path, "one", false},
+		{"overwrite", path, "two", false},
+		{"rename fails", blocked, "three", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := writeFileAtomic(tt.path, []byte(tt.data))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("writeFileAtomic: %v, want error %t", err, tt.wantErr)
+			}
+			if !tt.wantErr {
+				if got, err := os.ReadFile(tt.path); err != nil || string(got) != tt.data {
+					t.Errorf("%s holds %q (%v), want %q", tt.path, got, err, tt.data)
+				}
+			}
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				if strings.Contains(e.Name(), ".tmp-") {
+					t.Errorf("temporary file %s left behind", e.Name())
+				}
+			}
+		})
 	}
 }
 
