@@ -230,6 +230,10 @@ type reviewDone struct {
 	// reviewers is how many reviewers ran at once (0 or 1: one), and
 	// passVotes how many said PASS.
 	reviewers, passVotes int
+	// runs are the results of each reviewer of a parallel review, in the
+	// order of the job's specs; res combines them. A single review has
+	// none: res is its one run.
+	runs []reviewer.Result
 }
 
 // reviewJob is what a review child runs: one spec, or several at once under
@@ -279,8 +283,8 @@ func runJob(ctx context.Context, job reviewJob) *reviewDone {
 	if len(job.specs) == 1 {
 		return &reviewDone{id: job.id, res: reviewer.Run(ctx, job.specs[0])}
 	}
-	c, _ := reviewer.RunParallel(ctx, job.specs, len(job.specs), job.quorum)
-	return &reviewDone{id: job.id, res: c.Result, reviewers: len(job.specs), passVotes: c.PassVotes}
+	c, runs := reviewer.RunParallel(ctx, job.specs, len(job.specs), job.quorum)
+	return &reviewDone{id: job.id, res: c.Result, reviewers: len(job.specs), passVotes: c.PassVotes, runs: runs}
 }
 
 // planMessage handles the plan workflow's background results; it reports
@@ -1128,7 +1132,10 @@ func (a *sessionActor) reviewDone(actx actor.Context, m *reviewDone) {
 	if errors.Is(m.res.Err, context.Canceled) {
 		return
 	}
-	a.recordRun(run, m.res)
+	// The runs are recorded however the answer is applied, after it: a
+	// review file drover could not write makes them failed runs.
+	res, runs := m.res, m.runs
+	defer func() { a.recordRuns(run, res, runs) }()
 
 	s := a.rec.Plan
 	if s.Review == nil || s.PlanID != run.planID || s.Review.Kind != run.kind || s.Review.Iteration != run.iteration {
@@ -1154,6 +1161,22 @@ func (a *sessionActor) reviewDone(actx actor.Context, m *reviewDone) {
 		a.log.Error("applying a review; it runs again at the next stop", zap.Error(err))
 		return
 	}
+	// The review file is written before the state that sends the agent
+	// to it is saved. One that cannot be written makes the run a failed
+	// one, as the seed handles a reviewer that wrote none: the user is
+	// warned, the iteration is not counted, the review runs again.
+	if effects, err = a.writeReviewFiles(effects); err != nil {
+		a.log.Warn("writing a review file; the review counts as a failed run", zap.Error(err))
+		res = failedRun(res, err)
+		for i := range runs {
+			runs[i] = failedRun(runs[i], err)
+		}
+		outcome.Outcome, outcome.Err, outcome.LogPath = reviewer.Failed, err.Error(), ""
+		if next, out, effects, err = plan.Stop(s, f, tmpl); err != nil {
+			a.log.Error("applying a failed review; it runs again at the next stop", zap.Error(err))
+			return
+		}
+	}
 	rec := a.rec
 	rec.Plan = next
 	if err := a.savePlan(ctx, rec); err != nil {
@@ -1164,6 +1187,31 @@ func (a *sessionActor) reviewDone(actx actor.Context, m *reviewDone) {
 	a.writePlanView()
 	a.plan.pending = &pendingAnswer{state: next, out: out}
 	a.log.Info("review applied", zap.String("plan", s.PlanID), zap.String("kind", string(run.kind)), zap.Int("iteration", run.iteration), zap.String("outcome", string(outcome.Outcome)), zap.String("next_phase", string(next.NextPhase)))
+}
+
+// writeReviewFiles performs the WriteReview effects of effects and returns
+// the others; it stops at the first file it cannot write.
+func (a *sessionActor) writeReviewFiles(effects []plan.Effect) ([]plan.Effect, error) {
+	rest := effects[:0:0]
+	for _, e := range effects {
+		w, ok := e.(plan.WriteReview)
+		if !ok {
+			rest = append(rest, e)
+			continue
+		}
+		if err := writeFileAtomic(w.Path, w.Data); err != nil {
+			return nil, fmt.Errorf("writing review file: %w", err)
+		}
+	}
+	return rest, nil
+}
+
+// failedRun is res made a failed run by err, keeping what the reviewer
+// said for the record.
+func failedRun(res reviewer.Result, err error) reviewer.Result {
+	res.Outcome = reviewer.Failed
+	res.Err = errors.Join(res.Err, err)
+	return res
 }
 
 // restoreIdle turns the receive timeout back on once no review runs.
@@ -1177,8 +1225,48 @@ func (a *sessionActor) restoreIdle(actx actor.Context) {
 	}
 }
 
-// recordRun appends a finished run to the plan's reviews.jsonl.
-func (a *sessionActor) recordRun(run *reviewRun, res reviewer.Result) {
+// recordRuns appends a finished review's reviewer runs to the plan's
+// reviews.jsonl: each of runs when the review ran several reviewers at once
+// (their models, times and costs would be lost in the combined result),
+// else the one run res. The status's last review is res either way.
+func (a *sessionActor) recordRuns(run *reviewRun, res reviewer.Result, runs []reviewer.Result) {
+	last := a.runRecord(run, res)
+	a.plan.last = &last
+	records := []PlanReviewRun{last}
+	if len(runs) > 0 {
+		records = records[:0]
+		for _, r := range runs {
+			records = append(records, a.runRecord(run, r))
+		}
+	}
+	var lines []byte
+	for _, r := range records {
+		line, err := json.Marshal(r)
+		if err != nil {
+			a.log.Warn("encoding a reviewer run", zap.Error(err))
+			continue
+		}
+		lines = append(append(lines, line...), '\n')
+	}
+	if len(lines) == 0 {
+		return
+	}
+	path := filepath.Join(a.planDir(run.planID), RunsFile)
+	// One write for all the lines, so a reader never sees half a review.
+	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err == nil {
+		_, err = fh.Write(lines)
+		if cerr := fh.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		a.log.Warn("recording reviewer runs", zap.String("path", path), zap.Error(err))
+	}
+}
+
+// runRecord is the reviews.jsonl line of one reviewer run of run.
+func (a *sessionActor) runRecord(run *reviewRun, res reviewer.Result) PlanReviewRun {
 	r := PlanReviewRun{
 		Time: a.env.now().UTC(), Session: a.id, Plan: run.planID, Kind: string(run.kind), Task: run.task,
 		Iteration: run.iteration, Model: run.model, Outcome: string(res.Outcome), Verdict: res.Verdict,
@@ -1195,22 +1283,7 @@ func (a *sessionActor) recordRun(run *reviewRun, res reviewer.Result) {
 	if res.Err != nil {
 		r.Error = res.Err.Error()
 	}
-	a.plan.last = &r
-	line, err := json.Marshal(r)
-	if err != nil {
-		return
-	}
-	path := filepath.Join(a.planDir(run.planID), RunsFile)
-	fh, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-	if err == nil {
-		_, err = fh.Write(append(line, '\n'))
-		if cerr := fh.Close(); err == nil {
-			err = cerr
-		}
-	}
-	if err != nil {
-		a.log.Warn("recording a reviewer run", zap.String("path", path), zap.Error(err))
-	}
+	return r
 }
 
 // ReadPlanTotals sums the reviewer runs recorded in planDir's RunsFile:
@@ -1305,7 +1378,7 @@ func (a *sessionActor) planDir(id string) string { return filepath.Join(a.plansD
 func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, git bool) (plan.Facts, error) {
 	dir := a.planDir(id)
 	cfg := a.env.Config()
-	f := plan.Facts{PlanID: id, PlanDir: dir, Models: cfg.ReviewModels(), CleanStreak: cfg.Review.CleanStreak}
+	f := plan.Facts{PlanID: id, PlanDir: dir, Models: cfg.ReviewModels(), CleanStreak: cfg.Review.CleanStreak, StrictReviews: cfg.Review.CountMinor}
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

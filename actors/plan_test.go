@@ -27,7 +27,8 @@ import (
 // `fake-reviewer MODEL PROMPT`. It is scripted by files in its own folder:
 //
 //	verdicts  line N is the verdict of run N (default PASS); FAIL comes
-//	          with one blocking finding, anything else is printed as is
+//	          with one blocking finding, MINOR is a PASS with one minor
+//	          finding, anything else is printed as is
 //	sleep     when present, run N starts `sleep $(cat sleep)` in the
 //	          background, writes its pid to child-N, and waits for it
 //
@@ -52,6 +53,7 @@ v=$(sed -n "${n}p" "$d/verdicts" 2>/dev/null)
 [ -n "$v" ] || v=PASS
 f='[]'
 [ "$v" = FAIL ] && f='[{"severity":"blocking","file":"plan.md","line":1,"summary":"the plan has no test section"}]'
+[ "$v" = MINOR ] && { v=PASS; f='[{"severity":"minor","file":"plan.md","line":2,"summary":"a heading could be shorter"}]'; }
 printf '{"type":"result","subtype":"success","is_error":false,"structured_output":{"verdict":"%s","findings":%s},"total_cost_usd":0.5}\n' "$v" "$f"
 `
 
@@ -270,6 +272,17 @@ func TestPlanAdvancesAfterTwoCleanReviews(t *testing.T) {
 	if r := f.stop(sid, "stop-5"); r.Output.IsBlock() {
 		t.Errorf("a stop after the plan review passed blocked: %+v", r)
 	}
+	// Every file drover wrote (state.json, the review files) went through
+	// a temporary file; none is left.
+	ents, err := os.ReadDir(f.planDir("demo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if strings.Contains(e.Name(), ".tmp-") {
+			t.Errorf("temporary file %s left in the plan folder", e.Name())
+		}
+	}
 }
 
 // startSleepingReview starts a plan whose first review sleeps until it is
@@ -342,6 +355,46 @@ func TestPlanStopCancelsTheReview(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(f.planDir("slow"), "plan-review-1.md")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a cancelled review wrote its review file (%v)", err)
+	}
+}
+
+// TestDroverStopCancelsThePlanReview is `drover stop` (the session's stop
+// command, not a plan verb) while a review runs: the reviewer and its child
+// die, the review is cancelled and recorded nowhere, and the session can be
+// passivated again.
+func TestDroverStopCancelsThePlanReview(t *testing.T) {
+	f := newPlanFixtureOpts(t, SessionsOptions{IdleTimeout: 20 * time.Millisecond, RestartMax: 3})
+	const sid = "plan-drover-stop"
+	rpid, cpid := f.startSleepingReview(sid)
+
+	r := f.command(sid, "stop")
+	if r.Err != nil || r.Response.State != "new-plan" || !strings.Contains(r.Response.Message, "cancelled") {
+		t.Fatalf("drover stop during a review: %+v", r)
+	}
+	for _, pid := range []int{rpid, cpid} {
+		if !waitUntil(func() bool { return gone(pid) }) {
+			t.Fatalf("process %d of the reviewer's group survived drover stop", pid)
+		}
+	}
+	if rec := f.storedPlan(sid); rec.Plan.Review != nil || rec.Plan.NextPhase != plan.PhaseNone || rec.Plan.Iteration != 0 {
+		t.Errorf("stored plan after drover stop: %+v", rec.Plan)
+	}
+	// With the review cancelled the idle timeout applies again.
+	if !waitUntil(func() bool { return !f.hasChild("session-" + sid) }) {
+		t.Error("the session actor was never passivated after drover stop")
+	}
+	st := f.mustPlan(sid, "status", PlanArgs{})
+	if st.ReviewRunning || st.NextPhase != nil || st.Totals.Runs != 0 {
+		t.Errorf("status after drover stop: %+v", st)
+	}
+	if r := f.stop(sid, "stop-2"); r.Output.IsBlock() {
+		t.Errorf("a stop after drover stop blocked: %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(f.planDir("slow"), "plan-review-1.md")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a cancelled review wrote its review file (%v)", err)
+	}
+	if n := f.fakeFile("count"); n != "1" {
+		t.Errorf("%s reviewer runs, want 1", n)
 	}
 }
 
@@ -467,6 +520,54 @@ func TestPlanFailedReviewIsReportedNotCounted(t *testing.T) {
 	}
 }
 
+// TestPlanReviewFileWriteFailureIsAFailedRun has drover fail to write the
+// review file (a folder is in its way): the run counts as failed, the agent
+// is not sent to a file that does not exist, and once the way is clear the
+// review runs again as review 1.
+func TestPlanReviewFileWriteFailureIsAFailedRun(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-unwritable"
+	f.write("blocked", "plan.md", "# Blocked\n")
+	f.mustPlan(sid, "new", PlanArgs{PlanID: "blocked"})
+	reviewFile := filepath.Join(f.planDir("blocked"), "plan-review-1.md")
+	if err := os.Mkdir(reviewFile, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	f.stop(sid, "stop-1")
+	f.waitReview(sid)
+	r := f.stop(sid, "stop-2")
+	if r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "writing review file") || !strings.Contains(r.Output.SystemMessage, "not counted") {
+		t.Fatalf("stop after a review whose file could not be written: %+v", r)
+	}
+	st := f.mustPlan(sid, "status", PlanArgs{})
+	if st.PhaseIteration != 0 || st.ConsecutiveClean != 0 || derefStr(st.NextPhase) != "plan-review" || st.Totals.Runs != 1 || st.Totals.FailedRuns != 1 {
+		t.Errorf("a review with no review file was counted: %+v", st)
+	}
+	if st.LastReview == nil || st.LastReview.Outcome != string(reviewer.Failed) || st.LastReview.Verdict != "PASS" || !strings.Contains(st.LastReview.Error, "writing review file") {
+		t.Errorf("last review: %+v", st.LastReview)
+	}
+	if rec := f.storedPlan(sid); rec.Plan.Review != nil || rec.Plan.Iteration != 0 {
+		t.Errorf("stored plan: %+v", rec.Plan)
+	}
+
+	if err := os.Remove(reviewFile); err != nil {
+		t.Fatal(err)
+	}
+	f.stop(sid, "stop-3")
+	f.waitReview(sid)
+	r = f.stop(sid, "stop-4")
+	if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "plan-review-1.md") {
+		t.Fatalf("stop after the rerun: %+v", r)
+	}
+	if data, err := os.ReadFile(reviewFile); err != nil || !strings.Contains(string(data), "Verdict: PASS") {
+		t.Errorf("plan-review-1.md after the rerun: %s (%v)", data, err)
+	}
+	if f.fakeFile("count") != "2" || !strings.Contains(f.fakeFile("prompt-2"), "plan-review-1.md") {
+		t.Errorf("the review was not run again as review 1 (%s runs)", f.fakeFile("count"))
+	}
+}
+
 func TestPlanNewRules(t *testing.T) {
 	f := newPlanFixture(t)
 
@@ -537,6 +638,123 @@ func TestPlanContinueAdoptsAPlanFromItsView(t *testing.T) {
 	}
 }
 
+// TestPlanContinuePicksTheNewestPlan runs `drover plan continue` without a
+// plan id in a new session, with two plan folders: it takes over the one
+// whose state.json changed last, whatever the folders' names.
+func TestPlanContinuePicksTheNewestPlan(t *testing.T) {
+	f := newPlanFixture(t)
+	old := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, id := range []string{"alpha", "zeta"} {
+		f.write(id, "plan.md", "# "+id+"\n")
+		f.write(id, plan.ViewFile, `{"phase":"new-plan","next_phase":"plan-review","max_reviews":`+strconv.Itoa(3+i)+`}`)
+	}
+	// zeta sorts last and is the older one; alpha's state.json is newer.
+	if err := os.Chtimes(filepath.Join(f.planDir("zeta"), plan.ViewFile), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(f.planDir("alpha"), plan.ViewFile), old.Add(time.Hour), old.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	// A folder with no state.json is no plan to take over, however new.
+	if err := os.MkdirAll(filepath.Join(f.planDir("empty")), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	st := f.mustPlan("newest-session", "continue", PlanArgs{})
+	if st.PlanID != "alpha" || st.MaxReviews != 3 || !strings.Contains(st.Message, "plan alpha, picked up") {
+		t.Fatalf("continue with two plans took %s: %+v", st.PlanID, st)
+	}
+	if rec := f.storedPlan("newest-session"); rec.Plan.PlanID != "alpha" {
+		t.Errorf("stored plan %q, want alpha", rec.Plan.PlanID)
+	}
+}
+
+func TestNewestPlan(t *testing.T) {
+	old := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name  string
+		plans map[string]time.Duration // plan id -> age of its state.json past old
+		extra []string                 // folders with no state.json
+		want  string
+	}{
+		{"no plans folder", nil, nil, ""},
+		{"one", map[string]time.Duration{"p": 0}, nil, "p"},
+		{"newest wins over name order", map[string]time.Duration{"a": 2 * time.Hour, "b": time.Hour, "c": 0}, nil, "a"},
+		{"newest last by name", map[string]time.Duration{"a": 0, "b": time.Hour}, nil, "b"},
+		{"folders without state.json are skipped", map[string]time.Duration{"a": 0}, []string{"z", ".hidden"}, "a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "plans")
+			for id, age := range tt.plans {
+				if err := os.MkdirAll(filepath.Join(dir, id), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				view := filepath.Join(dir, id, plan.ViewFile)
+				if err := os.WriteFile(view, []byte("{}"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Chtimes(view, old.Add(age), old.Add(age)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, id := range tt.extra {
+				if err := os.MkdirAll(filepath.Join(dir, id), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := newestPlan(dir)
+			if err != nil || got != tt.want {
+				t.Errorf("newestPlan = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestWriteFileAtomicLeavesNoTempFiles writes, overwrites, and fails to
+// write (a folder in the way of the rename): the folder holds no temporary
+// file after any of them.
+func TestWriteFileAtomicLeavesNoTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, plan.ViewFile)
+	blocked := filepath.Join(dir, "plan-review-1.md")
+	if err := os.Mkdir(blocked, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		path    string
+		data    string
+		wantErr bool
+	}{
+		{"new file", path, "one", false},
+		{"overwrite", path, "two", false},
+		{"rename fails", blocked, "three", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := writeFileAtomic(tt.path, []byte(tt.data))
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("writeFileAtomic: %v, want error %t", err, tt.wantErr)
+			}
+			if !tt.wantErr {
+				if got, err := os.ReadFile(tt.path); err != nil || string(got) != tt.data {
+					t.Errorf("%s holds %q (%v), want %q", tt.path, got, err, tt.data)
+				}
+			}
+			ents, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range ents {
+				if strings.Contains(e.Name(), ".tmp-") {
+					t.Errorf("temporary file %s left behind", e.Name())
+				}
+			}
+		})
+	}
+}
+
 // runCleanReviews drives plan id of session sid through plan reviews (the
 // fake reviewer passes them all) until the plan advances, and returns how
 // many reviews that took.
@@ -580,6 +798,54 @@ func TestPlanCleanStreakFromConfig(t *testing.T) {
 	}
 }
 
+// TestPlanCountMinorFromConfig drives two reviews that pass with a minor
+// finding each: by default they are clean and the plan advances; with
+// review.count_minor they are not, and the cycle goes on.
+func TestPlanCountMinorFromConfig(t *testing.T) {
+	for _, c := range []struct {
+		countMinor bool
+		wantClean  int
+		advances   bool
+	}{{false, 2, true}, {true, 0, false}} {
+		t.Run("count_minor "+strconv.FormatBool(c.countMinor), func(t *testing.T) {
+			f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(cfg *config.Config) { cfg.Review.CountMinor = c.countMinor })
+			const sid = "plan-minor"
+			f.write("demo", "plan.md", "# Demo\n")
+			f.fakeScript("verdicts", "MINOR\nMINOR\n")
+			f.mustPlan(sid, "new", PlanArgs{PlanID: "demo"})
+			var last PlanStatus
+			for n := 1; n <= 2; n++ {
+				if r := f.stop(sid, "stop-review-"+strconv.Itoa(n)); !r.Output.IsBlock() {
+					t.Fatalf("stop %d did not start review %d: %+v", n, n, r)
+				}
+				f.waitReview(sid)
+				r := f.stop(sid, "stop-answer-"+strconv.Itoa(n))
+				if n == 2 {
+					if r.Output.IsBlock() == c.advances {
+						t.Fatalf("count_minor %t: the stop after review 2 blocked %t: %+v", c.countMinor, r.Output.IsBlock(), r)
+					}
+					last = f.mustPlan(sid, "status", PlanArgs{})
+					break
+				}
+				if !r.Output.IsBlock() {
+					t.Fatalf("stop after review 1 did not ask for the post-review: %+v", r)
+				}
+				f.mustPlan(sid, "advance", PlanArgs{Phase: "post-review"})
+			}
+			if last.ConsecutiveClean != c.wantClean {
+				t.Errorf("count_minor %t: %d clean in a row after two reviews with a minor finding, want %d", c.countMinor, last.ConsecutiveClean, c.wantClean)
+			}
+			wantNext := "post-plan-review"
+			if c.advances {
+				wantNext = "create-tasks"
+			}
+			if derefStr(last.NextPhase) != wantNext {
+				t.Errorf("count_minor %t: next_phase %s, want %s", c.countMinor, derefStr(last.NextPhase), wantNext)
+			}
+		})
+	}
+}
+
 func TestPlanParallelUnanimousPassAdvances(t *testing.T) {
 	f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(cfg *config.Config) { cfg.Review.Strategy = "parallel" })
 	const sid = "plan-parallel"
@@ -594,8 +860,28 @@ func TestPlanParallelUnanimousPassAdvances(t *testing.T) {
 			t.Errorf("%s did not review: %v", m, err)
 		}
 	}
-	if st := f.mustPlan(sid, "status", PlanArgs{}); st.Totals.CostUSD != 1 {
-		t.Errorf("the parallel review cost %v, want 1 (two runs at 0.5)", st.Totals.CostUSD)
+	if st := f.mustPlan(sid, "status", PlanArgs{}); st.Totals.CostUSD != 1 || st.Totals.Runs != 2 || st.Totals.SessionRuns != 2 {
+		t.Errorf("the parallel review's totals %+v, want 2 runs costing 1 (0.5 each)", st.Totals)
+	}
+	// Each reviewer's run is its own line of reviews.jsonl, not one line
+	// for the combined review.
+	data, err := os.ReadFile(filepath.Join(f.planDir("demo"), RunsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models []string
+	for line := range strings.Lines(string(data)) {
+		var r PlanReviewRun
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("reviews.jsonl line %q: %v", line, err)
+		}
+		if r.Kind != "plan" || r.Iteration != 1 || r.Verdict != "PASS" || r.Outcome != string(reviewer.Pass) || r.ExitCode != 0 || r.CostUSD != 0.5 || r.Findings != 0 {
+			t.Errorf("reviews.jsonl run: %+v", r)
+		}
+		models = append(models, r.Model)
+	}
+	if !slices.Equal(models, []string{"opus", "sonnet"}) {
+		t.Errorf("reviews.jsonl runs by %q, want one by opus and one by sonnet", models)
 	}
 }
 

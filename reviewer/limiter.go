@@ -3,23 +3,29 @@ package reviewer
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sync"
 )
 
 // Limiter caps how many reviewer processes run at once. One Limiter is
 // shared by every session of a supervisor, so that ten sessions reviewing at
-// the same moment do not start ten reviewers on a small machine.
+// the same moment do not start ten reviewers on a small machine. Its size
+// can change while it is in use (a config reload of review.max_parallel);
+// callers waiting for a slot get one in the order they asked.
 //
 // A nil *Limiter imposes no limit.
 type Limiter struct {
-	slots chan struct{}
+	mu    sync.Mutex
+	size  int
+	inUse int
+	// waiters are the Acquires waiting for a slot, first come first; a
+	// waiter's channel is closed when it is granted one.
+	waiters []chan struct{}
 }
 
 // NewLimiter returns a Limiter with n slots; n below 1 is taken as 1.
 func NewLimiter(n int) *Limiter {
-	if n < 1 {
-		n = 1
-	}
-	return &Limiter{slots: make(chan struct{}, n)}
+	return &Limiter{size: max(n, 1)}
 }
 
 // Acquire waits for a free slot or for ctx to be done, whichever is first.
@@ -33,12 +39,31 @@ func (l *Limiter) Acquire(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("reviewer limiter: %w", err)
 	}
+	l.mu.Lock()
+	if l.inUse < l.size && len(l.waiters) == 0 {
+		l.inUse++
+		l.mu.Unlock()
+		return nil
+	}
+	w := make(chan struct{})
+	l.waiters = append(l.waiters, w)
+	l.mu.Unlock()
 	select {
-	case l.slots <- struct{}{}:
+	case <-w:
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("reviewer limiter: %w", ctx.Err())
 	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	select {
+	case <-w:
+		// Granted while giving up: hand the slot on.
+		l.inUse--
+		l.grant()
+	default:
+		l.waiters = slices.DeleteFunc(l.waiters, func(c chan struct{}) bool { return c == w })
+	}
+	return fmt.Errorf("reviewer limiter: %w", ctx.Err())
 }
 
 // Release frees a slot taken by Acquire.
@@ -46,11 +71,35 @@ func (l *Limiter) Release() {
 	if l == nil {
 		return
 	}
-	select {
-	case <-l.slots:
-	default:
-		// More releases than acquires is a caller bug; ignoring it keeps
-		// the limit from growing past its size.
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	// More releases than acquires is a caller bug; ignoring it keeps the
+	// limit from growing past its size.
+	if l.inUse > 0 {
+		l.inUse--
+	}
+	l.grant()
+}
+
+// Resize sets the number of slots; n below 1 is taken as 1. Growing lets
+// waiters in at once; shrinking takes effect as the runs in progress
+// release their slots (none is stopped).
+func (l *Limiter) Resize(n int) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.size = max(n, 1)
+	l.grant()
+}
+
+// grant gives free slots to the waiters, first come first; l.mu is held.
+func (l *Limiter) grant() {
+	for l.inUse < l.size && len(l.waiters) > 0 {
+		close(l.waiters[0])
+		l.waiters = l.waiters[1:]
+		l.inUse++
 	}
 }
 
@@ -59,7 +108,9 @@ func (l *Limiter) InUse() int {
 	if l == nil {
 		return 0
 	}
-	return len(l.slots)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.inUse
 }
 
 // Size reports the number of slots (0 for a nil Limiter: no limit).
@@ -67,5 +118,7 @@ func (l *Limiter) Size() int {
 	if l == nil {
 		return 0
 	}
-	return cap(l.slots)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.size
 }

@@ -58,6 +58,9 @@ type Server struct {
 	system  *actor.ActorSystem
 	root    *actor.PID
 	started time.Time
+	// reviewers caps reviewer processes across all sessions and runs; a
+	// config reload resizes it to review.max_parallel.
+	reviewers *reviewer.Limiter
 }
 
 // Run starts the supervisor and serves until ctx ends, then stops
@@ -68,8 +71,8 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if lg == nil {
 		lg = logging.Nop()
 	}
-	s := &Server{opts: opts, log: lg.Zap(), started: time.Now()}
 	cfg := opts.Config
+	s := &Server{opts: opts, log: lg.Zap(), started: time.Now(), reviewers: reviewer.NewLimiter(cfg.Review.MaxParallel)}
 	s.cfg.Store(&cfg)
 	p := opts.Paths
 
@@ -121,7 +124,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Templates:   func() (templates.Set, error) { return templates.Load(p.TemplatesDir) },
 		Dirty:       dirty,
 		Log:         s.log,
-		Reviewers:   reviewer.NewLimiter(cfg.Review.MaxParallel),
+		Reviewers:   s.reviewers,
 	}
 	root, err := s.system.Root.SpawnNamed(actors.NewSessionsProps(env, actors.SessionsOptions{
 		IdleTimeout:   cfg.Supervisor.IdleTimeout,
@@ -192,6 +195,7 @@ func (s *Server) reload(c config.Config, err error) {
 		return
 	}
 	s.cfg.Store(&c)
+	s.reviewers.Resize(c.Review.MaxParallel)
 	if err := s.opts.Log.SetLevel(c.Log.Level); err != nil {
 		s.log.Warn("setting log level", zap.Error(err))
 	}

@@ -90,6 +90,7 @@ type Review struct {
 	CLI         string        `koanf:"cli" help:"reviewer CLI: claude, codex, gemini or custom"`
 	Command     string        `koanf:"command" help:"custom reviewer command template, e.g. mycli --model {{model}} {{prompt}}"`
 	BudgetUSD   string        `koanf:"budget_usd" help:"dollar budget per reviewer run (empty: none)"`
+	CountMinor  bool          `koanf:"count_minor" help:"minor findings also make a plan review unclean (by default only blocking findings do)"`
 }
 
 // Run configures `drover run`: the defaults of its flags, read when a run

@@ -61,6 +61,7 @@ func TestKeys(t *testing.T) {
 		"review.clean_streak",
 		"review.cli",
 		"review.command",
+		"review.count_minor",
 		"review.max_parallel",
 		"review.max_reviews",
 		"review.models",

@@ -183,7 +183,7 @@ type Facts struct {
 	// reviewer.DefaultModels.
 	Models []string
 	// StrictReviews makes minor findings count against a clean review
-	// too; by default only blocking findings do.
+	// too (review.count_minor); by default only blocking findings do.
 	StrictReviews bool
 	// CleanStreak is how many clean reviews in a row end a cycle
 	// (review.clean_streak); 0 or less means CleanToAdvance.

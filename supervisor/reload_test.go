@@ -1,0 +1,44 @@
+package supervisor
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/logging"
+	"github.com/drover-dev/drover/reviewer"
+)
+
+// TestReloadResizesTheReviewerLimiter: review.max_parallel takes effect on
+// a config reload; a reload that fails leaves the limiter as it was.
+func TestReloadResizesTheReviewerLimiter(t *testing.T) {
+	lg := logging.Nop()
+	start := config.Defaults()
+	s := &Server{opts: Options{Log: lg}, log: lg.Zap(), reviewers: reviewer.NewLimiter(start.Review.MaxParallel)}
+	s.cfg.Store(&start)
+
+	bigger := config.Defaults()
+	bigger.Review.MaxParallel = 5
+	invalid := config.Defaults()
+	invalid.Review.MaxParallel = 0
+	tests := []struct {
+		name string
+		cfg  config.Config
+		err  error
+		want int
+	}{
+		{"grow", bigger, nil, 5},
+		{"invalid value is refused", invalid, nil, 5},
+		{"a reload error changes nothing", start, errors.New("bad yaml"), 5},
+		{"shrink", start, nil, start.Review.MaxParallel},
+	}
+	for _, tt := range tests {
+		s.reload(tt.cfg, tt.err)
+		if got := s.reviewers.Size(); got != tt.want {
+			t.Errorf("%s: the limiter has %d slots, want %d", tt.name, got, tt.want)
+		}
+		if got := s.cfg.Load().Review.MaxParallel; got != tt.want {
+			t.Errorf("%s: review.max_parallel is %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
