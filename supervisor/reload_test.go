@@ -42,3 +42,17 @@ func TestReloadResizesTheReviewerLimiter(t *testing.T) {
 		}
 	}
 }
+
+// TestReloadWithoutLogger: a supervisor started with no logger (tests,
+// embedders) survives a config reload.
+func TestReloadWithoutLogger(t *testing.T) {
+	start := config.Defaults()
+	s := &Server{log: logging.Nop().Zap(), reviewers: reviewer.NewLimiter(start.Review.MaxParallel)}
+	s.cfg.Store(&start)
+	next := config.Defaults()
+	next.Log.Level = "debug"
+	s.reload(next, nil)
+	if got := s.cfg.Load().Log.Level; got != "debug" {
+		t.Errorf("log.level after reload is %q, want debug", got)
+	}
+}

@@ -196,8 +196,11 @@ func (s *Server) reload(c config.Config, err error) {
 	}
 	s.cfg.Store(&c)
 	s.reviewers.Resize(c.Review.MaxParallel)
-	if err := s.opts.Log.SetLevel(c.Log.Level); err != nil {
-		s.log.Warn("setting log level", zap.Error(err))
+	// A supervisor started without a logger has no level to set.
+	if s.opts.Log != nil {
+		if err := s.opts.Log.SetLevel(c.Log.Level); err != nil {
+			s.log.Warn("setting log level", zap.Error(err))
+		}
 	}
 	s.log.Info("config reloaded")
 }
