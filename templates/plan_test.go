@@ -45,8 +45,8 @@ var planContent = []struct {
 	// The action prompts: what to write, and the command that reports it.
 	{PlanActionNewPlan, []string{"Write the plan to {{plan_file}} (", "{{plan_dir}}", "{{first_model}}", "{{clean_streak}}", "{{max_reviews}}", "drover plan advance new-plan"}},
 	{PlanActionCreateTasks, []string{"{{plan_file}}", "{{tasks_file}}", "| Id | Status | Description |", "task-<Id>.md", "`drover plan create-tasks`"}},
-	{PlanActionCompleteTask, []string{"{{task_file}}", "{{tasks_file}}", "{{clean_streak}}", "`drover plan complete-task {{task}}`"}},
-	{PlanActionCompleteTaskTDD, []string{"{{task_file}}", "red, green, refactor", "`drover plan complete-task {{task}} --tdd`"}},
+	{PlanActionCompleteTask, []string{"{{task_file}}", "mark the task `done` in {{tasks_file}} in the same commit", "{{clean_streak}}", "`drover plan complete-task {{task}}`"}},
+	{PlanActionCompleteTaskTDD, []string{"{{task_file}}", "red, green, refactor", "mark the task `done` in {{tasks_file}} in the same commit", "`drover plan complete-task {{task}} --tdd`"}},
 	{PlanActionNextTask, []string{"{{task_file}}", "no review", "`drover plan next-task {{task}}`", "/drover:plan code-review {{task}}"}},
 	{PlanActionNextTaskTDD, []string{"{{task_file}}", "red, green, refactor", "`drover plan next-task {{task}} --tdd`"}},
 	{PlanActionContinueTask, []string{"{{task_file}}", "{{next_phase}}", "`drover plan continue-task`"}},

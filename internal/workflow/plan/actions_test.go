@@ -114,6 +114,31 @@ func TestActionPromptTasks(t *testing.T) {
 	}
 }
 
+// TestCompleteTaskMarksDoneFirst checks that complete-task asks for the
+// task to be marked done in tasks.md before its review loop, not after:
+// the loop ends with a user stop that leaves the agent no turn, and both
+// continue (the next task) and the end of the last task's reviews (the
+// all-code review) go by what tasks.md marks done. Marked later, continue
+// would send the agent back to the task just reviewed.
+func TestCompleteTaskMarksDoneFirst(t *testing.T) {
+	for _, action := range []string{ActionCompleteTask, ActionCompleteTaskTDD} {
+		t.Run(action, func(t *testing.T) {
+			got, err := ActionPrompt(st(phase(PhaseTasksReview, PhaseCompleteTask)), facts(), tm, action, "1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			mark := strings.Index(got, "mark the task `done` in "+planDir+"/tasks.md in the same commit")
+			report := strings.Index(got, "run `drover plan complete-task 1")
+			if mark < 0 || report < 0 || mark > report {
+				t.Errorf("the prompt does not ask to mark task 1 done before running drover plan complete-task:\n%s", got)
+			}
+			if strings.Contains(got, "once its reviews have passed") {
+				t.Errorf("the prompt defers marking the task done to a turn the agent never gets:\n%s", got)
+			}
+		})
+	}
+}
+
 // TestActionPromptOverride checks that a project's override of an action's
 // template is what the agent gets.
 func TestActionPromptOverride(t *testing.T) {

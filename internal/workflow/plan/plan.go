@@ -319,9 +319,14 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 		if next.Standalone {
 			name = templates.PlanPassedStandalone
 		}
+		clean := next.ConsecutiveClean
 		next = advance(next, f, r.Kind)
 		d.state = next
 		av := reviewVars(next, f, r)
+		// The message is about the cycle that passed: after the last
+		// task, advance has already reset the counts for the all-code
+		// review's cycle.
+		av["consecutive_clean"] = strconv.Itoa(clean)
 		msg, err := t.Render(name, av)
 		if err != nil {
 			return d, err
