@@ -52,10 +52,15 @@ type LoopStatus struct {
 	StatusReason      string    `json:"status_reason,omitempty"`
 	Role              string    `json:"role,omitempty"`
 	Outcome           string    `json:"outcome,omitempty"`
-	CostUSD           float64   `json:"cost_usd,omitempty"`
-	Tracker           string    `json:"tracker,omitempty"`
-	Reflections       int       `json:"reflections"`
-	Message           string    `json:"message,omitempty"`
+	// EndReason says in words how an ended loop ended.
+	EndReason string `json:"end_reason,omitempty"`
+	// StuckIterations is the run of iterations in a row that were
+	// stuck_plateau or thrashing.
+	StuckIterations int     `json:"stuck_iterations,omitempty"`
+	CostUSD         float64 `json:"cost_usd,omitempty"`
+	Tracker         string  `json:"tracker,omitempty"`
+	Reflections     int     `json:"reflections"`
+	Message         string  `json:"message,omitempty"`
 }
 
 // checkRun is the project's check command running for one iteration.
@@ -82,6 +87,7 @@ func (a *sessionActor) loopStatus(msg string) LoopStatus {
 		SessionID: a.id, Active: s.Active, Iteration: s.Iteration, MaxIterations: s.MaxIterations,
 		CompletionPromise: s.CompletionPromise, Prompt: s.Prompt, StartedAt: s.StartedAt,
 		Status: s.LastStatus, StatusReason: s.LastStatusReason, Role: s.LastRole, Outcome: string(s.Outcome),
+		EndReason: loop.EndReason(s), StuckIterations: s.StuckIterations,
 		CostUSD: s.CostUSD, Tracker: a.trackerPath(), Reflections: len(a.rec.LoopReflections), Message: msg,
 	}
 }
@@ -180,7 +186,11 @@ func (a *sessionActor) saveRecord(ctx context.Context, rec session.Record) error
 
 // loopFacts are the facts every loop decision starts from.
 func (a *sessionActor) loopFacts() loop.Facts {
-	return loop.Facts{SessionID: a.id, TrackerPath: a.trackerPath(), Now: a.env.now()}
+	cfg := a.env.Config()
+	return loop.Facts{
+		SessionID: a.id, TrackerPath: a.trackerPath(), Now: a.env.now(),
+		EndOnConverged: cfg.Loop.EndOnConverged, StuckLimit: cfg.Loop.StuckLimit,
+	}
 }
 
 // readTracker reads the loop's tracker; a malformed one is quarantined

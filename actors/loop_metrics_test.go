@@ -107,3 +107,54 @@ func TestLoopMaxUSDEndsTheLoopOnTheTranscriptsCost(t *testing.T) {
 		t.Errorf("after the budget: active %v, cost $%.4f (want about $1.55)", st.Active, st.CostUSD)
 	}
 }
+
+// passingTranscript is one iteration that ran go test -v with every test
+// passing, then said msg.
+func passingTranscript(t *testing.T, msg string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "transcript.jsonl")
+	lines := `{"type":"user","message":{"role":"user","content":"build the parser"}}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"go test -v ./..."}}]}}
+{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestLex\n--- PASS: TestLex (0.00s)\nPASS\nok  \texample.com/parser\t0.01s"}]}}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":` + fmt.Sprintf("%q", msg) + `}]}}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoopEndsOnConvergence(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		end     bool
+		require bool
+		active  bool
+	}{
+		{"end_on_converged ends it", true, false, false},
+		{"end_on_converged off goes on", false, false, true},
+		{"required checks go on", true, true, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(c *config.Config) { c.Loop.EndOnConverged = tc.end })
+			f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, RequireChecks: tc.require})
+			msg := "The parser tests pass."
+			path := passingTranscript(t, msg)
+			res := f.ask("s1", &HandleHook{RequestID: "a", Event: hook.Stop, Input: hook.Input{SessionID: "s1", TranscriptPath: path, LastAssistantMessage: &msg}}).(*HookResult)
+			if res.Err != nil || res.Output.IsBlock() == !tc.active {
+				t.Fatalf("stop: block %v, err %v; want block %v\n%s%s", res.Output.IsBlock(), res.Err, tc.active, res.Output.Reason, res.Output.SystemMessage)
+			}
+			st := f.loop("s1", "status", nil)
+			if st.Status != "converged_success" || st.Active != tc.active {
+				t.Fatalf("status %+v", st)
+			}
+			if !tc.active {
+				if st.Outcome != "converged" || !strings.Contains(st.EndReason, "converged: test pass rate 1.00") || !strings.Contains(res.Output.SystemMessage, "drover's metrics say it converged") {
+					t.Errorf("ended loop: outcome %q, end reason %q, message %q", st.Outcome, st.EndReason, res.Output.SystemMessage)
+				}
+				return
+			}
+			f.loop("s1", "cancel", nil)
+		})
+	}
+}

@@ -24,6 +24,8 @@ const (
 	// Messages for the user (systemMessage).
 	LoopDone         = "loop_done"
 	LoopBudget       = "loop_budget"
+	LoopConverged    = "loop_converged"
+	LoopStuck        = "loop_stuck"
 	LoopTrackerError = "loop_tracker_error"
 
 	// LoopCompact brings the agent back into the loop after compaction.

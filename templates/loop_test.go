@@ -4,7 +4,7 @@ package templates
 var loopNames = []string{
 	LoopStart, LoopContinue, LoopChecksFailed, LoopChecksNone,
 	LoopStatus, LoopReflection, LoopCheckpoint, LoopCheckpointPending,
-	LoopDone, LoopBudget, LoopTrackerError, LoopCompact, LoopTracker, LoopCheckpointReview,
+	LoopDone, LoopBudget, LoopConverged, LoopStuck, LoopTrackerError, LoopCompact, LoopTracker, LoopCheckpointReview,
 	RoleDeveloper, RoleDebugger, RoleArchitect,
 }
 
@@ -22,13 +22,15 @@ var loopContent = []struct {
 	}},
 	{LoopChecksFailed, []string{"{{completed_by}}", "necessary, not sufficient", "{{checks_summary}}", "{{loop_prompt}}"}},
 	{LoopChecksNone, []string{"No check results", "/drover:stop"}},
-	{LoopStatus, []string{"## Convergence: {{status}}", "{{status_reason}}", "converged_success", "only your completion signal"}},
+	{LoopStatus, []string{"## Convergence: {{status}}", "{{status_reason}}", "{{status_effect}}"}},
 	{LoopReflection, []string{"{{reflection}}"}},
 	{LoopCheckpoint, []string{"{{checkpoint_consensus}}"}},
 	{LoopCheckpointPending, []string{"checkpoint review", "running"}},
 	{LoopCheckpointReview, []string{"independent reviewer", "Do not change any file", "{{prompt}}", "{{iteration}}", "{{status}}", "blocking", "PASS", "FAIL"}},
 	{LoopDone, []string{"[drover] Loop done in session {{session_id}}", "{{iteration}}", "{{completed_by}}", "{{checks_result}}", "{{spent_usd}}"}},
 	{LoopBudget, []string{"[drover] Stopped the loop in session {{session_id}}", "{{budget_detail}}", "{{tracker_path}}", "/drover:loop"}},
+	{LoopConverged, []string{"[drover] Ended the loop in session {{session_id}}", "converged", "{{status_reason}}", "loop.end_on_converged", "{{tracker_path}}"}},
+	{LoopStuck, []string{"[drover] Ended the loop in session {{session_id}}", "{{status}}", "{{stuck_iterations}}", "loop.stuck_limit", "{{status_reason}}", "{{tracker_path}}", "/drover:loop"}},
 	{LoopTrackerError, []string{"[drover]", "{{tracker_path}}", "{{tracker_error}}"}},
 	{LoopCompact, []string{"[drover] Active loop in session {{session_id}}", "{{iteration}} of {{max_iterations}}", "{{tracker_path}}", "{{loop_prompt}}"}},
 	{LoopTracker, []string{"{{prompt}}", "{{completion_marker}}", "last line"}},

@@ -50,6 +50,8 @@ type Loop struct {
 	PlateauWindow  int    `koanf:"plateau_window" help:"iterations without improvement that make a loop stuck_plateau"`
 	ThrashRepeats  int    `koanf:"thrash_repeats" help:"iterations failing with the same error hash that make a loop thrashing"`
 	MinToolCalls   int    `koanf:"min_tool_calls" help:"iterations with fewer tool calls get no reflection (low signal)"`
+	EndOnConverged bool   `koanf:"end_on_converged" help:"a converged_success status ends a loop that does not require checks (false: only the completion promise and the budgets end loops)"`
+	StuckLimit     int    `koanf:"stuck_limit" help:"iterations a loop may stay stuck_plateau or thrashing after the one that first found it stuck (routed to the architect) before drover ends it (0: never)"`
 	Routes         string `koanf:"routes" help:"routing rules, first match wins, e.g. 'status=thrashing -> architect; last_outcome=tests_failed -> debugger; anything -> developer' (empty: the defaults)"`
 }
 
@@ -171,6 +173,10 @@ func Defaults() Config {
 			PlateauWindow: 3,
 			ThrashRepeats: 3,
 			MinToolCalls:  10,
+			// Seed 004's loop exits when its quality criteria are met
+			// (e2e-converge-exit-08), and the issue ends loops that are stuck.
+			EndOnConverged: true,
+			StuckLimit:     3,
 		},
 		Review: Review{
 			MaxReviews:  8,
@@ -306,6 +312,9 @@ func (c Config) Validate() error {
 	}
 	if c.Loop.MinToolCalls < 0 {
 		bad("loop.min_tool_calls", "must not be negative, got %d", c.Loop.MinToolCalls)
+	}
+	if c.Loop.StuckLimit < 0 {
+		bad("loop.stuck_limit", "must not be negative (0 never ends a stuck loop), got %d", c.Loop.StuckLimit)
 	}
 	if _, err := c.LoopRules(); err != nil {
 		bad("loop.routes", "%v", err)
