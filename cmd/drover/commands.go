@@ -67,7 +67,7 @@ stop when review adds nothing or the iteration budget is spent.`,
 		a.runCmd(g),
 		a.reflectCmd(),
 		a.convergeCmd(),
-		a.routeCmd(),
+		a.routeCmd(g),
 	)
 	return root
 }

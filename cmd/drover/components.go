@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/convergence"
+	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/transcript"
 	"github.com/drover-dev/drover/router"
 )
@@ -152,25 +153,57 @@ budget_exhausted or progressing) with the reason in words.`,
 	return cmd
 }
 
-func (a *app) routeCmd() *cobra.Command {
+// componentConfig is the configuration the component commands use: the
+// project's, as drover config prints it.
+func (a *app) componentConfig(g *globalFlags) (config.Config, error) {
+	p, err := a.paths(g)
+	if err != nil {
+		return config.Config{}, err
+	}
+	cfg, err := config.Load(config.DefaultSources(p.Root, a.environ))
+	if err != nil {
+		return config.Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return config.Config{}, err
+	}
+	return cfg, nil
+}
+
+func (a *app) routeCmd(g *globalFlags) *cobra.Command {
 	var inPath, outPath string
 	cmd := &cobra.Command{
 		Use:   "route --input FILE --output FILE",
 		Short: `Route an iteration to a role; writes {"agent": "dev:<role>", "role": ...}`,
 		Long: `route reads {"phase", "last_outcome", "convergence_status"} and applies the
-routing rules (first match wins; defaults: initial to developer, test or build
-failure to debugger, plateau or thrashing to architect).`,
+project's routing rules, loop.routes (first match wins; defaults: initial to
+developer, test or build failure to debugger, plateau or thrashing to
+architect). Seed 004's words are taken as aliases (phase "implementing" for
+iterating, last_outcome "test_fail" for tests_failed, null for none); any
+other unknown value is an error naming its field.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var in struct {
+			var raw struct {
 				Phase       string `json:"phase"`
 				LastOutcome string `json:"last_outcome"`
 				Status      string `json:"convergence_status"`
 			}
-			if err := readJSONFile(inPath, &in); err != nil {
+			if err := readJSONFile(inPath, &raw); err != nil {
 				return err
 			}
-			role, rule := router.Route(router.DefaultRules(), router.Input{Phase: in.Phase, LastOutcome: in.LastOutcome, Status: in.Status})
+			in, err := router.ParseInput(raw.Phase, raw.LastOutcome, raw.Status)
+			if err != nil {
+				return fmt.Errorf("reading %q: %w", inPath, err)
+			}
+			cfg, err := a.componentConfig(g)
+			if err != nil {
+				return err
+			}
+			rules, err := cfg.LoopRules()
+			if err != nil {
+				return fmt.Errorf("loop.routes: %w", err)
+			}
+			role, rule := router.Route(rules, in)
 			if rule < 0 {
 				return errors.New("no routing rule matches the input")
 			}
