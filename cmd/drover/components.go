@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -126,15 +127,18 @@ func (a *app) convergeCmd() *cobra.Command {
 test_pass_rate, tests_passed, tests_failed, build_ok, lint_issues,
 error_hash, ...) and the loop state (iteration and budgets) and writes the
 convergence status (converged_success, stuck_plateau, thrashing, exploring,
-budget_exhausted or progressing) with the reason in words.`,
+budget_exhausted or progressing) with the reason in words. A state file that
+does not exist is an empty state: no iteration, no budgets.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var history []convergence.Metrics
 			if err := readJSONFile(metricsPath, &history); err != nil {
 				return err
 			}
+			// Seed 004's runner passes a --state path that does not exist
+			// when a case has no loop state: no iteration and no budgets.
 			var st componentState
-			if err := readJSONFile(statePath, &st); err != nil {
+			if err := readJSONFile(statePath, &st); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 			status, reason := convergence.Classify(history, convergence.Budget{
