@@ -226,11 +226,9 @@ func (a *sessionActor) writeTracker(s loop.State) {
 	}
 }
 
+// thresholds are the convergence thresholds of the configuration in force.
 func (a *sessionActor) thresholds() convergence.Thresholds {
-	cfg := a.env.Config()
-	th := convergence.DefaultThresholds()
-	th.PlateauWindow, th.ThrashRepeats, th.MinToolCalls = cfg.Loop.PlateauWindow, cfg.Loop.ThrashRepeats, cfg.Loop.MinToolCalls
-	return th
+	return a.env.Config().Thresholds()
 }
 
 // iterationFromTranscript summarizes the iteration that just ended. A

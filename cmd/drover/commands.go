@@ -65,8 +65,8 @@ stop when review adds nothing or the iteration budget is spent.`,
 		a.loopCmd(g),
 		a.planCmd(g),
 		a.runCmd(g),
-		a.reflectCmd(),
-		a.convergeCmd(),
+		a.reflectCmd(g),
+		a.convergeCmd(g),
 		a.routeCmd(g),
 	)
 	return root

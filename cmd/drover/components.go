@@ -54,7 +54,7 @@ func writeJSONFile(path string, v any) error {
 	return nil
 }
 
-func (a *app) reflectCmd() *cobra.Command {
+func (a *app) reflectCmd(g *globalFlags) *cobra.Command {
 	var transcriptPath, statePath, dir string
 	cmd := &cobra.Command{
 		Use:   "reflect --transcript FILE --state FILE --reflections-dir DIR",
@@ -63,7 +63,8 @@ func (a *app) reflectCmd() *cobra.Command {
 summarizes its latest iteration and writes DIR/iteration-N.json (N from the
 state file's "iteration") with approach, successes, failures, error_hash,
 thrashing and a summary of the prior reflections found in DIR. An iteration
-with fewer than 10 tool calls is low-signal: nothing is written.`,
+with fewer than loop.min_tool_calls (10) tool calls is low-signal: nothing
+is written. The thresholds are the project's loop.* configuration.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var st componentState
@@ -88,7 +89,11 @@ with fewer than 10 tool calls is low-signal: nothing is written.`,
 					prior = append(prior, r)
 				}
 			}
-			r, ok := convergence.Reflect(it, m, prior, convergence.DefaultThresholds())
+			cfg, err := a.componentConfig(g)
+			if err != nil {
+				return err
+			}
+			r, ok := convergence.Reflect(it, m, prior, cfg.Thresholds())
 			if !ok {
 				fmt.Fprintf(a.stdout, "iteration %d is low-signal (%d tool calls): no reflection written\n", st.Iteration, it.ToolCalls)
 				return nil
@@ -118,7 +123,7 @@ with fewer than 10 tool calls is low-signal: nothing is written.`,
 	return cmd
 }
 
-func (a *app) convergeCmd() *cobra.Command {
+func (a *app) convergeCmd(g *globalFlags) *cobra.Command {
 	var metricsPath, statePath, outPath string
 	cmd := &cobra.Command{
 		Use:   "converge --metrics FILE --state FILE --output FILE",
@@ -128,7 +133,9 @@ test_pass_rate, tests_passed, tests_failed, build_ok, lint_issues,
 error_hash, ...) and the loop state (iteration and budgets) and writes the
 convergence status (converged_success, stuck_plateau, thrashing, exploring,
 budget_exhausted or progressing) with the reason in words. A state file that
-does not exist is an empty state: no iteration, no budgets.`,
+does not exist is an empty state: no iteration, no budgets. The thresholds
+are the project's loop.* configuration (success_pass_rate, min_improvement,
+require_lint_clean, plateau_window, thrash_repeats).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var history []convergence.Metrics
@@ -141,10 +148,14 @@ does not exist is an empty state: no iteration, no budgets.`,
 			if err := readJSONFile(statePath, &st); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
+			cfg, err := a.componentConfig(g)
+			if err != nil {
+				return err
+			}
 			status, reason := convergence.Classify(history, convergence.Budget{
 				MaxIterations: st.MaxIterations, MaxMinutes: st.MaxMinutes, MaxUSD: st.MaxUSD,
 				Iteration: st.Iteration, Elapsed: time.Duration(st.ElapsedSec * float64(time.Second)), CostUSD: st.CostUSD,
-			}, convergence.DefaultThresholds())
+			}, cfg.Thresholds())
 			return writeJSONFile(outPath, map[string]string{"status": string(status), "reason": reason})
 		},
 	}

@@ -171,6 +171,29 @@ func TestComponentsAsCommands(t *testing.T) {
 	if err := readJSONFile(out, &c); err != nil || c["status"] != "stuck_plateau" || c["reason"] == "" {
 		t.Errorf("converge: %v %v", c, err)
 	}
+	// The thresholds come from the project's configuration.
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte("loop:\n  success_pass_rate: 0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.must("", "converge", "--metrics", metrics, "--state", state, "--output", out)
+	if err := readJSONFile(out, &c); err != nil || c["status"] != "converged_success" || !strings.Contains(c["reason"], "success threshold 0.50") {
+		t.Errorf("converge with loop.success_pass_rate 0.5: %v %v", c, err)
+	}
+	progress := write("progress.json", `[{"iteration":1,"test_pass_rate":0.1},{"iteration":2,"test_pass_rate":0.2},{"iteration":3,"test_pass_rate":0.3},{"iteration":4,"test_pass_rate":0.4}]`)
+	p.must("", "converge", "--metrics", progress, "--state", state, "--output", out)
+	if err := readJSONFile(out, &c); err != nil || c["status"] != "progressing" {
+		t.Errorf("converge of a rising pass rate: %v %v", c, err)
+	}
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte("loop:\n  min_improvement: 0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.must("", "converge", "--metrics", progress, "--state", state, "--output", out)
+	if err := readJSONFile(out, &c); err != nil || c["status"] != "stuck_plateau" || !strings.Contains(c["reason"], "needs 0.50") {
+		t.Errorf("converge with loop.min_improvement 0.5: %v %v", c, err)
+	}
 	if r := p.drover("", "route", "--input", filepath.Join(dir, "missing.json"), "--output", out); r.code == 0 || !strings.Contains(r.stderr, "missing.json") {
 		t.Errorf("route with a missing input: exit %d %q", r.code, r.stderr)
 	}

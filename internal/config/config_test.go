@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,10 +53,13 @@ func TestKeys(t *testing.T) {
 		"loop.end_on_converged",
 		"loop.max_iterations",
 		"loop.metric_commands",
+		"loop.min_improvement",
 		"loop.min_tool_calls",
 		"loop.plateau_window",
+		"loop.require_lint_clean",
 		"loop.routes",
 		"loop.stuck_limit",
+		"loop.success_pass_rate",
 		"loop.thrash_repeats",
 		"queue.git_commit_check",
 		"queue.max_iterations",
@@ -219,6 +223,12 @@ func TestValidate(t *testing.T) {
 		{"zero check timeout", func(c *Config) { c.Loop.CheckTimeout = 0 }, "loop.check_timeout"},
 		{"never end a stuck loop", func(c *Config) { c.Loop.StuckLimit = 0 }, ""},
 		{"negative stuck limit", func(c *Config) { c.Loop.StuckLimit = -1 }, "loop.stuck_limit"},
+		{"full pass rate", func(c *Config) { c.Loop.SuccessPassRate = 1 }, ""},
+		{"zero pass rate", func(c *Config) { c.Loop.SuccessPassRate = 0 }, "loop.success_pass_rate"},
+		{"pass rate as a percentage", func(c *Config) { c.Loop.SuccessPassRate = 95 }, "loop.success_pass_rate"},
+		{"NaN pass rate", func(c *Config) { c.Loop.SuccessPassRate = math.NaN() }, "loop.success_pass_rate"},
+		{"zero improvement", func(c *Config) { c.Loop.MinImprovement = 0 }, "loop.min_improvement"},
+		{"negative improvement", func(c *Config) { c.Loop.MinImprovement = -0.1 }, "loop.min_improvement"},
 		{"no reviews", func(c *Config) { c.Review.MaxReviews = 0 }, ""},
 		{"negative reviews", func(c *Config) { c.Review.MaxReviews = -1 }, "review.max_reviews"},
 		{"no models", func(c *Config) { c.Review.Models = " , " }, "review.models"},
