@@ -148,7 +148,7 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 			rec.CreatedAt = a.env.now()
 		}
 		rec.Workflow, rec.Loop = session.Loop, st
-		rec.LoopHistory, rec.LoopReflections, rec.LoopCheckpoint = nil, nil, ""
+		rec.LoopHistory, rec.LoopReflections, rec.LoopCheckpoint, rec.LoopFindings = nil, nil, "", ""
 		f := a.loopFacts()
 		body, err := loop.TrackerBody(st, f, tmpl)
 		if err != nil {
@@ -303,6 +303,7 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 		if n := len(a.rec.LoopReflections); n > 0 {
 			f.Reflection = reflectionLine(a.rec.LoopReflections[n-1])
 		}
+		f.OpenFindings = a.rec.LoopFindings
 		text, err := loop.ContextSnapshot(s, f, tmpl)
 		if err != nil || text == "" {
 			return d, false, err

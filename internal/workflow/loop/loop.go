@@ -410,8 +410,9 @@ func StartText(s State, f Facts, t templates.Set) (string, error) {
 
 // ContextSnapshot returns the text that brings the agent back into an
 // active loop after its context was compacted: the session, the iteration,
-// where the notes are, and the continuation prompt (task, role, last
-// status, last reflection). Facts may be partial here: a missing role or
+// where the notes are, the open findings of the last checkpoint review
+// (f.OpenFindings), and the continuation prompt (task, role, last status,
+// last reflection). Facts may be partial here: a missing role or
 // status is taken from what the last Stop saw. It is empty for an inactive
 // loop. The caller hands it to the agent as SessionStart(compact) context,
 // and may print it from PreCompact to steer what the summary keeps.
@@ -431,11 +432,16 @@ func ContextSnapshot(s State, f Facts, t templates.Set) (string, error) {
 	}
 	vars := Vars(s, f)
 	vars["loop_prompt"] = prompt
+	if strings.TrimSpace(f.OpenFindings) != "" {
+		if vars["findings_section"], err = t.Render(templates.LoopOpenFindings, vars); err != nil {
+			return "", fmt.Errorf("loop context snapshot: %w", err)
+		}
+	}
 	text, err := t.Render(templates.LoopCompact, vars)
 	if err != nil {
 		return "", fmt.Errorf("loop context snapshot: %w", err)
 	}
-	return text, nil
+	return tidy(text), nil
 }
 
 // CheckpointDue reports whether a checkpoint review falls due now that s,
@@ -495,12 +501,14 @@ func TrackerBody(s State, f Facts, t templates.Set) (string, error) {
 //	agent_name (Facts.AgentName, else drover:<role> for a shipped role),
 //	status, status_reason, status_effect (what the status means for the
 //	loop's end), stuck_iterations (the run of stuck iterations),
-//	stuck_limit, reflection, checkpoint_consensus, tracker_error.
+//	stuck_limit, reflection, checkpoint_consensus, open_findings,
+//	tracker_error.
 //
 // Free text from other packages is clipped to keep the prompt within the
 // hook output cap. The composed pieces (role_prompt, the *_section ones,
 // loop_prompt, completed_by, checks_result, budget, budget_detail) are set
-// by the decision that needs them, and are empty here.
+// by the decision that needs them (findings_section by ContextSnapshot),
+// and are empty here.
 func Vars(s State, f Facts) map[string]string {
 	role := f.Role
 	if role == "" {
@@ -548,6 +556,7 @@ func Vars(s State, f Facts) map[string]string {
 		"status_reason":        clip(f.StatusReason, maxStatusReason),
 		"reflection":           clip(f.Reflection, maxReflection),
 		"checkpoint_consensus": clip(f.CheckpointConsensus, maxConsensus),
+		"open_findings":        clip(f.OpenFindings, maxConsensus),
 		"status_effect":        statusEffect(s, f),
 		"stuck_iterations":     strconv.Itoa(s.StuckIterations),
 		"stuck_limit":          strconv.Itoa(f.StuckLimit),
@@ -556,6 +565,7 @@ func Vars(s State, f Facts) map[string]string {
 		"status_section":       "",
 		"reflection_section":   "",
 		"checkpoint_section":   "",
+		"findings_section":     "",
 	}
 }
 

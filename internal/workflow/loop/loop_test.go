@@ -696,7 +696,12 @@ func TestContextSnapshot(t *testing.T) {
 		{
 			name: "fresh facts win over the last stop", in: running(4, 20, withLast), facts: facts(role(RoleArchitect), status(StatusStuckPlateau, plateauRs), reflection(reflText)),
 			has: []string{"## Role: architect", "## Convergence: stuck_plateau", reflText},
-			not: []string{"same error hash 3 times"},
+			not: []string{"same error hash 3 times", "## Open findings"},
+		},
+		{
+			name: "open findings of the last checkpoint", in: running(7, 20, withLast, stuckFor(2)), facts: facts(stuckLimit(3), func(f *Facts) { f.OpenFindings = consText }),
+			has: []string{"## Open findings", consText, "## Role: debugger", "stuck for 2 iterations in a row", "If it is still stuck when iteration 8 ends"},
+			not: []string{"## Checkpoint review"},
 		},
 	}
 	for _, tt := range tests {

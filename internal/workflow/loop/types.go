@@ -162,4 +162,7 @@ type Facts struct {
 	// has.
 	CheckpointDue       bool
 	CheckpointConsensus string
+	// OpenFindings is the last checkpoint consensus, kept after it went
+	// into a block reason; ContextSnapshot puts it back after compaction.
+	OpenFindings string
 }
