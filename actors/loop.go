@@ -324,7 +324,10 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 	it, haveTranscript := a.caughtUpIteration(ctx, m.Input.TranscriptPath, m.Input.LastAssistantMessage)
 	if haveTranscript {
 		f.TranscriptLastText = it.LastAssistantText
-		f.TranscriptCaughtUp = it.AssistantMessages > 0
+		// Caught up only when the turn ended on text: a transcript whose
+		// last event is a tool call or result is still being written, and
+		// its last text is not the final message.
+		f.TranscriptCaughtUp = it.EndsOnText
 		f.CostUSD = a.loopCost(ctx, m.Input.TranscriptPath, s.StartedAt)
 	}
 	tr, terr := a.readTracker()

@@ -169,3 +169,47 @@ func TestLoopEndsOnConvergence(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopTranscriptFallbackWaitsForTheFinalText: without
+// last_assistant_message in the Stop payload, the promise is read from the
+// transcript only when the transcript ends on assistant text. One that
+// lags (its promise text followed by a tool call, or by a call's result)
+// is no signal: the loop goes on.
+func TestLoopTranscriptFallbackWaitsForTheFinalText(t *testing.T) {
+	const (
+		prompt = `{"type":"user","message":{"role":"user","content":"build the parser"}}` + "\n"
+		kept   = `{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"All tests pass.\n<promise>DONE</promise>"}]}}` + "\n"
+		call   = `{"type":"assistant","message":{"id":"m2","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"go test ./..."}}]}}` + "\n"
+		result = `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}` + "\n"
+	)
+	for _, tc := range []struct {
+		name       string
+		transcript string
+		done       bool
+	}{
+		{"promise then a tool call", prompt + kept + call, false},
+		{"promise then a tool result", prompt + kept + call + result, false},
+		{"nothing of the turn yet", prompt, false},
+		{"promise as the final text", prompt + call + result + kept, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPlanFixture(t)
+			f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10})
+			path := filepath.Join(t.TempDir(), "transcript.jsonl")
+			if err := os.WriteFile(path, []byte(tc.transcript), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := f.ask("s1", &HandleHook{RequestID: "a", Event: hook.Stop, Input: hook.Input{SessionID: "s1", TranscriptPath: path}}).(*HookResult)
+			if res.Err != nil || res.Output.IsBlock() == tc.done {
+				t.Fatalf("stop: block %v, err %v; want done %v\n%s", res.Output.IsBlock(), res.Err, tc.done, res.Output.SystemMessage)
+			}
+			st := f.loop("s1", "status", nil)
+			if st.Active == tc.done || (tc.done && st.Outcome != "done") {
+				t.Errorf("status: active %v outcome %q, want done %v", st.Active, st.Outcome, tc.done)
+			}
+			if !tc.done {
+				f.loop("s1", "cancel", nil)
+			}
+		})
+	}
+}
