@@ -137,6 +137,7 @@ func (a *sessionActor) checkpointFinished(actx actor.Context, m *checkpointDone)
 	}
 	rec := a.rec
 	rec.LoopCheckpoint = consensusText(m.iteration, m.combined, m.results)
+	rec.LoopFindings = rec.LoopCheckpoint
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
 	if err := a.saveRecord(ctx, rec); err != nil {

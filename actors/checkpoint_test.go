@@ -66,5 +66,13 @@ func TestLoopCheckpointConsensusGoesIntoTheNextBlockReason(t *testing.T) {
 	if rec.LoopCheckpoint != "" {
 		t.Errorf("the consensus was kept after delivery: %q", rec.LoopCheckpoint)
 	}
+	// Delivered once, it stays open: a compaction puts it back.
+	compact := f.ask("s1", &HandleHook{RequestID: "c", Event: hook.SessionStart, Input: hook.Input{SessionID: "s1", Source: "compact"}}).(*HookResult)
+	if compact.Err != nil || compact.Output.HookSpecificOutput == nil {
+		t.Fatalf("compact: %+v", compact)
+	}
+	if ctx := compact.Output.HookSpecificOutput.AdditionalContext; !strings.Contains(ctx, "## Open findings") || !strings.Contains(ctx, "parser.go:3") || !strings.Contains(ctx, "build the parser") {
+		t.Errorf("the compaction context lacks the open findings:\n%s", ctx)
+	}
 	f.loop("s1", "cancel", nil)
 }

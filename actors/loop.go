@@ -52,10 +52,15 @@ type LoopStatus struct {
 	StatusReason      string    `json:"status_reason,omitempty"`
 	Role              string    `json:"role,omitempty"`
 	Outcome           string    `json:"outcome,omitempty"`
-	CostUSD           float64   `json:"cost_usd,omitempty"`
-	Tracker           string    `json:"tracker,omitempty"`
-	Reflections       int       `json:"reflections"`
-	Message           string    `json:"message,omitempty"`
+	// EndReason says in words how an ended loop ended.
+	EndReason string `json:"end_reason,omitempty"`
+	// StuckIterations is the run of iterations in a row that were
+	// stuck_plateau or thrashing.
+	StuckIterations int     `json:"stuck_iterations,omitempty"`
+	CostUSD         float64 `json:"cost_usd,omitempty"`
+	Tracker         string  `json:"tracker,omitempty"`
+	Reflections     int     `json:"reflections"`
+	Message         string  `json:"message,omitempty"`
 }
 
 // checkRun is the project's check command running for one iteration.
@@ -82,6 +87,7 @@ func (a *sessionActor) loopStatus(msg string) LoopStatus {
 		SessionID: a.id, Active: s.Active, Iteration: s.Iteration, MaxIterations: s.MaxIterations,
 		CompletionPromise: s.CompletionPromise, Prompt: s.Prompt, StartedAt: s.StartedAt,
 		Status: s.LastStatus, StatusReason: s.LastStatusReason, Role: s.LastRole, Outcome: string(s.Outcome),
+		EndReason: loop.EndReason(s), StuckIterations: s.StuckIterations,
 		CostUSD: s.CostUSD, Tracker: a.trackerPath(), Reflections: len(a.rec.LoopReflections), Message: msg,
 	}
 }
@@ -142,7 +148,7 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 			rec.CreatedAt = a.env.now()
 		}
 		rec.Workflow, rec.Loop = session.Loop, st
-		rec.LoopHistory, rec.LoopReflections, rec.LoopCheckpoint = nil, nil, ""
+		rec.LoopHistory, rec.LoopReflections, rec.LoopCheckpoint, rec.LoopFindings = nil, nil, "", ""
 		f := a.loopFacts()
 		body, err := loop.TrackerBody(st, f, tmpl)
 		if err != nil {
@@ -180,7 +186,11 @@ func (a *sessionActor) saveRecord(ctx context.Context, rec session.Record) error
 
 // loopFacts are the facts every loop decision starts from.
 func (a *sessionActor) loopFacts() loop.Facts {
-	return loop.Facts{SessionID: a.id, TrackerPath: a.trackerPath(), Now: a.env.now()}
+	cfg := a.env.Config()
+	return loop.Facts{
+		SessionID: a.id, TrackerPath: a.trackerPath(), Now: a.env.now(),
+		EndOnConverged: cfg.Loop.EndOnConverged, StuckLimit: cfg.Loop.StuckLimit,
+	}
 }
 
 // readTracker reads the loop's tracker; a malformed one is quarantined
@@ -216,11 +226,9 @@ func (a *sessionActor) writeTracker(s loop.State) {
 	}
 }
 
+// thresholds are the convergence thresholds of the configuration in force.
 func (a *sessionActor) thresholds() convergence.Thresholds {
-	cfg := a.env.Config()
-	th := convergence.DefaultThresholds()
-	th.PlateauWindow, th.ThrashRepeats, th.MinToolCalls = cfg.Loop.PlateauWindow, cfg.Loop.ThrashRepeats, cfg.Loop.MinToolCalls
-	return th
+	return a.env.Config().Thresholds()
 }
 
 // iterationFromTranscript summarizes the iteration that just ended. A
@@ -295,6 +303,7 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 		if n := len(a.rec.LoopReflections); n > 0 {
 			f.Reflection = reflectionLine(a.rec.LoopReflections[n-1])
 		}
+		f.OpenFindings = a.rec.LoopFindings
 		text, err := loop.ContextSnapshot(s, f, tmpl)
 		if err != nil || text == "" {
 			return d, false, err
@@ -315,7 +324,10 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 	it, haveTranscript := a.caughtUpIteration(ctx, m.Input.TranscriptPath, m.Input.LastAssistantMessage)
 	if haveTranscript {
 		f.TranscriptLastText = it.LastAssistantText
-		f.TranscriptCaughtUp = it.AssistantMessages > 0
+		// Caught up only when the turn ended on text: a transcript whose
+		// last event is a tool call or result is still being written, and
+		// its last text is not the final message.
+		f.TranscriptCaughtUp = it.EndsOnText
 		f.CostUSD = a.loopCost(ctx, m.Input.TranscriptPath, s.StartedAt)
 	}
 	tr, terr := a.readTracker()

@@ -107,3 +107,109 @@ func TestLoopMaxUSDEndsTheLoopOnTheTranscriptsCost(t *testing.T) {
 		t.Errorf("after the budget: active %v, cost $%.4f (want about $1.55)", st.Active, st.CostUSD)
 	}
 }
+
+// Go test -v output: both tests pass, or one of two fails.
+const (
+	bothPass = "=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestLex\n--- PASS: TestLex (0.00s)\nPASS\nok  \texample.com/parser\t0.01s"
+	halfPass = "=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestLex\n--- FAIL: TestLex (0.00s)\n    lex_test.go:9: runes split\nFAIL\nFAIL\texample.com/parser\t0.01s"
+)
+
+// testTranscript is one iteration that ran go test -v with output, then
+// said msg.
+func testTranscript(t *testing.T, output, msg string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "transcript.jsonl")
+	lines := `{"type":"user","message":{"role":"user","content":"build the parser"}}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"go test -v ./..."}}]}}
+{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":` + fmt.Sprintf("%q", output) + `}]}}
+{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":` + fmt.Sprintf("%q", msg) + `}]}}
+`
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoopEndsOnConvergence(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		output   string
+		cfg      func(*config.Config)
+		require  bool
+		active   bool
+		status   string
+		reasonIs string
+	}{
+		{"end_on_converged ends it", bothPass, func(*config.Config) {}, false, false, "converged_success", "converged: test pass rate 1.00"},
+		{"end_on_converged off goes on", bothPass, func(c *config.Config) { c.Loop.EndOnConverged = false }, false, true, "converged_success", ""},
+		{"required checks go on", bothPass, func(*config.Config) {}, true, true, "converged_success", ""},
+		{"half the tests passing is not success by default", halfPass, func(*config.Config) {}, false, true, "exploring", ""},
+		{"loop.success_pass_rate 0.5 makes it success", halfPass, func(c *config.Config) { c.Loop.SuccessPassRate = 0.5 }, false, false, "converged_success", "meets the success threshold 0.50"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, tc.cfg)
+			f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, RequireChecks: tc.require})
+			msg := "The parser tests ran."
+			path := testTranscript(t, tc.output, msg)
+			res := f.ask("s1", &HandleHook{RequestID: "a", Event: hook.Stop, Input: hook.Input{SessionID: "s1", TranscriptPath: path, LastAssistantMessage: &msg}}).(*HookResult)
+			if res.Err != nil || res.Output.IsBlock() == !tc.active {
+				t.Fatalf("stop: block %v, err %v; want block %v\n%s%s", res.Output.IsBlock(), res.Err, tc.active, res.Output.Reason, res.Output.SystemMessage)
+			}
+			st := f.loop("s1", "status", nil)
+			if st.Status != tc.status || st.Active != tc.active {
+				t.Fatalf("status %+v, want %s", st, tc.status)
+			}
+			if !tc.active {
+				if st.Outcome != "converged" || !strings.Contains(st.EndReason, tc.reasonIs) || !strings.Contains(res.Output.SystemMessage, "drover's metrics say it converged") {
+					t.Errorf("ended loop: outcome %q, end reason %q, message %q", st.Outcome, st.EndReason, res.Output.SystemMessage)
+				}
+				return
+			}
+			f.loop("s1", "cancel", nil)
+		})
+	}
+}
+
+// TestLoopTranscriptFallbackWaitsForTheFinalText: without
+// last_assistant_message in the Stop payload, the promise is read from the
+// transcript only when the transcript ends on assistant text. One that
+// lags (its promise text followed by a tool call, or by a call's result)
+// is no signal: the loop goes on.
+func TestLoopTranscriptFallbackWaitsForTheFinalText(t *testing.T) {
+	const (
+		prompt = `{"type":"user","message":{"role":"user","content":"build the parser"}}` + "\n"
+		kept   = `{"type":"assistant","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"All tests pass.\n<promise>DONE</promise>"}]}}` + "\n"
+		call   = `{"type":"assistant","message":{"id":"m2","role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"go test ./..."}}]}}` + "\n"
+		result = `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}` + "\n"
+	)
+	for _, tc := range []struct {
+		name       string
+		transcript string
+		done       bool
+	}{
+		{"promise then a tool call", prompt + kept + call, false},
+		{"promise then a tool result", prompt + kept + call + result, false},
+		{"nothing of the turn yet", prompt, false},
+		{"promise as the final text", prompt + call + result + kept, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPlanFixture(t)
+			f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10})
+			path := filepath.Join(t.TempDir(), "transcript.jsonl")
+			if err := os.WriteFile(path, []byte(tc.transcript), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			res := f.ask("s1", &HandleHook{RequestID: "a", Event: hook.Stop, Input: hook.Input{SessionID: "s1", TranscriptPath: path}}).(*HookResult)
+			if res.Err != nil || res.Output.IsBlock() == tc.done {
+				t.Fatalf("stop: block %v, err %v; want done %v\n%s", res.Output.IsBlock(), res.Err, tc.done, res.Output.SystemMessage)
+			}
+			st := f.loop("s1", "status", nil)
+			if st.Active == tc.done || (tc.done && st.Outcome != "done") {
+				t.Errorf("status: active %v outcome %q, want done %v", st.Active, st.Outcome, tc.done)
+			}
+			if !tc.done {
+				f.loop("s1", "cancel", nil)
+			}
+		})
+	}
+}

@@ -115,6 +115,59 @@ func normalize(in Input) Input {
 	return in
 }
 
+// Aliases: the words other tools use for drover's phases and outcomes,
+// seed 004's among them (its loop state says "implementing", its
+// router input "test_fail").
+var (
+	phaseAliases = map[string]string{
+		"implementing": PhaseIterating,
+	}
+	outcomeAliases = map[string]string{
+		"test_fail":     string(convergence.OutcomeTestsFailed),
+		"test_failed":   string(convergence.OutcomeTestsFailed),
+		"test_failure":  string(convergence.OutcomeTestsFailed),
+		"tests_fail":    string(convergence.OutcomeTestsFailed),
+		"build_fail":    string(convergence.OutcomeBuildFailed),
+		"build_failure": string(convergence.OutcomeBuildFailed),
+		"pass":          string(convergence.OutcomeOK),
+		"passed":        string(convergence.OutcomeOK),
+		"success":       string(convergence.OutcomeOK),
+	}
+)
+
+// ParseInput reads a routing input written by a script or another tool:
+// each word is trimmed and lower-cased and an alias becomes drover's word
+// (seed 004's phase "implementing" is "iterating", its "test_fail" is
+// "tests_failed"); an empty outcome or status means none yet. A missing
+// phase, or a value that is neither drover's word nor an alias, is an
+// error naming its field and the accepted words, never routed silently
+// to the catch-all rule.
+func ParseInput(phase, lastOutcome, status string) (Input, error) {
+	var errs []error
+	word := func(field, v string, known []string, aliases map[string]string) string {
+		v = strings.ToLower(strings.TrimSpace(v))
+		if a, ok := aliases[v]; ok {
+			return a
+		}
+		if v != "" && !slices.Contains(known, v) {
+			errs = append(errs, fmt.Errorf("unknown %s %q (known: %s)", field, v, strings.Join(known, ", ")))
+		}
+		return v
+	}
+	in := Input{
+		Phase:       word("phase", phase, Phases(), phaseAliases),
+		LastOutcome: word("last_outcome", lastOutcome, outcomes(), outcomeAliases),
+		Status:      word("convergence_status", status, statuses(), nil),
+	}
+	if in.Phase == "" {
+		errs = append(errs, fmt.Errorf("no phase (known: %s)", strings.Join(Phases(), ", ")))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return Input{}, fmt.Errorf("routing input: %w", err)
+	}
+	return in, nil
+}
+
 // maxRoleLen bounds a role name; it becomes part of prompts and file names.
 const maxRoleLen = 64
 

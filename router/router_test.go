@@ -9,14 +9,13 @@ import (
 	"strings"
 	"testing"
 	"testing/quick"
-
-	"github.com/drover-dev/drover/convergence"
 )
 
-// TestSeedRoutingCases runs seed 004's agent-router cases. The seed's
-// vocabulary differs from drover's: its phase "implementing" is our
-// "iterating", its "test_fail" our "tests_failed", a null a missing value,
-// and its agents are namespaced ("dev:developer" is our developer).
+// TestSeedRoutingCases runs seed 004's agent-router cases through
+// ParseInput and the default rules. The seed's vocabulary differs from
+// drover's (its phase "implementing", its "test_fail", a null for none):
+// ParseInput takes its words as aliases. Its agents are namespaced
+// ("dev:developer" is our developer).
 func TestSeedRoutingCases(t *testing.T) {
 	b, err := os.ReadFile("testdata/seed004_cases.json")
 	if err != nil {
@@ -41,21 +40,58 @@ func TestSeedRoutingCases(t *testing.T) {
 	if len(doc.TestCases) != 3 {
 		t.Fatalf("want the seed's 3 routing cases, got %d", len(doc.TestCases))
 	}
-	vocab := map[string]string{"implementing": PhaseIterating, "test_fail": string(convergence.OutcomeTestsFailed)}
 	str := func(p *string) string {
 		if p == nil {
 			return ""
 		}
-		if v, ok := vocab[*p]; ok {
-			return v
-		}
 		return *p
 	}
 	for _, c := range doc.TestCases {
-		in := Input{Phase: str(c.Input.Phase), LastOutcome: str(c.Input.LastOutcome), Status: str(c.Input.Status)}
+		in, err := ParseInput(str(c.Input.Phase), str(c.Input.LastOutcome), str(c.Input.Status))
+		if err != nil {
+			t.Fatalf("%s: %v", c.ID, err)
+		}
 		role, _ := Route(DefaultRules(), in)
 		if want := Role(strings.TrimPrefix(c.Checks.RoutedAgentIs, "dev:")); role != want {
 			t.Errorf("%s: Route(%+v) = %s, want %s", c.ID, in, role, want)
+		}
+	}
+}
+
+func TestParseInput(t *testing.T) {
+	tests := []struct {
+		phase, outcome, status string
+		want                   Input
+		errs                   []string
+	}{
+		{"initial", "", "", Input{Phase: PhaseInitial}, nil},
+		{"implementing", "test_fail", "", Input{Phase: PhaseIterating, LastOutcome: "tests_failed"}, nil},
+		{" Iterating ", "TESTS_FAILED", "stuck_plateau", Input{Phase: PhaseIterating, LastOutcome: "tests_failed", Status: "stuck_plateau"}, nil},
+		{"iterating", "build_failure", "thrashing", Input{Phase: PhaseIterating, LastOutcome: "build_failed", Status: "thrashing"}, nil},
+		{"iterating", "pass", "converged_success", Input{Phase: PhaseIterating, LastOutcome: "ok", Status: "converged_success"}, nil},
+		{"iterating", "none", "", Input{Phase: PhaseIterating, LastOutcome: "none"}, nil},
+		{"", "", "", Input{}, []string{"no phase"}},
+		{"testing", "test_fail", "", Input{}, []string{`unknown phase "testing"`, "initial, iterating"}},
+		{"iterating", "flaky", "", Input{}, []string{`unknown last_outcome "flaky"`, "tests_failed"}},
+		{"iterating", "", "stuck", Input{}, []string{`unknown convergence_status "stuck"`, "stuck_plateau"}},
+		{"bogus", "flaky", "stuck", Input{}, []string{"phase", "last_outcome", "convergence_status"}},
+	}
+	for _, tt := range tests {
+		got, err := ParseInput(tt.phase, tt.outcome, tt.status)
+		if len(tt.errs) == 0 {
+			if err != nil || got != tt.want {
+				t.Errorf("ParseInput(%q, %q, %q) = %+v, %v; want %+v", tt.phase, tt.outcome, tt.status, got, err, tt.want)
+			}
+			continue
+		}
+		if err == nil {
+			t.Errorf("ParseInput(%q, %q, %q) = %+v, want an error", tt.phase, tt.outcome, tt.status, got)
+			continue
+		}
+		for _, e := range tt.errs {
+			if !strings.Contains(err.Error(), e) {
+				t.Errorf("ParseInput(%q, %q, %q): error %q does not say %q", tt.phase, tt.outcome, tt.status, err, e)
+			}
 		}
 	}
 }

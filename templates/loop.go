@@ -24,10 +24,15 @@ const (
 	// Messages for the user (systemMessage).
 	LoopDone         = "loop_done"
 	LoopBudget       = "loop_budget"
+	LoopConverged    = "loop_converged"
+	LoopStuck        = "loop_stuck"
 	LoopTrackerError = "loop_tracker_error"
 
 	// LoopCompact brings the agent back into the loop after compaction.
 	LoopCompact = "loop_compact"
+	// LoopOpenFindings is LoopCompact's section of the last checkpoint
+	// review's findings.
+	LoopOpenFindings = "loop_open_findings"
 	// LoopTracker is the first body of a new loop tracker file.
 	LoopTracker = "loop_tracker"
 	// LoopCheckpointReview is the prompt of the reviewers at a checkpoint.

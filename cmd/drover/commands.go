@@ -65,9 +65,9 @@ stop when review adds nothing or the iteration budget is spent.`,
 		a.loopCmd(g),
 		a.planCmd(g),
 		a.runCmd(g),
-		a.reflectCmd(),
-		a.convergeCmd(),
-		a.routeCmd(),
+		a.reflectCmd(g),
+		a.convergeCmd(g),
+		a.routeCmd(g),
 	)
 	return root
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/convergence"
+	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/transcript"
 	"github.com/drover-dev/drover/router"
 )
@@ -52,7 +54,7 @@ func writeJSONFile(path string, v any) error {
 	return nil
 }
 
-func (a *app) reflectCmd() *cobra.Command {
+func (a *app) reflectCmd(g *globalFlags) *cobra.Command {
 	var transcriptPath, statePath, dir string
 	cmd := &cobra.Command{
 		Use:   "reflect --transcript FILE --state FILE --reflections-dir DIR",
@@ -61,7 +63,8 @@ func (a *app) reflectCmd() *cobra.Command {
 summarizes its latest iteration and writes DIR/iteration-N.json (N from the
 state file's "iteration") with approach, successes, failures, error_hash,
 thrashing and a summary of the prior reflections found in DIR. An iteration
-with fewer than 10 tool calls is low-signal: nothing is written.`,
+with fewer than loop.min_tool_calls (10) tool calls is low-signal: nothing
+is written. The thresholds are the project's loop.* configuration.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var st componentState
@@ -86,7 +89,11 @@ with fewer than 10 tool calls is low-signal: nothing is written.`,
 					prior = append(prior, r)
 				}
 			}
-			r, ok := convergence.Reflect(it, m, prior, convergence.DefaultThresholds())
+			cfg, err := a.componentConfig(g)
+			if err != nil {
+				return err
+			}
+			r, ok := convergence.Reflect(it, m, prior, cfg.Thresholds())
 			if !ok {
 				fmt.Fprintf(a.stdout, "iteration %d is low-signal (%d tool calls): no reflection written\n", st.Iteration, it.ToolCalls)
 				return nil
@@ -116,7 +123,7 @@ with fewer than 10 tool calls is low-signal: nothing is written.`,
 	return cmd
 }
 
-func (a *app) convergeCmd() *cobra.Command {
+func (a *app) convergeCmd(g *globalFlags) *cobra.Command {
 	var metricsPath, statePath, outPath string
 	cmd := &cobra.Command{
 		Use:   "converge --metrics FILE --state FILE --output FILE",
@@ -125,21 +132,30 @@ func (a *app) convergeCmd() *cobra.Command {
 test_pass_rate, tests_passed, tests_failed, build_ok, lint_issues,
 error_hash, ...) and the loop state (iteration and budgets) and writes the
 convergence status (converged_success, stuck_plateau, thrashing, exploring,
-budget_exhausted or progressing) with the reason in words.`,
+budget_exhausted or progressing) with the reason in words. A state file that
+does not exist is an empty state: no iteration, no budgets. The thresholds
+are the project's loop.* configuration (success_pass_rate, min_improvement,
+require_lint_clean, plateau_window, thrash_repeats).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var history []convergence.Metrics
 			if err := readJSONFile(metricsPath, &history); err != nil {
 				return err
 			}
+			// Seed 004's runner passes a --state path that does not exist
+			// when a case has no loop state: no iteration and no budgets.
 			var st componentState
-			if err := readJSONFile(statePath, &st); err != nil {
+			if err := readJSONFile(statePath, &st); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+			cfg, err := a.componentConfig(g)
+			if err != nil {
 				return err
 			}
 			status, reason := convergence.Classify(history, convergence.Budget{
 				MaxIterations: st.MaxIterations, MaxMinutes: st.MaxMinutes, MaxUSD: st.MaxUSD,
 				Iteration: st.Iteration, Elapsed: time.Duration(st.ElapsedSec * float64(time.Second)), CostUSD: st.CostUSD,
-			}, convergence.DefaultThresholds())
+			}, cfg.Thresholds())
 			return writeJSONFile(outPath, map[string]string{"status": string(status), "reason": reason})
 		},
 	}
@@ -152,25 +168,57 @@ budget_exhausted or progressing) with the reason in words.`,
 	return cmd
 }
 
-func (a *app) routeCmd() *cobra.Command {
+// componentConfig is the configuration the component commands use: the
+// project's, as drover config prints it.
+func (a *app) componentConfig(g *globalFlags) (config.Config, error) {
+	p, err := a.paths(g)
+	if err != nil {
+		return config.Config{}, err
+	}
+	cfg, err := config.Load(config.DefaultSources(p.Root, a.environ))
+	if err != nil {
+		return config.Config{}, err
+	}
+	if err := cfg.Validate(); err != nil {
+		return config.Config{}, err
+	}
+	return cfg, nil
+}
+
+func (a *app) routeCmd(g *globalFlags) *cobra.Command {
 	var inPath, outPath string
 	cmd := &cobra.Command{
 		Use:   "route --input FILE --output FILE",
 		Short: `Route an iteration to a role; writes {"agent": "dev:<role>", "role": ...}`,
 		Long: `route reads {"phase", "last_outcome", "convergence_status"} and applies the
-routing rules (first match wins; defaults: initial to developer, test or build
-failure to debugger, plateau or thrashing to architect).`,
+project's routing rules, loop.routes (first match wins; defaults: initial to
+developer, test or build failure to debugger, plateau or thrashing to
+architect). Seed 004's words are taken as aliases (phase "implementing" for
+iterating, last_outcome "test_fail" for tests_failed, null for none); any
+other unknown value is an error naming its field.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var in struct {
+			var raw struct {
 				Phase       string `json:"phase"`
 				LastOutcome string `json:"last_outcome"`
 				Status      string `json:"convergence_status"`
 			}
-			if err := readJSONFile(inPath, &in); err != nil {
+			if err := readJSONFile(inPath, &raw); err != nil {
 				return err
 			}
-			role, rule := router.Route(router.DefaultRules(), router.Input{Phase: in.Phase, LastOutcome: in.LastOutcome, Status: in.Status})
+			in, err := router.ParseInput(raw.Phase, raw.LastOutcome, raw.Status)
+			if err != nil {
+				return fmt.Errorf("reading %q: %w", inPath, err)
+			}
+			cfg, err := a.componentConfig(g)
+			if err != nil {
+				return err
+			}
+			rules, err := cfg.LoopRules()
+			if err != nil {
+				return fmt.Errorf("loop.routes: %w", err)
+			}
+			role, rule := router.Route(rules, in)
 			if rule < 0 {
 				return errors.New("no routing rule matches the input")
 			}

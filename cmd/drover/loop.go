@@ -122,10 +122,16 @@ func (a *app) loopCall(ctx context.Context, g *globalFlags, verb string, args an
 	fmt.Fprintf(a.stdout, "loop of session %s: %s, iteration %d of %d", st.SessionID, state, st.Iteration, st.MaxIterations)
 	if st.Outcome != "" {
 		fmt.Fprintf(a.stdout, ", ended: %s", st.Outcome)
+		if st.EndReason != "" {
+			fmt.Fprintf(a.stdout, " (%s)", st.EndReason)
+		}
 	}
 	fmt.Fprintln(a.stdout)
 	if st.Status != "" {
 		fmt.Fprintf(a.stdout, "status: %s (%s)\n", st.Status, st.StatusReason)
+	}
+	if st.StuckIterations > 0 {
+		fmt.Fprintf(a.stdout, "stuck: %d iteration(s) in a row\n", st.StuckIterations)
 	}
 	if st.Role != "" {
 		fmt.Fprintf(a.stdout, "role: %s\n", st.Role)

@@ -171,8 +171,86 @@ func TestComponentsAsCommands(t *testing.T) {
 	if err := readJSONFile(out, &c); err != nil || c["status"] != "stuck_plateau" || c["reason"] == "" {
 		t.Errorf("converge: %v %v", c, err)
 	}
+	// The thresholds come from the project's configuration.
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte("loop:\n  success_pass_rate: 0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.must("", "converge", "--metrics", metrics, "--state", state, "--output", out)
+	if err := readJSONFile(out, &c); err != nil || c["status"] != "converged_success" || !strings.Contains(c["reason"], "success threshold 0.50") {
+		t.Errorf("converge with loop.success_pass_rate 0.5: %v %v", c, err)
+	}
+	progress := write("progress.json", `[{"iteration":1,"test_pass_rate":0.1},{"iteration":2,"test_pass_rate":0.2},{"iteration":3,"test_pass_rate":0.3},{"iteration":4,"test_pass_rate":0.4}]`)
+	p.must("", "converge", "--metrics", progress, "--state", state, "--output", out)
+	if err := readJSONFile(out, &c); err != nil || c["status"] != "progressing" {
+		t.Errorf("converge of a rising pass rate: %v %v", c, err)
+	}
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte("loop:\n  min_improvement: 0.5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.must("", "converge", "--metrics", progress, "--state", state, "--output", out)
+	if err := readJSONFile(out, &c); err != nil || c["status"] != "stuck_plateau" || !strings.Contains(c["reason"], "needs 0.50") {
+		t.Errorf("converge with loop.min_improvement 0.5: %v %v", c, err)
+	}
 	if r := p.drover("", "route", "--input", filepath.Join(dir, "missing.json"), "--output", out); r.code == 0 || !strings.Contains(r.stderr, "missing.json") {
 		t.Errorf("route with a missing input: exit %d %q", r.code, r.stderr)
+	}
+}
+
+// TestRouteCommand: drover route takes seed 004's words as aliases,
+// refuses unknown values naming the field, and applies loop.routes.
+func TestRouteCommand(t *testing.T) {
+	p := newProj(t)
+	dir := t.TempDir()
+	route := func(input string) (map[string]any, result) {
+		t.Helper()
+		in := filepath.Join(dir, "in.json")
+		if err := os.WriteFile(in, []byte(input), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out := filepath.Join(dir, "out.json")
+		_ = os.Remove(out)
+		r := p.drover("", "route", "--input", in, "--output", out)
+		var got map[string]any
+		if r.code == 0 {
+			if err := readJSONFile(out, &got); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return got, r
+	}
+	for _, c := range []struct{ input, agent string }{
+		{`{"phase":"implementing","last_outcome":"test_fail"}`, "dev:debugger"},
+		{`{"phase":"implementing","last_outcome":"test_fail","convergence_status":"stuck_plateau"}`, "dev:architect"},
+		{`{"phase":"initial","last_outcome":null,"convergence_status":null}`, "dev:developer"},
+		{`{"phase":"iterating","last_outcome":"build_failure"}`, "dev:debugger"},
+	} {
+		if got, r := route(c.input); r.code != 0 || got["agent"] != c.agent {
+			t.Errorf("route %s = %v (exit %d %q), want %s", c.input, got, r.code, r.stderr, c.agent)
+		}
+	}
+	for _, c := range []struct{ input, says string }{
+		{`{"phase":"implementing","last_outcome":"tests_flaked"}`, `unknown last_outcome "tests_flaked"`},
+		{`{"phase":"testing"}`, `unknown phase "testing"`},
+		{`{"phase":"iterating","convergence_status":"stuck"}`, `unknown convergence_status "stuck"`},
+		{`{"last_outcome":"test_fail"}`, "no phase"},
+	} {
+		if got, r := route(c.input); r.code == 0 || !strings.Contains(r.stderr, c.says) {
+			t.Errorf("route %s = %v (exit %d %q), want an error saying %q", c.input, got, r.code, r.stderr, c.says)
+		}
+	}
+
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "loop:\n  routes: 'last_outcome=tests_failed -> tester; anything -> developer'\n"
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got, r := route(`{"phase":"implementing","last_outcome":"test_fail"}`); r.code != 0 || got["role"] != "tester" || got["agent"] != "dev:tester" {
+		t.Errorf("route with loop.routes = %v (exit %d %q), want the tester", got, r.code, r.stderr)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
+	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/router"
 )
@@ -50,7 +51,14 @@ type Loop struct {
 	PlateauWindow  int    `koanf:"plateau_window" help:"iterations without improvement that make a loop stuck_plateau"`
 	ThrashRepeats  int    `koanf:"thrash_repeats" help:"iterations failing with the same error hash that make a loop thrashing"`
 	MinToolCalls   int    `koanf:"min_tool_calls" help:"iterations with fewer tool calls get no reflection (low signal)"`
-	Routes         string `koanf:"routes" help:"routing rules, first match wins, e.g. 'status=thrashing -> architect; last_outcome=tests_failed -> debugger; anything -> developer' (empty: the defaults)"`
+	// The convergence thresholds beside plateau_window, thrash_repeats
+	// and min_tool_calls (see convergence.Thresholds).
+	SuccessPassRate  float64 `koanf:"success_pass_rate" help:"test pass rate (0 to 1) at which a loop is converged_success"`
+	MinImprovement   float64 `koanf:"min_improvement" help:"rise in test pass rate (0 to 1) over loop.plateau_window iterations that counts as progress; less is stuck_plateau"`
+	RequireLintClean bool    `koanf:"require_lint_clean" help:"converged_success also needs the last lint run, if any, to be clean"`
+	EndOnConverged   bool    `koanf:"end_on_converged" help:"a converged_success status ends a loop that does not require checks (false: only the completion promise and the budgets end loops)"`
+	StuckLimit       int     `koanf:"stuck_limit" help:"iterations a loop may stay stuck_plateau or thrashing after the one that first found it stuck (routed to the architect) before drover ends it (0: never)"`
+	Routes           string  `koanf:"routes" help:"routing rules, first match wins, e.g. 'status=thrashing -> architect; last_outcome=tests_failed -> debugger; anything -> developer' (empty: the defaults)"`
 }
 
 // MetricCommandList returns loop.metric_commands split on ';', without
@@ -63,6 +71,18 @@ func (c Config) MetricCommandList() []string {
 		}
 	}
 	return out
+}
+
+// Thresholds returns the loop's convergence thresholds.
+func (c Config) Thresholds() convergence.Thresholds {
+	return convergence.Thresholds{
+		SuccessPassRate:  c.Loop.SuccessPassRate,
+		RequireLintClean: c.Loop.RequireLintClean,
+		PlateauWindow:    c.Loop.PlateauWindow,
+		MinImprovement:   c.Loop.MinImprovement,
+		ThrashRepeats:    c.Loop.ThrashRepeats,
+		MinToolCalls:     c.Loop.MinToolCalls,
+	}
 }
 
 // LoopRules returns the loop's routing rules: loop.routes, or the defaults.
@@ -172,6 +192,13 @@ func Defaults() Config {
 			PlateauWindow: 3,
 			ThrashRepeats: 3,
 			MinToolCalls:  10,
+			// convergence.DefaultThresholds, seed 004's.
+			SuccessPassRate: 0.95,
+			MinImprovement:  0.05,
+			// Seed 004's loop exits when its quality criteria are met
+			// (e2e-converge-exit-08), and the issue ends loops that are stuck.
+			EndOnConverged: true,
+			StuckLimit:     3,
 		},
 		Review: Review{
 			MaxReviews:  8,
@@ -307,6 +334,19 @@ func (c Config) Validate() error {
 	}
 	if c.Loop.MinToolCalls < 0 {
 		bad("loop.min_tool_calls", "must not be negative, got %d", c.Loop.MinToolCalls)
+	}
+	for _, p := range []struct {
+		key string
+		v   float64
+	}{{"loop.success_pass_rate", c.Loop.SuccessPassRate}, {"loop.min_improvement", c.Loop.MinImprovement}} {
+		// 0 is refused rather than taken as the default, as the
+		// convergence package would read it.
+		if !(p.v > 0 && p.v <= 1) {
+			bad(p.key, "must be above 0 and at most 1, got %v", p.v)
+		}
+	}
+	if c.Loop.StuckLimit < 0 {
+		bad("loop.stuck_limit", "must not be negative (0 never ends a stuck loop), got %d", c.Loop.StuckLimit)
 	}
 	if _, err := c.LoopRules(); err != nil {
 		bad("loop.routes", "%v", err)
@@ -456,6 +496,8 @@ func AddFlags(fs *pflag.FlagSet) {
 			fs.String(f.key, v, help)
 		case time.Duration:
 			fs.Duration(f.key, v, help)
+		case float64:
+			fs.Float64(f.key, v, help)
 		}
 	}
 }
@@ -468,6 +510,7 @@ const (
 	kindBool
 	kindString
 	kindDuration
+	kindFloat
 )
 
 // field is one config key and where it lives in Config.
@@ -505,6 +548,8 @@ func fields() []field {
 				out = append(out, field{key: key, index: idx, kind: kindBool, help: sf.Tag.Get("help")})
 			case sf.Type.Kind() == reflect.String:
 				out = append(out, field{key: key, index: idx, kind: kindString, help: sf.Tag.Get("help")})
+			case sf.Type.Kind() == reflect.Float64:
+				out = append(out, field{key: key, index: idx, kind: kindFloat, help: sf.Tag.Get("help")})
 			}
 		}
 	}

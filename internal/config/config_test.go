@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -49,11 +50,16 @@ func TestKeys(t *testing.T) {
 		"log.max_size_mb",
 		"loop.check_command",
 		"loop.check_timeout",
+		"loop.end_on_converged",
 		"loop.max_iterations",
 		"loop.metric_commands",
+		"loop.min_improvement",
 		"loop.min_tool_calls",
 		"loop.plateau_window",
+		"loop.require_lint_clean",
 		"loop.routes",
+		"loop.stuck_limit",
+		"loop.success_pass_rate",
 		"loop.thrash_repeats",
 		"queue.git_commit_check",
 		"queue.max_iterations",
@@ -216,6 +222,14 @@ func TestValidate(t *testing.T) {
 		{"zero loop iterations", func(c *Config) { c.Loop.MaxIterations = 0 }, "loop.max_iterations"},
 		{"zero plateau window", func(c *Config) { c.Loop.PlateauWindow = 0 }, "loop.plateau_window"},
 		{"zero check timeout", func(c *Config) { c.Loop.CheckTimeout = 0 }, "loop.check_timeout"},
+		{"never end a stuck loop", func(c *Config) { c.Loop.StuckLimit = 0 }, ""},
+		{"negative stuck limit", func(c *Config) { c.Loop.StuckLimit = -1 }, "loop.stuck_limit"},
+		{"full pass rate", func(c *Config) { c.Loop.SuccessPassRate = 1 }, ""},
+		{"zero pass rate", func(c *Config) { c.Loop.SuccessPassRate = 0 }, "loop.success_pass_rate"},
+		{"pass rate as a percentage", func(c *Config) { c.Loop.SuccessPassRate = 95 }, "loop.success_pass_rate"},
+		{"NaN pass rate", func(c *Config) { c.Loop.SuccessPassRate = math.NaN() }, "loop.success_pass_rate"},
+		{"zero improvement", func(c *Config) { c.Loop.MinImprovement = 0 }, "loop.min_improvement"},
+		{"negative improvement", func(c *Config) { c.Loop.MinImprovement = -0.1 }, "loop.min_improvement"},
 		{"no reviews", func(c *Config) { c.Review.MaxReviews = 0 }, ""},
 		{"negative reviews", func(c *Config) { c.Review.MaxReviews = -1 }, "review.max_reviews"},
 		{"no models", func(c *Config) { c.Review.Models = " , " }, "review.models"},

@@ -322,6 +322,17 @@ func fromYAML(kd kind, v any) (any, error) {
 				return d, nil
 			}
 		}
+	case kindFloat:
+		switch n := v.(type) {
+		case float64:
+			return n, nil
+		case int:
+			return float64(n), nil
+		case int64:
+			return float64(n), nil
+		case uint64:
+			return float64(n), nil
+		}
 	}
 	return nil, errors.New(wantText(kd, describe(v)))
 }
@@ -341,6 +352,8 @@ func fromString(kd kind, s string) (any, error) {
 		v = s
 	case kindDuration:
 		v, err = time.ParseDuration(strings.TrimSpace(s))
+	case kindFloat:
+		v, err = strconv.ParseFloat(strings.TrimSpace(s), 64)
 	}
 	if err != nil {
 		return nil, errors.New(wantText(kd, strconv.Quote(s)))
@@ -358,6 +371,8 @@ func wantText(kd kind, got string) string {
 		return "want a string, got " + got
 	case kindDuration:
 		return `want a duration with a unit such as "10s" or "1m30s", got ` + got
+	case kindFloat:
+		return "want a number, got " + got
 	}
 	return "unexpected value " + got
 }

@@ -123,6 +123,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"bare number for duration", "hook:\n  budget:\n    stop: 15\n", []string{`config key "hook.budget.stop"`, "want a duration"}},
 		{"bad duration", "hook:\n  start_timeout: soon\n", []string{`config key "hook.start_timeout"`, "want a duration", `"soon"`}},
 		{"word for bool", "queue:\n  git_commit_check: yes\n", []string{`config key "queue.git_commit_check"`, "want true or false"}},
+		{"word for number", "loop:\n  success_pass_rate: high\n", []string{`config key "loop.success_pass_rate"`, "want a number", `"high"`}},
 		{"int for string", "log:\n  level: 3\n", []string{`config key "log.level"`, "want a string"}},
 		{"null value", "log:\n  level:\n", []string{`config key "log.level"`, "got nothing"}},
 		{"list for int", "log:\n  max_backups: [1, 2]\n", []string{`config key "log.max_backups"`, "a list"}},
@@ -204,6 +205,9 @@ func TestLoadEnv(t *testing.T) {
 		{"unknown variable named after a section", []string{"DROVER_QUEUE=5"}, nil, []string{"DROVER_QUEUE"}},
 		{"bad int", []string{"DROVER_QUEUE_MAX_ITERATIONS=many"}, nil, []string{"DROVER_QUEUE_MAX_ITERATIONS", "queue.max_iterations", "want an integer"}},
 		{"bad duration", []string{"DROVER_HOOK_BUDGET_STOP=15"}, nil, []string{"DROVER_HOOK_BUDGET_STOP", "want a duration"}},
+		{"number", []string{"DROVER_LOOP_MIN_IMPROVEMENT=0.02"}, func(c Config) bool { return c.Loop.MinImprovement == 0.02 }, nil},
+		{"bad number", []string{"DROVER_LOOP_SUCCESS_PASS_RATE=most"}, nil, []string{"DROVER_LOOP_SUCCESS_PASS_RATE", "want a number"}},
+		{"number out of range", []string{"DROVER_LOOP_SUCCESS_PASS_RATE=95"}, nil, []string{"loop.success_pass_rate", "at most 1"}},
 		{"out of range", []string{"DROVER_HOOK_BUDGET_STOP=31s"}, nil, []string{"hook.budget.stop"}},
 		{"several unknown", []string{"DROVER_A=1", "DROVER_B=2"}, nil, []string{"DROVER_A", "DROVER_B"}},
 	}
@@ -306,5 +310,27 @@ func TestDefaultSources(t *testing.T) {
 				t.Errorf("DefaultSources() = %+v: environ not passed through or flags set", src)
 			}
 		})
+	}
+}
+
+// TestLoadNumbers: the convergence thresholds are numbers in every layer;
+// a whole number in YAML is a number too.
+func TestLoadNumbers(t *testing.T) {
+	dir := t.TempDir()
+	project := writeFile(t, dir, "project.yaml", "loop:\n  success_pass_rate: 1\n  min_improvement: 0.1\n  require_lint_clean: true\n")
+	c, err := Load(Sources{ProjectFile: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Loop.SuccessPassRate != 1 || c.Loop.MinImprovement != 0.1 || !c.Loop.RequireLintClean {
+		t.Errorf("from the file: %+v", c.Loop)
+	}
+	th := c.Thresholds()
+	if th.SuccessPassRate != 1 || th.MinImprovement != 0.1 || !th.RequireLintClean || th.PlateauWindow != 3 || th.ThrashRepeats != 3 || th.MinToolCalls != 10 {
+		t.Errorf("Thresholds() = %+v", th)
+	}
+	c, err = Load(Sources{ProjectFile: project, Flags: flagSet(t, "--loop.success_pass_rate=0.9")})
+	if err != nil || c.Loop.SuccessPassRate != 0.9 {
+		t.Errorf("flag: %v %v", c.Loop.SuccessPassRate, err)
 	}
 }

@@ -43,6 +43,10 @@ type Record struct {
 	// LoopCheckpoint is the consensus of the last checkpoint review, kept
 	// until it has gone into a block reason.
 	LoopCheckpoint string `json:"loop_checkpoint,omitempty"`
+	// LoopFindings is the consensus of the last checkpoint review, kept
+	// after delivery: the open findings the context snapshot puts back
+	// after a compaction.
+	LoopFindings string `json:"loop_findings,omitempty"`
 	// Plan is the session's plan workflow state (one plan at a time).
 	Plan      plan.State `json:"plan"`
 	CreatedAt time.Time  `json:"created_at"`

@@ -92,6 +92,12 @@ type Iteration struct {
 	// AssistantMessages counts distinct assistant messages with text or tool
 	// calls.
 	AssistantMessages int
+	// EndsOnText is true when the part's last assistant text, tool call or
+	// tool result is assistant text: the turn ended on words, with no tool
+	// call after them. A transcript the CLI has not finished writing ends
+	// on a call or a result (or on nothing), and its LastAssistantText is
+	// not the turn's final message.
+	EndsOnText bool
 
 	// Compacted is true when a compaction happened inside this part.
 	Compacted bool
@@ -192,6 +198,7 @@ func (a *accumulator) add(ev Event) {
 	}
 	switch ev.Kind {
 	case AssistantText:
+		a.it.EndsOnText = true
 		if ev.MessageID != "" && ev.MessageID == a.textMsgID {
 			a.it.LastAssistantText += "\n" + ev.Text
 		} else {
@@ -200,8 +207,10 @@ func (a *accumulator) add(ev Event) {
 		a.it.LastAssistantText, _ = clip(a.it.LastAssistantText, MaxText/4, MaxText-MaxText/4)
 		a.textMsgID = ev.MessageID
 	case ToolUse:
+		a.it.EndsOnText = false
 		a.addCall(ev)
 	case ToolResult:
+		a.it.EndsOnText = false
 		a.addResult(ev)
 	case CompactBoundary:
 		a.it.Compacted = true

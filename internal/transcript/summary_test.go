@@ -199,6 +199,35 @@ func TestSummarizeResetsAtEachBoundary(t *testing.T) {
 	}
 }
 
+// TestSummarizeEndsOnText: only a part whose last text, call or result is
+// assistant text ended on its final message.
+func TestSummarizeEndsOnText(t *testing.T) {
+	const (
+		prompt = `{"type":"user","message":{"content":"go"}}` + "\n"
+		text   = `{"type":"assistant","message":{"id":"m1","content":[{"type":"text","text":"Done.\n<promise>DONE</promise>"}]}}` + "\n"
+		call   = `{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"go test ./..."}}]}}` + "\n"
+		result = `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"ok"}]}}` + "\n"
+		both   = `{"type":"assistant","message":{"id":"m3","content":[{"type":"text","text":"Running the tests."},{"type":"tool_use","id":"t2","name":"Bash","input":{"command":"go test"}}]}}` + "\n"
+	)
+	tests := []struct {
+		name  string
+		input string
+		want  bool
+	}{
+		{"nothing yet", prompt, false},
+		{"final text", prompt + call + result + text, true},
+		{"text then a call", prompt + text + call, false},
+		{"text then a result", prompt + text + call + result, false},
+		{"text and a call in one message", prompt + both, false},
+		{"a call with no text", prompt + call, false},
+	}
+	for _, tt := range tests {
+		if got := summarize(t, tt.input, SinceIteration).EndsOnText; got != tt.want {
+			t.Errorf("%s: EndsOnText = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
 // TestSummarizeResumesFromOffset: reading from the boundary's offset gives
 // the same iteration as reading the whole file, so a caller can skip what
 // it has read before.

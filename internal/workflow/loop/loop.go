@@ -100,16 +100,26 @@ func Start(opts StartOptions, now time.Time) (State, error) {
 //     without that it blocks with the check results, as the promise is
 //     necessary, not sufficient. Otherwise the loop ends (Done) and the
 //     stop is allowed with a message for the user.
+//   - convergence: a converged_success status ends the loop (Converged)
+//     when f.EndOnConverged is set and the loop does not require checks:
+//     with --require-checks only the promise and passing checks end it, as
+//     drover's metrics read from the transcript are not the user's checks.
+//     This comes before the budgets, as a kept promise does: done on the
+//     last iteration is done, not out of budget.
 //   - budgets: the iteration that just ended was the last one
 //     (max_iterations), the wall time since StartedAt (max_minutes), the
 //     spend (max_usd), or the convergence status budget_exhausted. The first
 //     spent one ends the loop; the stop is allowed with a message naming it.
-//     A converged_success status ends nothing: only a completion signal
-//     does.
+//   - stuck: a stuck_plateau or thrashing status extends the run of stuck
+//     iterations (State.StuckIterations; any other known status resets it).
+//     The first stuck iteration is routed to a new strategy (the default
+//     rules send it to the architect); once the run is longer than
+//     f.StuckLimit (not 0) iterations after that one, the loop ends (Stuck).
 //   - otherwise the iteration moves on and the stop is blocked with the
 //     continuation prompt: the task, the routed role's instructions and
-//     agent, the convergence status, the last reflection and the checkpoint
-//     review when there are any.
+//     agent, the convergence status (with what it means for the loop's
+//     end), the last reflection and the checkpoint review when there are
+//     any.
 //
 // A tracker that could not be read (f.TrackerErr) never blocks or ends
 // anything by itself: it adds a warning for the user to whatever the
@@ -126,6 +136,10 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 	}
 	if f.Status != "" {
 		next.LastStatus, next.LastStatusReason = f.Status, f.StatusReason
+		next.StuckIterations = 0
+		if isStuck(f.Status) {
+			next.StuckIterations = s.StuckIterations + 1
+		}
 	}
 	fail := func(err error) (State, hook.Output, error) {
 		return s, hook.Output{}, fmt.Errorf("loop stop hook: %w", err)
@@ -155,12 +169,30 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 		return next, hook.Output{SystemMessage: joinLines(warning, msg)}, nil
 	}
 
+	if f.EndOnConverged && !s.RequireChecks && f.Status == StatusConvergedSuccess {
+		next.Active, next.Outcome = false, Converged
+		msg, err := t.Render(templates.LoopConverged, Vars(next, f))
+		if err != nil {
+			return fail(err)
+		}
+		return next, hook.Output{SystemMessage: joinLines(warning, msg)}, nil
+	}
+
 	if outcome, detail := spent(next, f); outcome != Running {
 		next.Active, next.Outcome = false, outcome
 		vars := Vars(next, f)
 		vars["budget"] = string(outcome)
 		vars["budget_detail"] = detail
 		msg, err := t.Render(templates.LoopBudget, vars)
+		if err != nil {
+			return fail(err)
+		}
+		return next, hook.Output{SystemMessage: joinLines(warning, msg)}, nil
+	}
+
+	if f.StuckLimit > 0 && next.StuckIterations > f.StuckLimit {
+		next.Active, next.Outcome = false, Stuck
+		msg, err := t.Render(templates.LoopStuck, Vars(next, f))
 		if err != nil {
 			return fail(err)
 		}
@@ -210,6 +242,61 @@ func completion(s State, f Facts) string {
 		return "tracker"
 	}
 	return ""
+}
+
+// isStuck reports whether status is one of the stuck ones: the loop is
+// not getting anywhere with its current approach.
+func isStuck(status string) bool {
+	return status == StatusStuckPlateau || status == StatusThrashing
+}
+
+// statusEffect says what the convergence status means for the end of the
+// loop s is about to run an iteration of: the paragraph under the status
+// in the continuation prompt.
+func statusEffect(s State, f Facts) string {
+	switch {
+	case f.Status == StatusConvergedSuccess && s.RequireChecks:
+		return "drover's metrics say the task may be done, but this loop requires checks: if it is really done, end your final message with the completion promise so that the checks can confirm it."
+	case f.Status == StatusConvergedSuccess:
+		return "drover's metrics say the task may be done, but this loop ends only on your completion signal: if it is really done, finish."
+	case isStuck(f.Status) && f.StuckLimit > 0:
+		// The run of stuck iterations passes the limit, which ends the
+		// loop, at the stop that ends this iteration plus the limit less
+		// the run so far.
+		n := max(1, s.StuckIterations)
+		return fmt.Sprintf("The loop has been stuck for %s in a row: change your approach instead of repeating it. If it is still stuck when iteration %d ends, drover ends the loop.",
+			plural(n, "iteration"), s.Iteration+f.StuckLimit-n)
+	case isStuck(f.Status):
+		return "Change your approach instead of repeating it."
+	}
+	return ""
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return strconv.Itoa(n) + " " + what + "s"
+}
+
+// EndReason describes in words how an ended loop ended, for `drover loop
+// status`; it is empty for a loop still running.
+func EndReason(s State) string {
+	switch s.Outcome {
+	case Running:
+		return ""
+	case Done:
+		return "the agent signalled completion"
+	case MaxIterationsSpent, MaxMinutesSpent, MaxUSDSpent, BudgetExhausted:
+		return "its budget is spent (" + string(s.Outcome) + ")"
+	case Converged:
+		return "drover's metrics say it converged: " + s.LastStatusReason
+	case Stuck:
+		return fmt.Sprintf("it stayed stuck (%s) for %s in a row: %s", s.LastStatus, plural(s.StuckIterations, "iteration"), s.LastStatusReason)
+	case Cancelled:
+		return "the user cancelled it"
+	}
+	return string(s.Outcome)
 }
 
 // checksPassed reports whether the checks gate is open: checks are
@@ -323,8 +410,9 @@ func StartText(s State, f Facts, t templates.Set) (string, error) {
 
 // ContextSnapshot returns the text that brings the agent back into an
 // active loop after its context was compacted: the session, the iteration,
-// where the notes are, and the continuation prompt (task, role, last
-// status, last reflection). Facts may be partial here: a missing role or
+// where the notes are, the open findings of the last checkpoint review
+// (f.OpenFindings), and the continuation prompt (task, role, last status,
+// last reflection). Facts may be partial here: a missing role or
 // status is taken from what the last Stop saw. It is empty for an inactive
 // loop. The caller hands it to the agent as SessionStart(compact) context,
 // and may print it from PreCompact to steer what the summary keeps.
@@ -344,11 +432,16 @@ func ContextSnapshot(s State, f Facts, t templates.Set) (string, error) {
 	}
 	vars := Vars(s, f)
 	vars["loop_prompt"] = prompt
+	if strings.TrimSpace(f.OpenFindings) != "" {
+		if vars["findings_section"], err = t.Render(templates.LoopOpenFindings, vars); err != nil {
+			return "", fmt.Errorf("loop context snapshot: %w", err)
+		}
+	}
 	text, err := t.Render(templates.LoopCompact, vars)
 	if err != nil {
 		return "", fmt.Errorf("loop context snapshot: %w", err)
 	}
-	return text, nil
+	return tidy(text), nil
 }
 
 // CheckpointDue reports whether a checkpoint review falls due now that s,
@@ -406,13 +499,16 @@ func TrackerBody(s State, f Facts, t templates.Set) (string, error) {
 //	require_checks (yes or no), checks_summary,
 //	role (the routed role, else the last, else developer),
 //	agent_name (Facts.AgentName, else drover:<role> for a shipped role),
-//	status, status_reason, reflection, checkpoint_consensus,
+//	status, status_reason, status_effect (what the status means for the
+//	loop's end), stuck_iterations (the run of stuck iterations),
+//	stuck_limit, reflection, checkpoint_consensus, open_findings,
 //	tracker_error.
 //
 // Free text from other packages is clipped to keep the prompt within the
 // hook output cap. The composed pieces (role_prompt, the *_section ones,
 // loop_prompt, completed_by, checks_result, budget, budget_detail) are set
-// by the decision that needs them, and are empty here.
+// by the decision that needs them (findings_section by ContextSnapshot),
+// and are empty here.
 func Vars(s State, f Facts) map[string]string {
 	role := f.Role
 	if role == "" {
@@ -460,11 +556,16 @@ func Vars(s State, f Facts) map[string]string {
 		"status_reason":        clip(f.StatusReason, maxStatusReason),
 		"reflection":           clip(f.Reflection, maxReflection),
 		"checkpoint_consensus": clip(f.CheckpointConsensus, maxConsensus),
+		"open_findings":        clip(f.OpenFindings, maxConsensus),
+		"status_effect":        statusEffect(s, f),
+		"stuck_iterations":     strconv.Itoa(s.StuckIterations),
+		"stuck_limit":          strconv.Itoa(f.StuckLimit),
 		"tracker_error":        trackerErr,
 		"role_prompt":          "",
 		"status_section":       "",
 		"reflection_section":   "",
 		"checkpoint_section":   "",
+		"findings_section":     "",
 	}
 }
 

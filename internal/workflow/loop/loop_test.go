@@ -73,8 +73,13 @@ func formatOutput(out hook.Output) string {
 }
 
 func formatState(s State) string {
-	return fmt.Sprintf("active=%v iteration=%d/%d outcome=%q role=%q status=%q cost=%.2f",
+	out := fmt.Sprintf("active=%v iteration=%d/%d outcome=%q role=%q status=%q cost=%.2f",
 		s.Active, s.Iteration, s.MaxIterations, s.Outcome, s.LastRole, s.LastStatus, s.CostUSD)
+	if s.StuckIterations > 0 {
+		// Only when set, so that the goldens of loops never stuck stay.
+		out += fmt.Sprintf(" stuck=%d", s.StuckIterations)
+	}
+	return out
 }
 
 // running is an active loop on iteration it of max, started at t0.
@@ -96,6 +101,10 @@ func spentUSD(v float64) func(*State) {
 	return func(s *State) { s.CostUSD = v }
 }
 func requireChecks(s *State) { s.RequireChecks = true }
+func last(st, reason string) func(*State) {
+	return func(s *State) { s.LastStatus, s.LastStatusReason = st, reason }
+}
+func stuckFor(n int) func(*State) { return func(s *State) { s.StuckIterations = n } }
 func inactive(o Outcome) func(*State) {
 	return func(s *State) { s.Active, s.Outcome = false, o }
 }
@@ -133,6 +142,8 @@ func role(r string) func(*Facts)       { return func(f *Facts) { f.Role = r } }
 func reflection(r string) func(*Facts) { return func(f *Facts) { f.Reflection = r } }
 func consensus(c string) func(*Facts)  { return func(f *Facts) { f.CheckpointConsensus = c } }
 func checkpointRunning(f *Facts)       { f.CheckpointDue = true }
+func endOnConverged(f *Facts)          { f.EndOnConverged = true }
+func stuckLimit(n int) func(*Facts)    { return func(f *Facts) { f.StuckLimit = n } }
 
 const (
 	kept      = "The parser now handles unicode; all tests pass.\n\n<promise>DONE</promise>"
@@ -140,6 +151,7 @@ const (
 	tooShort  = "Still working on the lexer."
 	plateauRs = "test pass rate 0.70 → 0.72 over the last 3 iterations"
 	reflText  = "Approach: byte-indexed lexer. Worked: ASCII cases. Failed: multi-byte runes split across tokens."
+	convRs    = "test pass rate 0.95 (19 of 20) meets the success threshold 0.95"
 	consText  = "2 of 3 reviewers: the lexer indexes bytes, not runes; switch to utf8.DecodeRuneInString."
 )
 
@@ -313,18 +325,68 @@ func TestStop(t *testing.T) {
 
 		// Convergence, roles, reflections, checkpoints.
 		{
-			name: "converged_success without a promise goes on", in: running(4, 20), facts: facts(said(tooShort), status(StatusConvergedSuccess, "pass rate 0.95, lint 0.90, build ok")),
-			want: func() State {
-				s := running(5, 20)
-				s.LastStatus, s.LastStatusReason = StatusConvergedSuccess, "pass rate 0.95, lint 0.90, build ok"
-				return s
-			}(), kind: "block", has: []string{"## Convergence: converged_success", "only your completion signal does"},
+			name: "converged_success with end_on_converged off goes on", in: running(4, 20), facts: facts(said(tooShort), status(StatusConvergedSuccess, convRs)),
+			want: running(5, 20, last(StatusConvergedSuccess, convRs)), kind: "block", has: []string{"## Convergence: converged_success", "ends only on your completion signal"},
+		},
+		{
+			name: "converged_success ends the loop", in: running(4, 20), facts: facts(said(tooShort), status(StatusConvergedSuccess, convRs), endOnConverged),
+			want: running(4, 20, last(StatusConvergedSuccess, convRs), inactive(Converged)), kind: "allow",
+			has: []string{"Ended the loop in session s1 after 4 iteration(s)", "drover's metrics say it converged (" + convRs + ")", "loop.end_on_converged"},
+		},
+		{
+			name: "converged_success on the last iteration is converged, not a spent budget", in: running(5, 5), facts: facts(said(tooShort), status(StatusConvergedSuccess, convRs), endOnConverged),
+			want: running(5, 5, last(StatusConvergedSuccess, convRs), inactive(Converged)), kind: "allow", not: []string{"budget"},
+		},
+		{
+			name: "converged_success with required checks goes on to the promise", in: running(4, 20, requireChecks), facts: facts(said(tooShort), status(StatusConvergedSuccess, convRs), endOnConverged),
+			want: running(5, 20, requireChecks, last(StatusConvergedSuccess, convRs)), kind: "block", has: []string{"this loop requires checks", "<promise>DONE</promise>"},
+		},
+		{
+			name: "a kept promise beats converged_success", in: running(4, 20), facts: facts(said(kept), status(StatusConvergedSuccess, convRs), endOnConverged),
+			want: running(4, 20, last(StatusConvergedSuccess, convRs), inactive(Done)), kind: "allow", has: []string{"Loop done"},
+		},
+		{
+			name: "first stuck iteration goes to the architect with the end in sight", in: running(6, 20),
+			facts: facts(said(tooShort), status(StatusStuckPlateau, plateauRs), role(RoleArchitect), stuckLimit(3)),
+			want:  running(7, 20, last(StatusStuckPlateau, plateauRs), stuckFor(1), func(s *State) { s.LastRole = RoleArchitect }), kind: "block",
+			has: []string{"stuck for 1 iteration in a row", "If it is still stuck when iteration 9 ends, drover ends the loop."},
+		},
+		{
+			name: "stuck within the limit goes on", in: running(8, 20, stuckFor(2)),
+			facts: facts(said(tooShort), status(StatusThrashing, "same error hash 3 times"), stuckLimit(3)),
+			want:  running(9, 20, last(StatusThrashing, "same error hash 3 times"), stuckFor(3)), kind: "block",
+			has: []string{"## Convergence: thrashing", "stuck for 3 iterations in a row", "If it is still stuck when iteration 9 ends"},
+		},
+		{
+			name: "stuck past the limit ends the loop", in: running(9, 20, stuckFor(3)),
+			facts: facts(said(tooShort), status(StatusThrashing, "same error hash 3 times"), stuckLimit(3)),
+			want:  running(9, 20, last(StatusThrashing, "same error hash 3 times"), stuckFor(4), inactive(Stuck)), kind: "allow",
+			has: []string{"Ended the loop in session s1 after 9 iteration(s): it stayed thrashing for 4 iterations in a row, more than loop.stuck_limit (3)", "same error hash 3 times"},
+		},
+		{
+			name: "stuck_limit 0 never ends a stuck loop", in: running(9, 20, stuckFor(30)),
+			facts: facts(said(tooShort), status(StatusStuckPlateau, plateauRs)),
+			want:  running(10, 20, last(StatusStuckPlateau, plateauRs), stuckFor(31)), kind: "block",
+			has: []string{"Change your approach"}, not: []string{"drover ends the loop"},
+		},
+		{
+			name: "progress resets the stuck run", in: running(9, 20, stuckFor(3)),
+			facts: facts(said(tooShort), status(StatusProgressing, "test pass rate rose from 0.50 to 0.70"), stuckLimit(3)),
+			want:  running(10, 20, last(StatusProgressing, "test pass rate rose from 0.50 to 0.70")), kind: "block",
+		},
+		{
+			name: "no status keeps the stuck run", in: running(9, 20, stuckFor(3)), facts: facts(said(tooShort), stuckLimit(3)),
+			want: running(10, 20, stuckFor(3)), kind: "block",
+		},
+		{
+			name: "a spent budget beats stuck", in: running(5, 5, stuckFor(3)), facts: facts(said(tooShort), status(StatusStuckPlateau, plateauRs), stuckLimit(3)),
+			want: running(5, 5, last(StatusStuckPlateau, plateauRs), stuckFor(4), inactive(MaxIterationsSpent)), kind: "allow", has: []string{"max_iterations"},
 		},
 		{
 			name: "stuck plateau routed to the architect with reflection and consensus", in: running(6, 20),
 			facts: facts(said(tooShort), status(StatusStuckPlateau, plateauRs), role(RoleArchitect), reflection(reflText), consensus(consText)),
 			want: func() State {
-				s := running(7, 20)
+				s := running(7, 20, stuckFor(1))
 				s.LastRole, s.LastStatus, s.LastStatusReason = RoleArchitect, StatusStuckPlateau, plateauRs
 				return s
 			}(), kind: "block",
@@ -634,7 +696,12 @@ func TestContextSnapshot(t *testing.T) {
 		{
 			name: "fresh facts win over the last stop", in: running(4, 20, withLast), facts: facts(role(RoleArchitect), status(StatusStuckPlateau, plateauRs), reflection(reflText)),
 			has: []string{"## Role: architect", "## Convergence: stuck_plateau", reflText},
-			not: []string{"same error hash 3 times"},
+			not: []string{"same error hash 3 times", "## Open findings"},
+		},
+		{
+			name: "open findings of the last checkpoint", in: running(7, 20, withLast, stuckFor(2)), facts: facts(stuckLimit(3), func(f *Facts) { f.OpenFindings = consText }),
+			has: []string{"## Open findings", consText, "## Role: debugger", "stuck for 2 iterations in a row", "If it is still stuck when iteration 8 ends"},
+			not: []string{"## Checkpoint review"},
 		},
 	}
 	for _, tt := range tests {
@@ -774,6 +841,25 @@ func TestVars(t *testing.T) {
 	noTime := Vars(State{}, Facts{})
 	if noTime["elapsed_minutes"] != "0" || noTime["started_at"] != "" {
 		t.Errorf("vars of no loop: elapsed %q started %q", noTime["elapsed_minutes"], noTime["started_at"])
+	}
+}
+
+func TestEndReason(t *testing.T) {
+	tests := []struct {
+		s    State
+		want string
+	}{
+		{running(3, 5), ""},
+		{running(3, 5, inactive(Done)), "the agent signalled completion"},
+		{running(5, 5, inactive(MaxIterationsSpent)), "its budget is spent (max_iterations)"},
+		{running(4, 20, last(StatusConvergedSuccess, convRs), inactive(Converged)), "drover's metrics say it converged: " + convRs},
+		{running(9, 20, last(StatusThrashing, "same error hash 3 times"), stuckFor(4), inactive(Stuck)), "it stayed stuck (thrashing) for 4 iterations in a row: same error hash 3 times"},
+		{running(2, 5, inactive(Cancelled)), "the user cancelled it"},
+	}
+	for _, tt := range tests {
+		if got := EndReason(tt.s); got != tt.want {
+			t.Errorf("EndReason(%s) = %q, want %q", formatState(tt.s), got, tt.want)
+		}
 	}
 }
 

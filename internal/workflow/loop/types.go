@@ -29,19 +29,27 @@ const (
 	MaxUSDSpent        Outcome = "max_usd"
 	// BudgetExhausted: the convergence status said budget_exhausted.
 	BudgetExhausted Outcome = "budget_exhausted"
+	// Converged: the convergence status said converged_success and the
+	// loop ends on convergence (Facts.EndOnConverged, no --require-checks).
+	Converged Outcome = "converged"
+	// Stuck: the loop stayed stuck_plateau or thrashing for more than
+	// Facts.StuckLimit iterations in a row after it first got stuck.
+	Stuck Outcome = "stuck"
 	// Cancelled: the user stopped the loop.
 	Cancelled Outcome = "cancelled"
 )
 
 // The convergence statuses this package acts on or names in its prompts.
-// The convergence package decides them; only StatusBudgetExhausted changes
-// what Stop does.
+// The convergence package decides them; budget_exhausted ends a loop,
+// converged_success may end one, and stuck_plateau and thrashing end one
+// that stays stuck too long (see Stop).
 const (
 	StatusConvergedSuccess = "converged_success"
 	StatusStuckPlateau     = "stuck_plateau"
 	StatusThrashing        = "thrashing"
 	StatusExploring        = "exploring"
 	StatusBudgetExhausted  = "budget_exhausted"
+	StatusProgressing      = "progressing"
 )
 
 // The roles the plugin ships an agent and a prompt for. The router may
@@ -76,6 +84,9 @@ type State struct {
 	LastStatusReason string `json:"last_status_reason,omitempty"`
 	// CostUSD is the largest spend reported so far.
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// StuckIterations counts the iterations in a row whose convergence
+	// status was stuck_plateau or thrashing, the last one included.
+	StuckIterations int `json:"stuck_iterations,omitempty"`
 
 	Outcome Outcome `json:"outcome,omitempty"`
 }
@@ -114,6 +125,16 @@ type Facts struct {
 	TrackerErr      error
 
 	Now time.Time
+
+	// EndOnConverged is loop.end_on_converged: a converged_success status
+	// ends a loop that does not require checks. StuckLimit is
+	// loop.stuck_limit: how many iterations a loop may stay stuck
+	// (stuck_plateau or thrashing) after the one that first found it stuck,
+	// which the default rules route to the architect; 0 never ends a loop
+	// for being stuck.
+	EndOnConverged bool
+	StuckLimit     int
+
 	// CostUSD is the loop's spend so far, as measured; 0 when unknown.
 	CostUSD float64
 
@@ -141,4 +162,7 @@ type Facts struct {
 	// has.
 	CheckpointDue       bool
 	CheckpointConsensus string
+	// OpenFindings is the last checkpoint consensus, kept after it went
+	// into a block reason; ContextSnapshot puts it back after compaction.
+	OpenFindings string
 }

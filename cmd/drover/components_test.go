@@ -1,0 +1,222 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// seedComponentCase is one unit case of seed 004's test-cases.json for the
+// reflection generator, the convergence detector or the agent router, as
+// the convergence and router packages keep them in their testdata.
+type seedComponentCase struct {
+	ID             string            `json:"id"`
+	Target         string            `json:"target"`
+	StateFile      json.RawMessage   `json:"state_file"`
+	FillerCount    *int              `json:"filler_count"`
+	Transcript     []json.RawMessage `json:"transcript"`
+	PreReflections []json.RawMessage `json:"pre_reflections"`
+	MetricsHistory json.RawMessage   `json:"metrics_history"`
+	RoutingInput   json.RawMessage   `json:"routing_input"`
+	Checks         map[string]any    `json:"checks"`
+}
+
+func loadSeedComponentCases(t *testing.T, path string) []seedComponentCase {
+	t.Helper()
+	var doc struct {
+		TestCases []seedComponentCase `json:"test_cases"`
+	}
+	if err := readJSONFile(path, &doc); err != nil {
+		t.Fatal(err)
+	}
+	return doc.TestCases
+}
+
+// seedTranscriptJSONL writes the transcript seed 004's run-unit.sh
+// generates: filler_count (default 10) Write calls, then the case's tool
+// calls, each an assistant entry with one tool_use block. The seed
+// smuggles a Bash call's output in input.output_hint; here it also
+// becomes the call's tool_result, flagged is_error, as Claude Code writes
+// a failing command (the convergence package's seed test does the same).
+func seedTranscriptJSONL(t *testing.T, c seedComponentCase) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	line := func(v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(append(b, '\n'))
+	}
+	tool := func(name string, input any) {
+		line(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{
+			map[string]any{"type": "tool_use", "name": name, "input": input},
+		}}})
+	}
+	filler := 10
+	if c.FillerCount != nil {
+		filler = *c.FillerCount
+	}
+	for i := range filler {
+		tool("Write", map[string]any{"file_path": fmt.Sprintf("/project/filler%d.ts", i), "content": "// filler"})
+	}
+	for _, raw := range c.Transcript {
+		var call struct {
+			Tool  string         `json:"tool"`
+			Input map[string]any `json:"input"`
+		}
+		if err := json.Unmarshal(raw, &call); err != nil {
+			t.Fatal(err)
+		}
+		tool(call.Tool, call.Input)
+		if hint, ok := call.Input["output_hint"].(string); ok {
+			line(map[string]any{"type": "user", "message": map[string]any{"content": []any{
+				map[string]any{"type": "tool_result", "content": "Exit code 1\n" + hint, "is_error": true},
+			}}})
+		}
+	}
+	return buf.Bytes()
+}
+
+// TestSeedComponentCases replays seed 004's reflection, convergence and
+// routing cases through drover reflect, drover converge and drover route,
+// laying out the files as the seed's runner does (a state file only when
+// the case has one, prior reflections as iteration-N.json), and evaluates
+// the seed's checks on what the commands write.
+func TestSeedComponentCases(t *testing.T) {
+	cases := loadSeedComponentCases(t, filepath.Join("..", "..", "convergence", "testdata", "seed004_cases.json"))
+	cases = append(cases, loadSeedComponentCases(t, filepath.Join("..", "..", "router", "testdata", "seed004_cases.json"))...)
+	p := newProj(t)
+	ran := map[string]int{}
+	for _, c := range cases {
+		if c.Target != "reflection-generator" && c.Target != "convergence-detector" && c.Target != "agent-router" {
+			continue
+		}
+		t.Run(c.ID, func(t *testing.T) {
+			dir := t.TempDir()
+			write := func(name string, data []byte) string {
+				path := filepath.Join(dir, name)
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return path
+			}
+			state := filepath.Join(dir, ".claude", "dev-loop.local.json")
+			if len(c.StateFile) > 0 && string(c.StateFile) != "null" {
+				write(filepath.Join(".claude", "dev-loop.local.json"), c.StateFile)
+			}
+			reflections := filepath.Join(dir, "reflections")
+			if err := os.MkdirAll(reflections, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range c.PreReflections {
+				var it struct {
+					Iteration int `json:"iteration"`
+				}
+				if err := json.Unmarshal(r, &it); err != nil {
+					t.Fatal(err)
+				}
+				write(filepath.Join("reflections", fmt.Sprintf("iteration-%d.json", it.Iteration)), r)
+			}
+
+			var r result
+			var out map[string]any
+			switch c.Target {
+			case "reflection-generator":
+				transcript := write("transcript.jsonl", seedTranscriptJSONL(t, c))
+				r = p.drover("", "reflect", "--transcript", transcript, "--state", state, "--reflections-dir", reflections)
+			case "convergence-detector":
+				metrics := write("metrics-history.json", c.MetricsHistory)
+				outPath := filepath.Join(dir, "convergence-output.json")
+				r = p.drover("", "converge", "--metrics", metrics, "--state", state, "--output", outPath)
+				if r.code == 0 {
+					if err := readJSONFile(outPath, &out); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case "agent-router":
+				in := write("routing-input.json", c.RoutingInput)
+				outPath := filepath.Join(dir, "router-output.json")
+				r = p.drover("", "route", "--input", in, "--output", outPath)
+				if r.code == 0 {
+					if err := readJSONFile(outPath, &out); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			ran[c.Target]++
+
+			// The reflection of the case's iteration, if one was written.
+			var refl map[string]any
+			var reflErr error
+			var iteration struct {
+				Iteration int `json:"iteration"`
+			}
+			if len(c.StateFile) > 0 {
+				_ = json.Unmarshal(c.StateFile, &iteration)
+			}
+			reflPath := filepath.Join(reflections, fmt.Sprintf("iteration-%d.json", iteration.Iteration))
+			_, statErr := os.Stat(reflPath)
+			if c.Target == "reflection-generator" && statErr == nil {
+				reflErr = readJSONFile(reflPath, &refl)
+			}
+
+			for check, want := range c.Checks {
+				switch check {
+				case "exit_code_is":
+					if float64(r.code) != want.(float64) {
+						t.Errorf("%s: exit %d, want %v\nstderr: %s", check, r.code, want, r.stderr)
+					}
+				case "reflection_file_exists":
+					if (statErr == nil) != want.(bool) {
+						t.Errorf("%s: %s exists = %v, want %v (stdout %q)", check, reflPath, statErr == nil, want, r.stdout)
+					}
+				case "reflection_valid_json":
+					if statErr != nil || reflErr != nil {
+						t.Errorf("%s: %v %v", check, statErr, reflErr)
+					}
+				case "reflection_has_field", "reflection_has_field_2":
+					if _, ok := refl[want.(string)]; !ok {
+						t.Errorf("%s: no field %q in %v", check, want, refl)
+					}
+				case "reflection_thrashing_is":
+					if refl["thrashing"] != want {
+						t.Errorf("%s: thrashing = %v, want %v", check, refl["thrashing"], want)
+					}
+				case "reflection_references_prior":
+					if s, _ := refl["prior_iterations_summary"].(string); len(s) <= 10 {
+						t.Errorf("%s: prior_iterations_summary = %q", check, s)
+					}
+				case "reflection_schema_valid":
+					for _, f := range []string{"approach", "successes", "failures"} {
+						if _, ok := refl[f]; !ok {
+							t.Errorf("%s: missing %q in %v", check, f, refl)
+						}
+					}
+				case "convergence_status_is":
+					if out["status"] != want || out["reason"] == "" {
+						t.Errorf("%s: %v, want status %v with a reason", check, out, want)
+					}
+				case "routed_agent_is":
+					if out["agent"] != want || out["role"] != strings.TrimPrefix(want.(string), "dev:") {
+						t.Errorf("%s: %v, want agent %v", check, out, want)
+					}
+				default:
+					t.Errorf("unknown check %s", check)
+				}
+			}
+		})
+	}
+	for target, want := range map[string]int{"reflection-generator": 6, "convergence-detector": 5, "agent-router": 3} {
+		if ran[target] != want {
+			t.Errorf("%d %s cases ran, want the seed's %d", ran[target], target, want)
+		}
+	}
+}
