@@ -190,6 +190,7 @@ func (a *sessionActor) loopFacts() loop.Facts {
 	return loop.Facts{
 		SessionID: a.id, TrackerPath: a.trackerPath(), Now: a.env.now(),
 		EndOnConverged: cfg.Loop.EndOnConverged, StuckLimit: cfg.Loop.StuckLimit,
+		ConvergedStreak: cfg.Loop.ConvergedStreak,
 	}
 }
 

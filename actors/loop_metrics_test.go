@@ -151,7 +151,18 @@ func TestLoopEndsOnConvergence(t *testing.T) {
 			f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, RequireChecks: tc.require})
 			msg := "The parser tests ran."
 			path := testTranscript(t, tc.output, msg)
-			res := f.ask("s1", &HandleHook{RequestID: "a", Event: hook.Stop, Input: hook.Input{SessionID: "s1", TranscriptPath: path, LastAssistantMessage: &msg}}).(*HookResult)
+			stop := func(id string) *HookResult {
+				return f.ask("s1", &HandleHook{RequestID: id, Event: hook.Stop, Input: hook.Input{SessionID: "s1", TranscriptPath: path, LastAssistantMessage: &msg}}).(*HookResult)
+			}
+			if !tc.active {
+				// loop.converged_streak (2): the first success goes on and
+				// says that one more ends the loop.
+				first := stop("first")
+				if first.Err != nil || !first.Output.IsBlock() || !strings.Contains(first.Output.Reason, "1 iteration from now, drover ends the loop") {
+					t.Fatalf("first success: block %v, err %v; want a block that names the end\n%s", first.Output.IsBlock(), first.Err, first.Output.Reason)
+				}
+			}
+			res := stop("a")
 			if res.Err != nil || res.Output.IsBlock() == !tc.active {
 				t.Fatalf("stop: block %v, err %v; want block %v\n%s%s", res.Output.IsBlock(), res.Err, tc.active, res.Output.Reason, res.Output.SystemMessage)
 			}

@@ -57,6 +57,7 @@ type Loop struct {
 	MinImprovement   float64 `koanf:"min_improvement" help:"rise in test pass rate (0 to 1) over loop.plateau_window iterations that counts as progress; less is stuck_plateau"`
 	RequireLintClean bool    `koanf:"require_lint_clean" help:"converged_success also needs the last lint run, if any, to be clean"`
 	EndOnConverged   bool    `koanf:"end_on_converged" help:"a converged_success status ends a loop that does not require checks (false: only the completion promise and the budgets end loops)"`
+	ConvergedStreak  int     `koanf:"converged_streak" help:"measured iterations in a row that must be converged_success before loop.end_on_converged ends the loop (at least 1; the default 2 keeps a first run of tests that already passed from ending it)"`
 	StuckLimit       int     `koanf:"stuck_limit" help:"iterations a loop may stay stuck_plateau or thrashing after the one that first found it stuck (routed to the architect) before drover ends it (0: never)"`
 	Routes           string  `koanf:"routes" help:"routing rules, first match wins, e.g. 'status=thrashing -> architect; last_outcome=tests_failed -> debugger; anything -> developer' (empty: the defaults)"`
 }
@@ -197,8 +198,9 @@ func Defaults() Config {
 			MinImprovement:  0.05,
 			// Seed 004's loop exits when its quality criteria are met
 			// (e2e-converge-exit-08), and the issue ends loops that are stuck.
-			EndOnConverged: true,
-			StuckLimit:     3,
+			EndOnConverged:  true,
+			ConvergedStreak: 2,
+			StuckLimit:      3,
 		},
 		Review: Review{
 			MaxReviews:  8,
@@ -344,6 +346,9 @@ func (c Config) Validate() error {
 		if !(p.v > 0 && p.v <= 1) {
 			bad(p.key, "must be above 0 and at most 1, got %v", p.v)
 		}
+	}
+	if c.Loop.ConvergedStreak < 1 {
+		bad("loop.converged_streak", "must be at least 1, got %d", c.Loop.ConvergedStreak)
 	}
 	if c.Loop.StuckLimit < 0 {
 		bad("loop.stuck_limit", "must not be negative (0 never ends a stuck loop), got %d", c.Loop.StuckLimit)

@@ -100,8 +100,10 @@ func Start(opts StartOptions, now time.Time) (State, error) {
 //     without that it blocks with the check results, as the promise is
 //     necessary, not sufficient. Otherwise the loop ends (Done) and the
 //     stop is allowed with a message for the user.
-//   - convergence: a converged_success status ends the loop (Converged)
-//     when f.EndOnConverged is set and the loop does not require checks:
+//   - convergence: a converged_success status that held for
+//     f.ConvergedStreak measured iterations in a row ends the loop
+//     (Converged) when f.EndOnConverged is set and the loop does not
+//     require checks:
 //     with --require-checks only the promise and passing checks end it, as
 //     drover's metrics read from the transcript are not the user's checks.
 //     This comes before the budgets, as a kept promise does: done on the
@@ -136,9 +138,12 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 	}
 	if f.Status != "" {
 		next.LastStatus, next.LastStatusReason = f.Status, f.StatusReason
-		next.StuckIterations = 0
+		next.StuckIterations, next.SuccessIterations = 0, 0
 		if isStuck(f.Status) {
 			next.StuckIterations = s.StuckIterations + 1
+		}
+		if f.Status == StatusConvergedSuccess {
+			next.SuccessIterations = s.SuccessIterations + 1
 		}
 	}
 	fail := func(err error) (State, hook.Output, error) {
@@ -169,7 +174,7 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 		return next, hook.Output{SystemMessage: joinLines(warning, msg)}, nil
 	}
 
-	if f.EndOnConverged && !s.RequireChecks && f.Status == StatusConvergedSuccess {
+	if f.EndOnConverged && !s.RequireChecks && f.Status == StatusConvergedSuccess && next.SuccessIterations >= max(1, f.ConvergedStreak) {
 		next.Active, next.Outcome = false, Converged
 		msg, err := t.Render(templates.LoopConverged, Vars(next, f))
 		if err != nil {
@@ -257,6 +262,11 @@ func statusEffect(s State, f Facts) string {
 	switch {
 	case f.Status == StatusConvergedSuccess && s.RequireChecks:
 		return "drover's metrics say the task may be done, but this loop requires checks: if it is really done, end your final message with the completion promise so that the checks can confirm it."
+	case f.Status == StatusConvergedSuccess && f.EndOnConverged:
+		// s is the state after the stop that measured the success, so the
+		// streak already counts it.
+		left := max(1, f.ConvergedStreak) - s.SuccessIterations
+		return fmt.Sprintf("drover's metrics say the task may be done: if they still say so %s from now, drover ends the loop. If it is really done, finish with your completion signal.", plural(max(1, left), "iteration"))
 	case f.Status == StatusConvergedSuccess:
 		return "drover's metrics say the task may be done, but this loop ends only on your completion signal: if it is really done, finish."
 	case isStuck(f.Status) && f.StuckLimit > 0:

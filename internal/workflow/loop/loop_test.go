@@ -105,6 +105,9 @@ func last(st, reason string) func(*State) {
 	return func(s *State) { s.LastStatus, s.LastStatusReason = st, reason }
 }
 func stuckFor(n int) func(*State) { return func(s *State) { s.StuckIterations = n } }
+func succeededFor(n int) func(*State) {
+	return func(s *State) { s.SuccessIterations = n }
+}
 func inactive(o Outcome) func(*State) {
 	return func(s *State) { s.Active, s.Outcome = false, o }
 }
@@ -144,6 +147,7 @@ func consensus(c string) func(*Facts)  { return func(f *Facts) { f.CheckpointCon
 func checkpointRunning(f *Facts)       { f.CheckpointDue = true }
 func endOnConverged(f *Facts)          { f.EndOnConverged = true }
 func stuckLimit(n int) func(*Facts)    { return func(f *Facts) { f.StuckLimit = n } }
+func streak(n int) func(*Facts)        { return func(f *Facts) { f.ConvergedStreak = n } }
 
 const (
 	kept      = "The parser now handles unicode; all tests pass.\n\n<promise>DONE</promise>"
@@ -326,24 +330,36 @@ func TestStop(t *testing.T) {
 		// Convergence, roles, reflections, checkpoints.
 		{
 			name: "converged_success with end_on_converged off goes on", in: running(4, 20), facts: facts(said(tooShort), status(StatusConvergedSuccess, convRs)),
-			want: running(5, 20, last(StatusConvergedSuccess, convRs)), kind: "block", has: []string{"## Convergence: converged_success", "ends only on your completion signal"},
+			want: running(5, 20, last(StatusConvergedSuccess, convRs), succeededFor(1)), kind: "block", has: []string{"## Convergence: converged_success", "ends only on your completion signal"},
 		},
 		{
 			name: "converged_success ends the loop", in: running(4, 20), facts: facts(said(tooShort), status(StatusConvergedSuccess, convRs), endOnConverged),
-			want: running(4, 20, last(StatusConvergedSuccess, convRs), inactive(Converged)), kind: "allow",
+			want: running(4, 20, last(StatusConvergedSuccess, convRs), succeededFor(1), inactive(Converged)), kind: "allow",
 			has: []string{"Ended the loop in session s1 after 4 iteration(s)", "drover's metrics say it converged (" + convRs + ")", "loop.end_on_converged"},
 		},
 		{
 			name: "converged_success on the last iteration is converged, not a spent budget", in: running(5, 5), facts: facts(said(tooShort), status(StatusConvergedSuccess, convRs), endOnConverged),
-			want: running(5, 5, last(StatusConvergedSuccess, convRs), inactive(Converged)), kind: "allow", not: []string{"budget"},
+			want: running(5, 5, last(StatusConvergedSuccess, convRs), succeededFor(1), inactive(Converged)), kind: "allow", not: []string{"budget"},
 		},
 		{
 			name: "converged_success with required checks goes on to the promise", in: running(4, 20, requireChecks), facts: facts(said(tooShort), status(StatusConvergedSuccess, convRs), endOnConverged),
-			want: running(5, 20, requireChecks, last(StatusConvergedSuccess, convRs)), kind: "block", has: []string{"this loop requires checks", "<promise>DONE</promise>"},
+			want: running(5, 20, requireChecks, last(StatusConvergedSuccess, convRs), succeededFor(1)), kind: "block", has: []string{"this loop requires checks", "<promise>DONE</promise>"},
 		},
 		{
 			name: "a kept promise beats converged_success", in: running(4, 20), facts: facts(said(kept), status(StatusConvergedSuccess, convRs), endOnConverged),
-			want: running(4, 20, last(StatusConvergedSuccess, convRs), inactive(Done)), kind: "allow", has: []string{"Loop done"},
+			want: running(4, 20, last(StatusConvergedSuccess, convRs), succeededFor(1), inactive(Done)), kind: "allow", has: []string{"Loop done"},
+		},
+		{
+			name: "a first converged_success under a streak of 2 goes on", in: running(4, 20), facts: facts(said(tooShort), status(StatusConvergedSuccess, convRs), endOnConverged, streak(2)),
+			want: running(5, 20, last(StatusConvergedSuccess, convRs), succeededFor(1)), kind: "block", has: []string{"## Convergence: converged_success", "if they still say so 1 iteration from now, drover ends the loop"},
+		},
+		{
+			name: "a second converged_success in a row under a streak of 2 ends the loop", in: running(5, 20, succeededFor(1)), facts: facts(said(tooShort), status(StatusConvergedSuccess, convRs), endOnConverged, streak(2)),
+			want: running(5, 20, last(StatusConvergedSuccess, convRs), succeededFor(2), inactive(Converged)), kind: "allow", has: []string{"drover's metrics say it converged"},
+		},
+		{
+			name: "another status breaks the success streak", in: running(5, 20, succeededFor(1)), facts: facts(said(tooShort), status(StatusExploring, "too little history"), endOnConverged, streak(2)),
+			want: running(6, 20, last(StatusExploring, "too little history")), kind: "block",
 		},
 		{
 			name: "first stuck iteration goes to the architect with the end in sight", in: running(6, 20),

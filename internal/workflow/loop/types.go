@@ -87,6 +87,9 @@ type State struct {
 	// StuckIterations counts the iterations in a row whose convergence
 	// status was stuck_plateau or thrashing, the last one included.
 	StuckIterations int `json:"stuck_iterations,omitempty"`
+	// SuccessIterations counts the measured iterations in a row whose
+	// convergence status was converged_success, the last one included.
+	SuccessIterations int `json:"success_iterations,omitempty"`
 
 	Outcome Outcome `json:"outcome,omitempty"`
 }
@@ -134,6 +137,12 @@ type Facts struct {
 	// for being stuck.
 	EndOnConverged bool
 	StuckLimit     int
+	// ConvergedStreak is loop.converged_streak: how many measured
+	// iterations in a row must be converged_success before that ends the
+	// loop. One passing run can be the tests that were already there before
+	// the work began; a second one after another iteration is convergence.
+	// Below 1 counts as 1.
+	ConvergedStreak int
 
 	// CostUSD is the loop's spend so far, as measured; 0 when unknown.
 	CostUSD float64
