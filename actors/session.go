@@ -12,6 +12,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/project"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/internal/tasks"
@@ -187,8 +188,8 @@ func (a *sessionActor) load() {
 func (a *sessionActor) sessionDir() string { return filepath.Join(a.env.SessionsDir, a.id) }
 
 // facts gathers what the queue workflow decides on. The git check runs
-// only when the answer can matter.
-func (a *sessionActor) facts(ctx context.Context, withGit bool) (queue.Facts, error) {
+// only when the answer can matter, in the work tree of cwd (see workTree).
+func (a *sessionActor) facts(ctx context.Context, withGit bool, cwd string) (queue.Facts, error) {
 	cfg := a.env.Config()
 	dir := a.sessionDir()
 	list, err := tasks.Scan(dir)
@@ -205,7 +206,7 @@ func (a *sessionActor) facts(ctx context.Context, withGit bool) (queue.Facts, er
 		GitCommitCheck: cfg.Queue.GitCommitCheck,
 	}
 	if withGit && cfg.Queue.GitCommitCheck {
-		dirty, files, err := a.env.Dirty(ctx, a.env.Root)
+		dirty, files, err := a.env.Dirty(ctx, a.workTree(cwd))
 		if err != nil {
 			// Not a git repository, or git failing: the gate cannot be
 			// checked, and a gate that cannot be checked must not wedge
@@ -215,6 +216,22 @@ func (a *sessionActor) facts(ctx context.Context, withGit bool) (queue.Facts, er
 		f.Dirty, f.DirtyFiles = dirty, files
 	}
 	return f, nil
+}
+
+// workTree is the work tree the commit gate checks for a hook whose input
+// names cwd: the top of cwd's work tree when it belongs to this project (a
+// linked worktree shares the main tree's supervisor, but its changes are
+// its own), else the project root. A cwd of another repository, or one that
+// no longer exists, must not move the gate out of the project.
+func (a *sessionActor) workTree(cwd string) string {
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		return a.env.Root
+	}
+	top, root, err := project.WorkTree(cwd)
+	if err != nil || root != filepath.Clean(a.env.Root) {
+		return a.env.Root
+	}
+	return top
 }
 
 func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) *HookResult {
@@ -282,7 +299,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 	}
 	switch m.Event {
 	case hook.Stop:
-		f, err := a.facts(ctx, a.rec.Queue.State == queue.On)
+		f, err := a.facts(ctx, a.rec.Queue.State == queue.On, m.Input.Cwd)
 		if err != nil {
 			return d, false, err
 		}
@@ -294,7 +311,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 		d.Output = out
 		return d, true, nil
 	case hook.UserPromptSubmit:
-		f, err := a.facts(ctx, false)
+		f, err := a.facts(ctx, false, "")
 		if err != nil {
 			return d, false, err
 		}
@@ -302,7 +319,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 		d.Output = out
 		return d, false, err
 	case hook.PreCompact:
-		f, err := a.facts(ctx, false)
+		f, err := a.facts(ctx, false, "")
 		if err != nil {
 			return d, false, err
 		}
@@ -312,7 +329,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 		if m.Input.Source != "compact" && m.Input.Source != "resume" {
 			return d, false, nil
 		}
-		f, err := a.facts(ctx, false)
+		f, err := a.facts(ctx, false, "")
 		if err != nil {
 			return d, false, err
 		}
@@ -404,7 +421,7 @@ func (a *sessionActor) command(m *Command) *CommandResult {
 			}
 			resp.Renamed = renamed
 		}
-		f, err := a.facts(ctx, false)
+		f, err := a.facts(ctx, false, "")
 		if err != nil {
 			return &CommandResult{Err: err}
 		}
