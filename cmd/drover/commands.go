@@ -149,14 +149,29 @@ and prints the decision JSON. It always exits 0: on any trouble of its own
 (bad input, no supervisor within the event's budget) it lets the agent go
 on and says why in a systemMessage.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			e, err := hook.ParseEvent(args[0])
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			var e hook.Event
+			// hookclient.Run recovers its own panics; this covers the rest
+			// of the command, since a panic exits 2, which blocks on Stop.
+			defer func() {
+				if r := recover(); r != nil {
+					res := hookclient.Recovered(e, r)
+					fmt.Fprintln(a.stderr, res.Problem)
+					fmt.Fprint(a.stdout, res.Stdout)
+					err = nil
+				}
+			}()
+			e, err = hook.ParseEvent(args[0])
 			if err != nil {
 				// Even a wrong event name must not block the agent.
 				fmt.Fprintf(a.stdout, "{\"systemMessage\":%q}\n", "drover: "+err.Error())
 				return nil
 			}
-			res := hookclient.Run(cmd.Context(), hookclient.Options{
+			runHook := a.hookRun
+			if runHook == nil {
+				runHook = hookclient.Run
+			}
+			res := runHook(cmd.Context(), hookclient.Options{
 				Event:   e,
 				Stdin:   a.stdin,
 				Getenv:  a.getenv,

@@ -146,3 +146,20 @@ func TestBadConfigStillDecidesWithDefaults(t *testing.T) {
 		t.Errorf("systemMessage does not name the bad key: %q", out.SystemMessage)
 	}
 }
+
+// A panic on the hook path must not escape: it would exit 2, which blocks
+// the agent on Stop.
+func TestPanicFailsOpen(t *testing.T) {
+	_, o := setup(t)
+	o.Stdin = strings.NewReader(`{"session_id":"s1"}`)
+	o.NewRequestID = func() string { panic("injected") }
+	o.Spawn = func(string, project.Paths) error { t.Fatal("spawned a supervisor after a panic"); return nil }
+	r := Run(context.Background(), o)
+	out := decode(t, r)
+	if !strings.Contains(out.SystemMessage, "panic: injected") || !strings.Contains(out.SystemMessage, "the stop hook") {
+		t.Errorf("systemMessage %q does not report the panic", out.SystemMessage)
+	}
+	if r.Problem == "" {
+		t.Error("Problem is empty after a panic")
+	}
+}
