@@ -256,8 +256,13 @@ func (a *app) startCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "start",
 		Short: "Start working through this session's queue",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "start") },
+		Long: `start turns this session's queue on at iteration 0 and prints the loop
+prompt for the first pending task. From then on every Stop hands the agent
+the next task until the queue is done, reviewed, or the iteration budget
+(queue.max_iterations) is spent. It fails when nothing is pending, and when
+the session runs a loop or a plan.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "start") },
 	}
 }
 
@@ -284,8 +289,12 @@ func (a *app) stopCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "stop",
 		Short: "Stop this session's queue; the agent may stop",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "stop") },
+		Long: `stop turns this session's queue off, keeping its task files and
+iteration count, so the next Stop is allowed. In a session that runs a loop
+it cancels the loop; in one that works on a plan it ends the plan's review
+loop. drover start picks the queue up again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "stop") },
 	}
 }
 
@@ -293,8 +302,10 @@ func (a *app) unstickCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "unstick",
 		Short: "Rename this session's .stuck.md tasks back to pending and restart the queue",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "unstick") },
+		Long: `unstick renames every task the agent marked stuck (NAME.stuck.md) in this
+session back to NAME.md and starts the queue again, as drover start does.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "unstick") },
 	}
 }
 
@@ -303,7 +314,13 @@ func (a *app) statusCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show every session of this project: workflow, state, iteration and tasks",
-		Args:  cobra.NoArgs,
+		Long: `status lists every session the project's supervisor knows: its workflow,
+state, iteration and its pending, done and stuck task counts, plus the
+number of quarantined store records. With --json it prints
+{"project","pid","sessions":[{"id","workflow","state","iteration","pending",
+"done","stuck","next_task","updated_at"}],"quarantined"}. In a project
+without .drover/state it says so without starting a supervisor.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := a.paths(g)
 			if err != nil {
@@ -405,7 +422,11 @@ func (a *app) templatesCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "templates",
 		Short: "Copy the built-in prompt templates to .drover/templates/ for editing",
-		Args:  cobra.NoArgs,
+		Long: `templates writes each built-in prompt and reminder to
+.drover/templates/NAME.md, keeping any file already there. drover uses a file
+in that directory instead of the built-in one from the next hook on;
+placeholders such as {{next_task}} and {{iteration}} are filled in.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := a.paths(g)
 			if err != nil {
