@@ -378,7 +378,8 @@ func (a *app) cleanupCmd(g *globalFlags) *cobra.Command {
 		Use:   "cleanup [DAYS]",
 		Short: "Remove session folders older than DAYS (default 7) that are finished; -f removes any old session",
 		Long: `cleanup removes .drover/sessions/<id>/ folders older than DAYS days (default 7).
-Without -f only finished sessions go: state off and every task .done.md (no
+Without -f only finished sessions go: no workflow running (no queue on or in
+review, no loop, no plan short of complete) and every task .done.md (no
 pending, no stuck). With -f every session older than DAYS goes, whatever its
 state.`,
 		Args: cobra.MaximumNArgs(1),

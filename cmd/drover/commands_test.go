@@ -135,13 +135,23 @@ func TestCleanup(t *testing.T) {
 	p.must("", "add", "--session", "finished", "a")
 	p.must("", "do", "--session", "active", "b")
 	p.must("", "add", "--session", "unfinished", "c")
+	// Sessions of the other workflows have no pending tasks, only their
+	// own files: an active loop or plan is protected by its state.
+	p.must("", "loop", "start", "--session", "looping", "keep going")
+	p.must("", "plan", "new", "--session", "planning", "demo")
+	sessions := filepath.Join(p.root, ".drover", "sessions")
+	if err := os.MkdirAll(filepath.Join(sessions, "planning"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sessions, "planning", "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// Finish the first session's task, and age every session folder.
 	fin := p.session("finished").NextTask
 	if err := os.Rename(fin, strings.TrimSuffix(fin, ".md")+".done.md"); err != nil {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-10 * 24 * time.Hour)
-	sessions := filepath.Join(p.root, ".drover", "sessions")
 	_ = filepath.Walk(sessions, func(path string, _ os.FileInfo, _ error) error {
 		if path != sessions {
 			_ = os.Chtimes(path, old, old)
@@ -153,7 +163,7 @@ func TestCleanup(t *testing.T) {
 	if !strings.Contains(out, "Deleted 1 session") {
 		t.Errorf("cleanup printed:\n%s", out)
 	}
-	for id, want := range map[string]bool{"finished": false, "active": true, "unfinished": true} {
+	for id, want := range map[string]bool{"finished": false, "active": true, "unfinished": true, "looping": true, "planning": true} {
 		_, err := os.Stat(filepath.Join(sessions, id))
 		if (err == nil) != want {
 			t.Errorf("after cleanup, session %s exists=%v, want %v", id, err == nil, want)
@@ -173,7 +183,7 @@ func TestCleanup(t *testing.T) {
 		t.Errorf("cleanup 30 -f printed:\n%s", out)
 	}
 	out = p.must("", "cleanup", "--force")
-	if !strings.Contains(out, "Deleted 2 session") {
+	if !strings.Contains(out, "Deleted 4 session") {
 		t.Errorf("cleanup -f printed:\n%s", out)
 	}
 	if r := p.drover("", "cleanup", "soon"); r.code == 0 || !strings.Contains(r.stderr, "DAYS") {
