@@ -457,7 +457,12 @@ func (a *app) configCmd(g *globalFlags) *cobra.Command {
 		Long: `config prints the configuration this command line would use, as YAML.
 With --from-supervisor it prints what the project's running supervisor uses
 (it reloads .drover/config.yaml on change; a file that does not load leaves
-the previous configuration in force, and the reason is in its log).`,
+the previous configuration in force, and the reason is in its log).
+
+A running supervisor reads these keys only when it starts; a change to them
+takes effect after drover serve is restarted (SIGTERM it; the next hook
+starts a new one):
+  ` + strings.Join(config.RestartKeys(), "\n  "),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := a.paths(g)

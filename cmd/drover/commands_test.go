@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -472,5 +474,31 @@ func TestMarketplaceListsThePlugin(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(repo, filepath.FromSlash(pl.Source), "hooks", "hooks.json")); err != nil {
 		t.Errorf("the plugin has no hooks: %v", err)
+	}
+}
+
+// The keys a running supervisor does not reload are named where users look:
+// drover config --help and the README's configuration section.
+func TestRestartKeysDocumented(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+	if code := a.execute(context.Background(), []string{"config", "--help"}); code != 0 {
+		t.Fatalf("config --help exited %d: %s", code, stderr.String())
+	}
+	help := stdout.String()
+	doc := readme(t)
+	start := strings.Index(doc, "## Configuration")
+	end := strings.Index(doc[start+1:], "\n| key |")
+	if start < 0 || end < 0 {
+		t.Fatal("README.md has no configuration section before its key table")
+	}
+	intro := doc[start : start+1+end]
+	for _, k := range config.RestartKeys() {
+		if !strings.Contains(help, k) {
+			t.Errorf("drover config --help does not name %s", k)
+		}
+		if !strings.Contains(intro, "`"+k+"`") {
+			t.Errorf("README.md's configuration section does not say %s needs a restart", k)
+		}
 	}
 }
