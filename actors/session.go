@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -180,9 +181,28 @@ func (a *sessionActor) load() {
 	a.rec.ID = a.id
 	a.found = status == store.Found
 	if status == store.Quarantined {
-		a.notice = fmt.Sprintf("drover: the stored state of session %s could not be read; it was set aside (quarantined) and the session starts clean.", a.id)
+		a.notice = a.text(templates.Quarantined, map[string]string{"session_id": a.id})
 		a.log.Warn("session record quarantined; starting clean")
 	}
+}
+
+// text renders template name for a message to the user. A project's broken
+// override must not keep drover stop or a quarantine notice from being
+// said, so when the overrides do not load the built-in is used.
+func (a *sessionActor) text(name string, vars map[string]string) string {
+	set, err := a.env.Templates()
+	if err != nil {
+		a.log.Warn("loading templates; using the built-in", zap.String("template", name), zap.Error(err))
+		set = templates.Defaults()
+	}
+	out, err := set.Render(name, vars)
+	if err != nil {
+		// Only an unknown name fails, and the names are constants of the
+		// templates package; say something rather than nothing.
+		a.log.Error("rendering template", zap.String("template", name), zap.Error(err))
+		return fmt.Sprintf("[drover] %s (session %s)", name, a.id)
+	}
+	return out
 }
 
 func (a *sessionActor) sessionDir() string { return filepath.Join(a.env.SessionsDir, a.id) }
@@ -391,11 +411,11 @@ func (a *sessionActor) command(m *Command) *CommandResult {
 		res := a.loopCommand(nil, &WorkflowCommand{Workflow: string(session.Loop), Verb: "cancel"})
 		if res.Err != nil {
 			if !a.rec.Loop.Active {
-				return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: fmt.Sprintf("[drover] Session %s has no active loop. The agent may stop now.", a.id)}}
+				return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: a.text(templates.LoopNone, map[string]string{"session_id": a.id})}}
 			}
 			return &CommandResult{Err: res.Err}
 		}
-		return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: fmt.Sprintf("[drover] Stopped the loop of session %s at iteration %d. The agent may stop now.", a.id, a.rec.Loop.Iteration)}}
+		return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: a.text(templates.LoopStopped, map[string]string{"session_id": a.id, "iteration": strconv.Itoa(a.rec.Loop.Iteration)})}}
 	case a.rec.Workflow == session.Loop && a.rec.Loop.Active:
 		return &CommandResult{Err: fmt.Errorf("%w: session %s runs a loop; drover loop cancel (or drover stop) first", ErrBadRequest, a.id)}
 	case a.rec.Workflow == session.Plan && a.rec.Plan.Active():
@@ -412,7 +432,7 @@ func (a *sessionActor) command(m *Command) *CommandResult {
 	switch m.Verb {
 	case "stop":
 		rec.Queue = queue.StopCommand(rec.Queue)
-		resp.Message = fmt.Sprintf("[drover] Stopped session %s at iteration %d. The agent may stop now.", a.id, rec.Queue.Iteration)
+		resp.Message = a.text(templates.Stopped, map[string]string{"session_id": a.id, "iteration": strconv.Itoa(rec.Queue.Iteration)})
 	case "start", "unstick":
 		if m.Verb == "unstick" {
 			renamed, err := tasks.Unstick(a.sessionDir())

@@ -4,7 +4,7 @@ package templates
 var loopNames = []string{
 	LoopStart, LoopContinue, LoopChecksFailed, LoopChecksNone,
 	LoopStatus, LoopReflection, LoopCheckpoint, LoopCheckpointPending,
-	LoopDone, LoopBudget, LoopTrackerError, LoopCompact, LoopTracker, LoopCheckpointReview,
+	LoopDone, LoopBudget, LoopTrackerError, LoopStopped, LoopNone, LoopCompact, LoopTracker, LoopCheckpointReview,
 	RoleDeveloper, RoleDebugger, RoleArchitect,
 }
 
@@ -30,6 +30,8 @@ var loopContent = []struct {
 	{LoopDone, []string{"[drover] Loop done in session {{session_id}}", "{{iteration}}", "{{completed_by}}", "{{checks_result}}", "{{spent_usd}}"}},
 	{LoopBudget, []string{"[drover] Stopped the loop in session {{session_id}}", "{{budget_detail}}", "{{tracker_path}}", "/drover:loop"}},
 	{LoopTrackerError, []string{"[drover]", "{{tracker_path}}", "{{tracker_error}}"}},
+	{LoopStopped, []string{"[drover] Stopped the loop of session {{session_id}} at iteration {{iteration}}.", "The agent may stop now."}},
+	{LoopNone, []string{"[drover] Session {{session_id}} has no active loop.", "The agent may stop now."}},
 	{LoopCompact, []string{"[drover] Active loop in session {{session_id}}", "{{iteration}} of {{max_iterations}}", "{{tracker_path}}", "{{loop_prompt}}"}},
 	{LoopTracker, []string{"{{prompt}}", "{{completion_marker}}", "last line"}},
 	{RoleDeveloper, []string{"developer", "{{agent_name}}", "test"}},
