@@ -33,7 +33,9 @@ type fixture struct {
 	panics atomic.Bool
 }
 
-func newFixture(t *testing.T, opts SessionsOptions) *fixture {
+// newFixture starts a sessions actor on a fresh store; each mod may change
+// the session actors' Env before it starts.
+func newFixture(t *testing.T, opts SessionsOptions, mods ...func(*Env)) *fixture {
 	t.Helper()
 	f := &fixture{t: t, root: t.TempDir()}
 	st, err := store.Open(context.Background(), filepath.Join(f.root, ".drover", "state", "drover.db"), store.Options{})
@@ -54,6 +56,9 @@ func newFixture(t *testing.T, opts SessionsOptions) *fixture {
 			}
 			return false, nil, nil
 		},
+	}
+	for _, mod := range mods {
+		mod(&env)
 	}
 	f.system = actor.NewActorSystem()
 	pid, err := f.system.Root.SpawnNamed(NewSessionsProps(env, opts), "sessions")

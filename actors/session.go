@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -12,6 +13,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/project"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/internal/tasks"
@@ -179,16 +181,35 @@ func (a *sessionActor) load() {
 	a.rec.ID = a.id
 	a.found = status == store.Found
 	if status == store.Quarantined {
-		a.notice = fmt.Sprintf("drover: the stored state of session %s could not be read; it was set aside (quarantined) and the session starts clean.", a.id)
+		a.notice = a.text(templates.Quarantined, map[string]string{"session_id": a.id})
 		a.log.Warn("session record quarantined; starting clean")
 	}
+}
+
+// text renders template name for a message to the user. A project's broken
+// override must not keep drover stop or a quarantine notice from being
+// said, so when the overrides do not load the built-in is used.
+func (a *sessionActor) text(name string, vars map[string]string) string {
+	set, err := a.env.Templates()
+	if err != nil {
+		a.log.Warn("loading templates; using the built-in", zap.String("template", name), zap.Error(err))
+		set = templates.Defaults()
+	}
+	out, err := set.Render(name, vars)
+	if err != nil {
+		// Only an unknown name fails, and the names are constants of the
+		// templates package; say something rather than nothing.
+		a.log.Error("rendering template", zap.String("template", name), zap.Error(err))
+		return fmt.Sprintf("[drover] %s (session %s)", name, a.id)
+	}
+	return out
 }
 
 func (a *sessionActor) sessionDir() string { return filepath.Join(a.env.SessionsDir, a.id) }
 
 // facts gathers what the queue workflow decides on. The git check runs
-// only when the answer can matter.
-func (a *sessionActor) facts(ctx context.Context, withGit bool) (queue.Facts, error) {
+// only when the answer can matter, in the work tree of cwd (see workTree).
+func (a *sessionActor) facts(ctx context.Context, withGit bool, cwd string) (queue.Facts, error) {
 	cfg := a.env.Config()
 	dir := a.sessionDir()
 	list, err := tasks.Scan(dir)
@@ -205,7 +226,7 @@ func (a *sessionActor) facts(ctx context.Context, withGit bool) (queue.Facts, er
 		GitCommitCheck: cfg.Queue.GitCommitCheck,
 	}
 	if withGit && cfg.Queue.GitCommitCheck {
-		dirty, files, err := a.env.Dirty(ctx, a.env.Root)
+		dirty, files, err := a.env.Dirty(ctx, a.workTree(cwd))
 		if err != nil {
 			// Not a git repository, or git failing: the gate cannot be
 			// checked, and a gate that cannot be checked must not wedge
@@ -215,6 +236,22 @@ func (a *sessionActor) facts(ctx context.Context, withGit bool) (queue.Facts, er
 		f.Dirty, f.DirtyFiles = dirty, files
 	}
 	return f, nil
+}
+
+// workTree is the work tree the commit gate checks for a hook whose input
+// names cwd: the top of cwd's work tree when it belongs to this project (a
+// linked worktree shares the main tree's supervisor, but its changes are
+// its own), else the project root. A cwd of another repository, or one that
+// no longer exists, must not move the gate out of the project.
+func (a *sessionActor) workTree(cwd string) string {
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		return a.env.Root
+	}
+	top, root, err := project.WorkTree(cwd)
+	if err != nil || root != filepath.Clean(a.env.Root) {
+		return a.env.Root
+	}
+	return top
 }
 
 func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) *HookResult {
@@ -282,7 +319,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 	}
 	switch m.Event {
 	case hook.Stop:
-		f, err := a.facts(ctx, a.rec.Queue.State == queue.On)
+		f, err := a.facts(ctx, a.rec.Queue.State == queue.On, m.Input.Cwd)
 		if err != nil {
 			return d, false, err
 		}
@@ -294,7 +331,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 		d.Output = out
 		return d, true, nil
 	case hook.UserPromptSubmit:
-		f, err := a.facts(ctx, false)
+		f, err := a.facts(ctx, false, "")
 		if err != nil {
 			return d, false, err
 		}
@@ -302,7 +339,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 		d.Output = out
 		return d, false, err
 	case hook.PreCompact:
-		f, err := a.facts(ctx, false)
+		f, err := a.facts(ctx, false, "")
 		if err != nil {
 			return d, false, err
 		}
@@ -312,7 +349,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 		if m.Input.Source != "compact" && m.Input.Source != "resume" {
 			return d, false, nil
 		}
-		f, err := a.facts(ctx, false)
+		f, err := a.facts(ctx, false, "")
 		if err != nil {
 			return d, false, err
 		}
@@ -374,11 +411,11 @@ func (a *sessionActor) command(m *Command) *CommandResult {
 		res := a.loopCommand(nil, &WorkflowCommand{Workflow: string(session.Loop), Verb: "cancel"})
 		if res.Err != nil {
 			if !a.rec.Loop.Active {
-				return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: fmt.Sprintf("[drover] Session %s has no active loop. The agent may stop now.", a.id)}}
+				return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: a.text(templates.LoopNone, map[string]string{"session_id": a.id})}}
 			}
 			return &CommandResult{Err: res.Err}
 		}
-		return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: fmt.Sprintf("[drover] Stopped the loop of session %s at iteration %d. The agent may stop now.", a.id, a.rec.Loop.Iteration)}}
+		return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: a.text(templates.LoopStopped, map[string]string{"session_id": a.id, "iteration": strconv.Itoa(a.rec.Loop.Iteration)})}}
 	case a.rec.Workflow == session.Loop && a.rec.Loop.Active:
 		return &CommandResult{Err: fmt.Errorf("%w: session %s runs a loop; drover loop cancel (or drover stop) first", ErrBadRequest, a.id)}
 	case a.rec.Workflow == session.Plan && a.rec.Plan.Active():
@@ -395,7 +432,7 @@ func (a *sessionActor) command(m *Command) *CommandResult {
 	switch m.Verb {
 	case "stop":
 		rec.Queue = queue.StopCommand(rec.Queue)
-		resp.Message = fmt.Sprintf("[drover] Stopped session %s at iteration %d. The agent may stop now.", a.id, rec.Queue.Iteration)
+		resp.Message = a.text(templates.Stopped, map[string]string{"session_id": a.id, "iteration": strconv.Itoa(rec.Queue.Iteration)})
 	case "start", "unstick":
 		if m.Verb == "unstick" {
 			renamed, err := tasks.Unstick(a.sessionDir())
@@ -404,7 +441,7 @@ func (a *sessionActor) command(m *Command) *CommandResult {
 			}
 			resp.Renamed = renamed
 		}
-		f, err := a.facts(ctx, false)
+		f, err := a.facts(ctx, false, "")
 		if err != nil {
 			return &CommandResult{Err: err}
 		}

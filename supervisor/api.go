@@ -266,7 +266,7 @@ func (s *Server) serveCleanup(w http.ResponseWriter, r *http.Request) {
 	}
 	active := map[string]bool{}
 	for _, rec := range recs {
-		active[rec.ID] = rec.Queue.Active()
+		active[rec.ID] = rec.Active()
 	}
 	deleted, kept, cerr := tasks.Cleanup(s.opts.Paths.SessionsDir, time.Duration(req.Days)*24*time.Hour, req.Force, time.Now(), func(id string) bool { return active[id] })
 	// Folders removed before an error are gone: forget their records too.

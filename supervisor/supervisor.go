@@ -194,13 +194,17 @@ func (s *Server) reload(c config.Config, err error) {
 		s.log.Warn("config reload failed; keeping the previous configuration", zap.Error(err))
 		return
 	}
-	s.cfg.Store(&c)
+	prev := s.cfg.Swap(&c)
 	s.reviewers.Resize(c.Review.MaxParallel)
 	// A supervisor started without a logger has no level to set.
 	if s.opts.Log != nil {
 		if err := s.opts.Log.SetLevel(c.Log.Level); err != nil {
 			s.log.Warn("setting log level", zap.Error(err))
 		}
+	}
+	if keys := config.RestartChanges(*prev, c); len(keys) > 0 {
+		s.log.Warn("config reloaded; these changes take effect at the next supervisor start", zap.Strings("keys", keys))
+		return
 	}
 	s.log.Info("config reloaded")
 }

@@ -27,6 +27,10 @@ const (
 	LoopConverged    = "loop_converged"
 	LoopStuck        = "loop_stuck"
 	LoopTrackerError = "loop_tracker_error"
+	// LoopStopped and LoopNone are what drover stop reports in a loop
+	// session: the loop ended, or there was none running.
+	LoopStopped = "loop_stopped"
+	LoopNone    = "loop_none"
 
 	// LoopCompact brings the agent back into the loop after compaction.
 	LoopCompact = "loop_compact"

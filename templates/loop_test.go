@@ -4,7 +4,7 @@ package templates
 var loopNames = []string{
 	LoopStart, LoopContinue, LoopChecksFailed, LoopChecksNone,
 	LoopStatus, LoopReflection, LoopCheckpoint, LoopCheckpointPending,
-	LoopDone, LoopBudget, LoopConverged, LoopStuck, LoopTrackerError, LoopCompact, LoopOpenFindings, LoopTracker, LoopCheckpointReview,
+	LoopDone, LoopBudget, LoopConverged, LoopStuck, LoopTrackerError, LoopStopped, LoopNone, LoopCompact, LoopOpenFindings, LoopTracker, LoopCheckpointReview,
 	RoleDeveloper, RoleDebugger, RoleArchitect,
 }
 
@@ -32,6 +32,8 @@ var loopContent = []struct {
 	{LoopConverged, []string{"[drover] Ended the loop in session {{session_id}}", "converged", "{{status_reason}}", "loop.end_on_converged", "{{tracker_path}}"}},
 	{LoopStuck, []string{"[drover] Ended the loop in session {{session_id}}", "{{status}}", "{{stuck_iterations}}", "loop.stuck_limit", "{{status_reason}}", "{{tracker_path}}", "/drover:loop"}},
 	{LoopTrackerError, []string{"[drover]", "{{tracker_path}}", "{{tracker_error}}"}},
+	{LoopStopped, []string{"[drover] Stopped the loop of session {{session_id}} at iteration {{iteration}}.", "The agent may stop now."}},
+	{LoopNone, []string{"[drover] Session {{session_id}} has no active loop.", "The agent may stop now."}},
 	{LoopCompact, []string{"[drover] Active loop in session {{session_id}}", "{{iteration}} of {{max_iterations}}", "{{tracker_path}}", "{{findings_section}}", "{{loop_prompt}}"}},
 	{LoopOpenFindings, []string{"## Open findings", "{{open_findings}}"}},
 	{LoopTracker, []string{"{{prompt}}", "{{completion_marker}}", "last line"}},

@@ -34,6 +34,11 @@ const (
 	Compact       = "compact"
 	Start         = "start"
 	MaxIterations = "max_iterations"
+	// Stopped is what drover stop reports for a queue.
+	Stopped = "stopped"
+	// Quarantined tells the user, once, that a session's stored state
+	// could not be read and the session starts clean.
+	Quarantined = "quarantined"
 )
 
 // BuiltIn is what Source reports for a template that is not overridden.

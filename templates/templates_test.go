@@ -11,6 +11,7 @@ import (
 var allNames = []string{
 	Compact, Context, Loop, MaxIterations, Review, ReviewContext,
 	ReviewFound, ReviewStart, Start, StuckReminder, Uncommitted,
+	Stopped, Quarantined,
 }
 
 func TestNames(t *testing.T) {
@@ -39,6 +40,8 @@ func TestDefaultsContent(t *testing.T) {
 		{Compact, []string{"[drover] Active session: {{session_id}}", "{{state}}", "{{iteration}}", "{{pending_count}} pending, {{done_count}} done, {{stuck_count}} stuck", "{{instructions}}"}},
 		{Start, []string{"{{loop_prompt}}", "next task"}},
 		{MaxIterations, []string{"[drover]", "{{max_iterations}}"}},
+		{Stopped, []string{"[drover] Stopped session {{session_id}} at iteration {{iteration}}.", "The agent may stop now."}},
+		{Quarantined, []string{"{{session_id}}", "could not be read", "quarantined", "starts clean"}},
 	}
 	d := Defaults()
 	seen := map[string]bool{}

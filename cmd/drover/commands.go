@@ -149,14 +149,29 @@ and prints the decision JSON. It always exits 0: on any trouble of its own
 (bad input, no supervisor within the event's budget) it lets the agent go
 on and says why in a systemMessage.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			e, err := hook.ParseEvent(args[0])
+		RunE: func(cmd *cobra.Command, args []string) (err error) {
+			var e hook.Event
+			// hookclient.Run recovers its own panics; this covers the rest
+			// of the command, since a panic exits 2, which blocks on Stop.
+			defer func() {
+				if r := recover(); r != nil {
+					res := hookclient.Recovered(e, r)
+					fmt.Fprintln(a.stderr, res.Problem)
+					fmt.Fprint(a.stdout, res.Stdout)
+					err = nil
+				}
+			}()
+			e, err = hook.ParseEvent(args[0])
 			if err != nil {
 				// Even a wrong event name must not block the agent.
 				fmt.Fprintf(a.stdout, "{\"systemMessage\":%q}\n", "drover: "+err.Error())
 				return nil
 			}
-			res := hookclient.Run(cmd.Context(), hookclient.Options{
+			runHook := a.hookRun
+			if runHook == nil {
+				runHook = hookclient.Run
+			}
+			res := runHook(cmd.Context(), hookclient.Options{
 				Event:   e,
 				Stdin:   a.stdin,
 				Getenv:  a.getenv,
@@ -241,8 +256,13 @@ func (a *app) startCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "start",
 		Short: "Start working through this session's queue",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "start") },
+		Long: `start turns this session's queue on at iteration 0 and prints the loop
+prompt for the first pending task. From then on every Stop hands the agent
+the next task until the queue is done, reviewed, or the iteration budget
+(queue.max_iterations) is spent. It fails when nothing is pending, and when
+the session runs a loop or a plan.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "start") },
 	}
 }
 
@@ -269,8 +289,12 @@ func (a *app) stopCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "stop",
 		Short: "Stop this session's queue; the agent may stop",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "stop") },
+		Long: `stop turns this session's queue off, keeping its task files and
+iteration count, so the next Stop is allowed. In a session that runs a loop
+it cancels the loop; in one that works on a plan it ends the plan's review
+loop. drover start picks the queue up again.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "stop") },
 	}
 }
 
@@ -278,8 +302,10 @@ func (a *app) unstickCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "unstick",
 		Short: "Rename this session's .stuck.md tasks back to pending and restart the queue",
-		Args:  cobra.NoArgs,
-		RunE:  func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "unstick") },
+		Long: `unstick renames every task the agent marked stuck (NAME.stuck.md) in this
+session back to NAME.md and starts the queue again, as drover start does.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.command(cmd.Context(), g, "unstick") },
 	}
 }
 
@@ -288,7 +314,13 @@ func (a *app) statusCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show every session of this project: workflow, state, iteration and tasks",
-		Args:  cobra.NoArgs,
+		Long: `status lists every session the project's supervisor knows: its workflow,
+state, iteration and its pending, done and stuck task counts, plus the
+number of quarantined store records. With --json it prints
+{"project","pid","sessions":[{"id","workflow","state","iteration","pending",
+"done","stuck","next_task","updated_at"}],"quarantined"}. In a project
+without .drover/state it says so without starting a supervisor.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := a.paths(g)
 			if err != nil {
@@ -346,7 +378,8 @@ func (a *app) cleanupCmd(g *globalFlags) *cobra.Command {
 		Use:   "cleanup [DAYS]",
 		Short: "Remove session folders older than DAYS (default 7) that are finished; -f removes any old session",
 		Long: `cleanup removes .drover/sessions/<id>/ folders older than DAYS days (default 7).
-Without -f only finished sessions go: state off and every task .done.md (no
+Without -f only finished sessions go: no workflow running (no queue on or in
+review, no loop, no plan short of complete) and every task .done.md (no
 pending, no stuck). With -f every session older than DAYS goes, whatever its
 state.`,
 		Args: cobra.MaximumNArgs(1),
@@ -390,7 +423,11 @@ func (a *app) templatesCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "templates",
 		Short: "Copy the built-in prompt templates to .drover/templates/ for editing",
-		Args:  cobra.NoArgs,
+		Long: `templates writes each built-in prompt and reminder to
+.drover/templates/NAME.md, keeping any file already there. drover uses a file
+in that directory instead of the built-in one from the next hook on;
+placeholders such as {{next_task}} and {{iteration}} are filled in.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := a.paths(g)
 			if err != nil {
@@ -420,7 +457,12 @@ func (a *app) configCmd(g *globalFlags) *cobra.Command {
 		Long: `config prints the configuration this command line would use, as YAML.
 With --from-supervisor it prints what the project's running supervisor uses
 (it reloads .drover/config.yaml on change; a file that does not load leaves
-the previous configuration in force, and the reason is in its log).`,
+the previous configuration in force, and the reason is in its log).
+
+A running supervisor reads these keys only when it starts; a change to them
+takes effect after drover serve is restarted (SIGTERM it; the next hook
+starts a new one):
+  ` + strings.Join(config.RestartKeys(), "\n  "),
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := a.paths(g)

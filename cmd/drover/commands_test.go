@@ -1,13 +1,20 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"gopkg.in/yaml.v3"
+
+	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/hook"
 )
 
@@ -130,13 +137,23 @@ func TestCleanup(t *testing.T) {
 	p.must("", "add", "--session", "finished", "a")
 	p.must("", "do", "--session", "active", "b")
 	p.must("", "add", "--session", "unfinished", "c")
+	// Sessions of the other workflows have no pending tasks, only their
+	// own files: an active loop or plan is protected by its state.
+	p.must("", "loop", "start", "--session", "looping", "keep going")
+	p.must("", "plan", "new", "--session", "planning", "demo")
+	sessions := filepath.Join(p.root, ".drover", "sessions")
+	if err := os.MkdirAll(filepath.Join(sessions, "planning"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sessions, "planning", "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	// Finish the first session's task, and age every session folder.
 	fin := p.session("finished").NextTask
 	if err := os.Rename(fin, strings.TrimSuffix(fin, ".md")+".done.md"); err != nil {
 		t.Fatal(err)
 	}
 	old := time.Now().Add(-10 * 24 * time.Hour)
-	sessions := filepath.Join(p.root, ".drover", "sessions")
 	_ = filepath.Walk(sessions, func(path string, _ os.FileInfo, _ error) error {
 		if path != sessions {
 			_ = os.Chtimes(path, old, old)
@@ -148,7 +165,7 @@ func TestCleanup(t *testing.T) {
 	if !strings.Contains(out, "Deleted 1 session") {
 		t.Errorf("cleanup printed:\n%s", out)
 	}
-	for id, want := range map[string]bool{"finished": false, "active": true, "unfinished": true} {
+	for id, want := range map[string]bool{"finished": false, "active": true, "unfinished": true, "looping": true, "planning": true} {
 		_, err := os.Stat(filepath.Join(sessions, id))
 		if (err == nil) != want {
 			t.Errorf("after cleanup, session %s exists=%v, want %v", id, err == nil, want)
@@ -168,7 +185,7 @@ func TestCleanup(t *testing.T) {
 		t.Errorf("cleanup 30 -f printed:\n%s", out)
 	}
 	out = p.must("", "cleanup", "--force")
-	if !strings.Contains(out, "Deleted 2 session") {
+	if !strings.Contains(out, "Deleted 4 session") {
 		t.Errorf("cleanup -f printed:\n%s", out)
 	}
 	if r := p.drover("", "cleanup", "soon"); r.code == 0 || !strings.Contains(r.stderr, "DAYS") {
@@ -301,12 +318,187 @@ func TestInitLiftsTheBlockCap(t *testing.T) {
 	}
 }
 
+// Every command, however deep, documents itself: a one-line Short for the
+// command lists and a Long or an Example for its own --help. Cobra prints
+// "Usage:" for any command, so that proves nothing.
 func TestHelpOnEveryCommand(t *testing.T) {
-	p := newProj(t)
-	for _, c := range []string{"serve", "hook", "add", "start", "do", "stop", "unstick", "status", "cleanup", "templates", "config", "init"} {
-		out := p.must("", c, "--help")
-		if !strings.Contains(out, "Usage:") || len(out) < 80 {
-			t.Errorf("drover %s --help:\n%s", c, out)
+	var walk func(c *cobra.Command)
+	n := 0
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			n++
+			if strings.TrimSpace(sub.Short) == "" {
+				t.Errorf("%q has no Short", sub.CommandPath())
+			}
+			if strings.TrimSpace(sub.Long) == "" && strings.TrimSpace(sub.Example) == "" {
+				t.Errorf("%q has neither Long nor Example", sub.CommandPath())
+			}
+			walk(sub)
+		}
+	}
+	walk((&app{}).rootCmd())
+	if n < 12 {
+		t.Errorf("walked %d commands, want at least the 12 of the queue workflow", n)
+	}
+}
+
+// readme returns the repository's README.md.
+func readme(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// The README names every command and every config key. A top-level command
+// appears as "drover NAME"; a subcommand as "drover PARENT NAME" or, in a
+// list after its parent, as a code span starting with its name.
+func TestReadmeNamesEveryCommandAndConfigKey(t *testing.T) {
+	doc := readme(t)
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		for _, sub := range c.Commands() {
+			if sub.Hidden || sub.Name() == "help" || sub.Name() == "completion" {
+				continue
+			}
+			pat := regexp.QuoteMeta(sub.CommandPath())
+			if c.HasParent() {
+				pat = "(" + pat + "|`" + regexp.QuoteMeta(sub.Name()) + ")"
+			}
+			if !regexp.MustCompile(pat + "[` \\]]").MatchString(doc) {
+				t.Errorf("README.md does not mention %q", sub.CommandPath())
+			}
+			walk(sub)
+		}
+	}
+	walk((&app{}).rootCmd())
+	for _, k := range config.Keys() {
+		if !strings.Contains(doc, k) {
+			t.Errorf("README.md does not mention the config key %q", k)
+		}
+	}
+}
+
+// frontMatter returns the YAML front matter of a markdown file.
+func frontMatter(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, ok := strings.CutPrefix(string(b), "---\n")
+	if !ok {
+		t.Fatalf("%s does not start with front matter", path)
+	}
+	fm, _, ok := strings.Cut(rest, "\n---\n")
+	if !ok {
+		t.Fatalf("%s: front matter not closed", path)
+	}
+	var m map[string]any
+	if err := yaml.Unmarshal([]byte(fm), &m); err != nil {
+		t.Fatalf("%s: front matter: %v", path, err)
+	}
+	return m
+}
+
+// The plugin's slash commands run drover without a permission prompt, and
+// the queue workflow's eight commands are there.
+func TestPluginCommands(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "plugin", "commands", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no plugin commands (%v)", err)
+	}
+	have := map[string]bool{}
+	for _, f := range files {
+		fm := frontMatter(t, f)
+		have[strings.TrimSuffix(filepath.Base(f), ".md")] = true
+		if d, _ := fm["description"].(string); strings.TrimSpace(d) == "" {
+			t.Errorf("%s: no description", f)
+		}
+		if at, _ := fm["allowed-tools"].(string); !strings.Contains(at, "Bash(drover:*)") {
+			t.Errorf("%s: allowed-tools %q does not allow drover", f, at)
+		}
+	}
+	for _, c := range []string{"do", "add", "start", "stop", "unstick", "status", "templates", "cleanup"} {
+		if !have[c] {
+			t.Errorf("plugin/commands/%s.md is missing", c)
+		}
+	}
+}
+
+// The repository's marketplace lists the plugin at the directory that holds
+// its manifest, under the manifest's name.
+func TestMarketplaceListsThePlugin(t *testing.T) {
+	repo := filepath.Join("..", "..")
+	var market struct {
+		Name  string `json:"name"`
+		Owner struct {
+			Name string `json:"name"`
+		} `json:"owner"`
+		Plugins []struct {
+			Name   string `json:"name"`
+			Source string `json:"source"`
+		} `json:"plugins"`
+	}
+	b, err := os.ReadFile(filepath.Join(repo, ".claude-plugin", "marketplace.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &market); err != nil {
+		t.Fatalf("marketplace.json: %v", err)
+	}
+	if market.Name == "" || market.Owner.Name == "" || len(market.Plugins) != 1 {
+		t.Fatalf("marketplace.json: want a name, an owner and one plugin, got %+v", market)
+	}
+	pl := market.Plugins[0]
+	if !strings.HasPrefix(pl.Source, "./") {
+		t.Fatalf("plugin source %q is not a relative path", pl.Source)
+	}
+	var manifest struct {
+		Name string `json:"name"`
+	}
+	b, err = os.ReadFile(filepath.Join(repo, filepath.FromSlash(pl.Source), ".claude-plugin", "plugin.json"))
+	if err != nil {
+		t.Fatalf("the plugin source %q has no manifest: %v", pl.Source, err)
+	}
+	if err := json.Unmarshal(b, &manifest); err != nil {
+		t.Fatalf("plugin.json: %v", err)
+	}
+	if manifest.Name != pl.Name {
+		t.Errorf("marketplace lists %q, the manifest is named %q", pl.Name, manifest.Name)
+	}
+	if _, err := os.Stat(filepath.Join(repo, filepath.FromSlash(pl.Source), "hooks", "hooks.json")); err != nil {
+		t.Errorf("the plugin has no hooks: %v", err)
+	}
+}
+
+// The keys a running supervisor does not reload are named where users look:
+// drover config --help and the README's configuration section.
+func TestRestartKeysDocumented(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	a := &app{stdin: strings.NewReader(""), stdout: &stdout, stderr: &stderr}
+	if code := a.execute(context.Background(), []string{"config", "--help"}); code != 0 {
+		t.Fatalf("config --help exited %d: %s", code, stderr.String())
+	}
+	help := stdout.String()
+	doc := readme(t)
+	start := strings.Index(doc, "## Configuration")
+	end := strings.Index(doc[start+1:], "\n| key |")
+	if start < 0 || end < 0 {
+		t.Fatal("README.md has no configuration section before its key table")
+	}
+	intro := doc[start : start+1+end]
+	for _, k := range config.RestartKeys() {
+		if !strings.Contains(help, k) {
+			t.Errorf("drover config --help does not name %s", k)
+		}
+		if !strings.Contains(intro, "`"+k+"`") {
+			t.Errorf("README.md's configuration section does not say %s needs a restart", k)
 		}
 	}
 }

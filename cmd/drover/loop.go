@@ -76,7 +76,10 @@ func (a *app) loopCancelCmd(g *globalFlags) *cobra.Command {
 	return &cobra.Command{
 		Use:   "cancel",
 		Short: "End this session's loop at once",
-		Args:  cobra.NoArgs,
+		Long: `cancel ends this session's loop now, whatever its iteration and budget:
+the next Stop is allowed. The loop's state and tracker file stay for drover
+loop status.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.loopCall(cmd.Context(), g, "cancel", nil, false)
 		},
@@ -88,7 +91,10 @@ func (a *app) loopStatusCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show this session's loop: iteration, budget, last convergence status and routed role",
-		Args:  cobra.NoArgs,
+		Long: `status shows this session's loop: whether it is active, its iteration and
+budgets, the last convergence status and its reason, the last routed role
+and the tracker file. With --json it prints the same as JSON.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.loopCall(cmd.Context(), g, "status", nil, asJSON)
 		},

@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/drover-dev/drover/internal/hookclient"
 )
 
 // version is stamped by the Makefile with -ldflags "-X main.version=...".
@@ -31,6 +33,9 @@ type app struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	environ []string
+	// hookRun handles a hook event; nil means hookclient.Run. Tests set it
+	// to reach the hook command's own failure handling.
+	hookRun func(context.Context, hookclient.Options) hookclient.Result
 }
 
 func (a *app) getenv(k string) string {
@@ -46,13 +51,18 @@ func (a *app) getenv(k string) string {
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
 	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, environ: environ}
+	return a.execute(ctx, args)
+}
+
+// execute runs one command line in a and returns the exit code.
+func (a *app) execute(ctx context.Context, args []string) int {
 	root := a.rootCmd()
 	root.SetArgs(args)
-	root.SetIn(stdin)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetIn(a.stdin)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
-		fmt.Fprintf(stderr, "drover: %v\n", err)
+		fmt.Fprintf(a.stderr, "drover: %v\n", err)
 		return 1
 	}
 	return 0

@@ -370,3 +370,61 @@ func TestSecondSupervisorRefusedAndShutdownIsClean(t *testing.T) {
 		t.Errorf("socket left behind after SIGTERM: %v", err)
 	}
 }
+
+// The commit gate checks the work tree the agent works in: a session in a
+// linked worktree shares the main tree's supervisor, but its uncommitted
+// changes are its own.
+func TestCommitGateChecksTheSessionsWorktree(t *testing.T) {
+	p := newProj(t)
+	wt := filepath.Join(filepath.Dir(p.root), "wt")
+	p.git("worktree", "add", "-q", "-b", "feature", wt)
+	other := filepath.Join(filepath.Dir(p.root), "other")
+	if err := os.MkdirAll(other, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("git", "init", "-q", other)
+	cmd.Env = p.env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	if err := os.MkdirAll(filepath.Join(wt, "pkg"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{wt, other} {
+		if err := os.WriteFile(filepath.Join(dir, "uncommitted.go"), []byte("package x\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id := "s-worktree"
+	p.must("", "add", "--session", id, "first task")
+	p.must("", "add", "--session", id, "second task")
+	p.must("", "start", "--session", id)
+
+	cases := []struct {
+		name, cwd string
+		gated     bool
+	}{
+		{"dirty linked worktree", wt, true},
+		{"subdirectory of the dirty worktree", filepath.Join(wt, "pkg"), true},
+		{"clean main tree", p.root, false},
+		{"another repository is not this project", other, false},
+		{"no cwd falls back to the main tree", "", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := stopInput(id)
+			in["cwd"] = c.cwd
+			out := p.hook(hook.Stop, in)
+			if !out.IsBlock() {
+				t.Fatalf("want a block, got %+v", out)
+			}
+			gated := strings.Contains(out.Reason, "uncommitted changes")
+			if gated != c.gated {
+				t.Errorf("commit gate = %v, want %v; reason:\n%s", gated, c.gated, out.Reason)
+			}
+			if c.gated && !strings.Contains(out.Reason, "uncommitted.go") {
+				t.Errorf("the block does not name the uncommitted file:\n%s", out.Reason)
+			}
+		})
+	}
+}

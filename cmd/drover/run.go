@@ -314,7 +314,10 @@ func (a *app) runResumeCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "resume RUN-ID",
 		Short: "Go on with a run cut short by a crash or stopped by a failure, without redoing finished tasks",
-		Args:  cobra.ExactArgs(1),
+		Long: `resume continues run RUN-ID from its stored state: finished tasks and
+merged waves stay done, and the rest is worked as drover run would. It then
+shows the run's progress until it ends, unless --detach is given.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			c, err := a.runClient(ctx, g)

@@ -107,7 +107,7 @@ type Review struct {
 	Strategy    string        `koanf:"strategy" help:"alternate or parallel"`
 	Quorum      string        `koanf:"quorum" help:"all or majority (parallel reviews)"`
 	Timeout     time.Duration `koanf:"timeout" help:"time limit of one reviewer process; its process group is killed past it"`
-	MaxParallel int           `koanf:"max_parallel" help:"reviewer processes at once across the whole supervisor"`
+	MaxParallel int           `koanf:"max_parallel" help:"reviewer processes at once across the whole supervisor (a reload resizes the limit; running reviewers are not stopped)"`
 	CLI         string        `koanf:"cli" help:"reviewer CLI: claude, codex, gemini or custom"`
 	Command     string        `koanf:"command" help:"custom reviewer command template, e.g. mycli --model {{model}} {{prompt}}"`
 	BudgetUSD   string        `koanf:"budget_usd" help:"dollar budget per reviewer run (empty: none)"`
@@ -153,17 +153,17 @@ type Budgets struct {
 
 // Supervisor tunes the supervisor daemon and its session actors.
 type Supervisor struct {
-	IdleTimeout     time.Duration `koanf:"idle_timeout" help:"a session actor idle this long is stopped and later recovered from the store"`
-	RestartMax      int           `koanf:"restart_max" help:"failures of one session actor restarted within supervisor.restart_window (0: never restart)"`
-	RestartWindow   time.Duration `koanf:"restart_window" help:"window over which supervisor.restart_max counts failures"`
-	ShutdownTimeout time.Duration `koanf:"shutdown_timeout" help:"how long a stopping supervisor waits for requests in flight"`
+	IdleTimeout     time.Duration `koanf:"idle_timeout" reload:"restart" help:"a session actor idle this long is stopped and later recovered from the store"`
+	RestartMax      int           `koanf:"restart_max" reload:"restart" help:"failures of one session actor restarted within supervisor.restart_window (0: never restart)"`
+	RestartWindow   time.Duration `koanf:"restart_window" reload:"restart" help:"window over which supervisor.restart_max counts failures"`
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout" reload:"restart" help:"how long a stopping supervisor waits for requests in flight"`
 }
 
 // Log configures the supervisor's log file.
 type Log struct {
 	Level      string `koanf:"level" help:"log level: debug, info, warn or error"`
-	MaxSizeMB  int    `koanf:"max_size_mb" help:"the log file is rotated at this size in megabytes"`
-	MaxBackups int    `koanf:"max_backups" help:"rotated log files kept"`
+	MaxSizeMB  int    `koanf:"max_size_mb" reload:"restart" help:"the log file is rotated at this size in megabytes"`
+	MaxBackups int    `koanf:"max_backups" reload:"restart" help:"rotated log files kept"`
 }
 
 // Defaults returns the built-in configuration, the bottom layer.
@@ -458,6 +458,35 @@ func Keys() []string {
 	return keys
 }
 
+// RestartKeys returns, sorted, the keys a running supervisor reads only when
+// it starts (tagged reload:"restart"): a change to them in a reloaded file
+// takes effect at the next supervisor start. Every other key is read where
+// it is used, from the configuration as last reloaded.
+func RestartKeys() []string {
+	var keys []string
+	for _, f := range fields() {
+		if f.restart {
+			keys = append(keys, f.key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// RestartChanges returns the restart keys (see RestartKeys) whose values
+// differ between old and next, in key order, so a reload can say which of
+// its changes wait for the next start.
+func RestartChanges(old, next Config) []string {
+	var keys []string
+	for _, f := range fields() {
+		if f.restart && f.get(old) != f.get(next) {
+			keys = append(keys, f.key)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
 // EnvName returns the environment variable that sets key:
 // queue.max_iterations -> DROVER_QUEUE_MAX_ITERATIONS.
 func EnvName(key string) string {
@@ -492,6 +521,9 @@ func AddFlags(fs *pflag.FlagSet) {
 			continue
 		}
 		help := f.help + " (env " + EnvName(f.key) + ")"
+		if f.restart {
+			help += "; a running supervisor applies it at its next start"
+		}
 		switch v := f.get(def).(type) {
 		case int:
 			fs.Int(f.key, v, help)
@@ -524,6 +556,8 @@ type field struct {
 	index []int
 	kind  kind
 	help  string
+	// restart marks a key the supervisor reads only at start.
+	restart bool
 }
 
 func (f field) get(c Config) any {
@@ -542,19 +576,20 @@ func fields() []field {
 			sf := t.Field(i)
 			key := prefix + sf.Tag.Get("koanf")
 			idx := append(append([]int(nil), index...), i)
+			restart := sf.Tag.Get("reload") == "restart"
 			switch {
 			case sf.Type == durationType:
-				out = append(out, field{key: key, index: idx, kind: kindDuration, help: sf.Tag.Get("help")})
+				out = append(out, field{key: key, index: idx, kind: kindDuration, help: sf.Tag.Get("help"), restart: restart})
 			case sf.Type.Kind() == reflect.Struct:
 				walk(sf.Type, key+".", idx)
 			case sf.Type.Kind() == reflect.Int:
-				out = append(out, field{key: key, index: idx, kind: kindInt, help: sf.Tag.Get("help")})
+				out = append(out, field{key: key, index: idx, kind: kindInt, help: sf.Tag.Get("help"), restart: restart})
 			case sf.Type.Kind() == reflect.Bool:
-				out = append(out, field{key: key, index: idx, kind: kindBool, help: sf.Tag.Get("help")})
+				out = append(out, field{key: key, index: idx, kind: kindBool, help: sf.Tag.Get("help"), restart: restart})
 			case sf.Type.Kind() == reflect.String:
-				out = append(out, field{key: key, index: idx, kind: kindString, help: sf.Tag.Get("help")})
+				out = append(out, field{key: key, index: idx, kind: kindString, help: sf.Tag.Get("help"), restart: restart})
 			case sf.Type.Kind() == reflect.Float64:
-				out = append(out, field{key: key, index: idx, kind: kindFloat, help: sf.Tag.Get("help")})
+				out = append(out, field{key: key, index: idx, kind: kindFloat, help: sf.Tag.Get("help"), restart: restart})
 			}
 		}
 	}

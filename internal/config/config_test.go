@@ -362,3 +362,52 @@ func TestAddFlags(t *testing.T) {
 		t.Errorf("--log.level help %q does not name its variable", u)
 	}
 }
+
+// The keys the supervisor reads only at start: where each is read (the
+// actor tree's options, the log file's rotation, the
+// shutdown deadline) is fixed when the supervisor starts.
+func TestRestartKeys(t *testing.T) {
+	want := []string{
+		"log.max_backups", "log.max_size_mb",
+		"supervisor.idle_timeout", "supervisor.restart_max", "supervisor.restart_window", "supervisor.shutdown_timeout",
+	}
+	got := RestartKeys()
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("RestartKeys() = %v, want %v", got, want)
+	}
+	known := map[string]bool{}
+	for _, k := range Keys() {
+		known[k] = true
+	}
+	for _, k := range got {
+		if !known[k] {
+			t.Errorf("restart key %q is not a config key", k)
+		}
+	}
+}
+
+func TestRestartChanges(t *testing.T) {
+	def := Defaults()
+	live := def
+	live.Queue.MaxIterations++
+	live.Log.Level = "debug"
+	restart := def
+	restart.Log.MaxBackups++
+	restart.Supervisor.IdleTimeout *= 2
+	cases := []struct {
+		name string
+		next Config
+		want string
+	}{
+		{"no change", def, ""},
+		{"only reloadable keys", live, ""},
+		{"restart keys", restart, "log.max_backups supervisor.idle_timeout"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := strings.Join(RestartChanges(def, c.next), " "); got != c.want {
+				t.Errorf("RestartChanges = %q, want %q", got, c.want)
+			}
+		})
+	}
+}

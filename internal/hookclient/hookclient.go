@@ -57,8 +57,29 @@ type Result struct {
 	Problem string
 }
 
-// Run handles one hook event.
-func Run(ctx context.Context, o Options) Result {
+// Run handles one hook event. A panic on the way is recovered and turned
+// into a fail-open answer: an uncaught panic exits 2, which Claude Code
+// reads as "block" on Stop, so drover's own bug would wedge the agent.
+func Run(ctx context.Context, o Options) (res Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = Recovered(o.Event, r)
+		}
+	}()
+	return run(ctx, o)
+}
+
+// Recovered is the fail-open answer for a panic r recovered while handling
+// event e (which may be empty when the event is not known yet).
+func Recovered(e hook.Event, r any) Result {
+	what := "the hook"
+	if e != "" {
+		what = fmt.Sprintf("the %s hook", e)
+	}
+	return failOpen(fmt.Sprintf("drover: internal error in %s (panic: %v); letting the agent go on. Please report this with .drover/logs/drover.log.", what, r))
+}
+
+func run(ctx context.Context, o Options) Result {
 	if o.Getenv(ReviewerEnv) != "" || o.Getenv(DisableEnv) != "" {
 		return Result{}
 	}

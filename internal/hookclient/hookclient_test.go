@@ -4,13 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/project"
 )
@@ -144,5 +148,101 @@ func TestBadConfigStillDecidesWithDefaults(t *testing.T) {
 	out := decode(t, Run(context.Background(), o))
 	if !strings.Contains(out.SystemMessage, "budgett") || !strings.Contains(out.SystemMessage, "default hook budgets") {
 		t.Errorf("systemMessage does not name the bad key: %q", out.SystemMessage)
+	}
+}
+
+// A panic on the hook path must not escape: it would exit 2, which blocks
+// the agent on Stop.
+func TestPanicFailsOpen(t *testing.T) {
+	_, o := setup(t)
+	o.Stdin = strings.NewReader(`{"session_id":"s1"}`)
+	o.NewRequestID = func() string { panic("injected") }
+	o.Spawn = func(string, project.Paths) error { t.Fatal("spawned a supervisor after a panic"); return nil }
+	r := Run(context.Background(), o)
+	out := decode(t, r)
+	if !strings.Contains(out.SystemMessage, "panic: injected") || !strings.Contains(out.SystemMessage, "the stop hook") {
+		t.Errorf("systemMessage %q does not report the panic", out.SystemMessage)
+	}
+	if r.Problem == "" {
+		t.Error("Problem is empty after a panic")
+	}
+}
+
+// A supervisor that dies after receiving the request (here: drops the
+// connection without answering) may or may not have committed the
+// decision. The client asks again with the same request id, so that a
+// decision already committed is replayed rather than counted twice, and
+// prints the decision it then gets.
+func TestRetryAfterDroppedConnectionReusesTheRequestID(t *testing.T) {
+	root, o := setup(t)
+	p, err := project.PathsFor(root, o.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := project.EnsureRuntimeDir(p.RuntimeDir); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", p.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var ids []string
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathHealth, func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(api.HealthResponse{PID: 1, Project: root})
+	})
+	mux.HandleFunc("POST "+api.HookPath(hook.Stop), func(w http.ResponseWriter, r *http.Request) {
+		var req api.HookRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			t.Errorf("decoding the hook request: %v", err)
+		}
+		mu.Lock()
+		ids = append(ids, req.RequestID)
+		first := len(ids) == 1
+		mu.Unlock()
+		if first {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err != nil {
+				t.Errorf("hijacking: %v", err)
+				return
+			}
+			conn.Close()
+			return
+		}
+		_ = json.NewEncoder(w).Encode(api.HookResponse{Output: hook.Output{Decision: "block", Reason: "the next task"}, Replayed: true})
+	})
+	srv := &http.Server{Handler: mux}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	defer func() {
+		srv.Close()
+		<-done
+	}()
+
+	o.Stdin = strings.NewReader(`{"session_id":"s1"}`)
+	// A fresh id on each call, so that a retry that asked for a new one
+	// would show.
+	var n atomic.Int32
+	o.NewRequestID = func() string { return fmt.Sprintf("req-%d", n.Add(1)) }
+	o.Spawn = func(string, project.Paths) error {
+		t.Error("spawned although a supervisor answers its health check")
+		return nil
+	}
+	r := Run(context.Background(), o)
+	var out hook.Output
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
+		t.Fatalf("stdout %q is not JSON: %v", r.Stdout, err)
+	}
+	if !out.IsBlock() || out.Reason != "the next task" || r.Problem != "" {
+		t.Errorf("want the supervisor's decision, got %+v (problem %q)", out, r.Problem)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 2 || ids[0] != "req-1" || ids[1] != "req-1" {
+		t.Errorf("request ids sent: %q, want the same id twice", ids)
 	}
 }

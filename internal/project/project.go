@@ -23,28 +23,42 @@ import (
 // dir outside any repository is its own root. The result is absolute, clean
 // and free of symlinks, so two spellings of one project agree.
 func Root(dir string) (string, error) {
+	_, root, err := WorkTree(dir)
+	return root, err
+}
+
+// WorkTree returns the top of the git work tree that contains dir (for a
+// linked worktree, the linked one, not the main one) and the project root
+// it belongs to (see Root). A dir outside any repository is both. Both are
+// absolute, clean and free of symlinks.
+//
+// The session actor needs the top as well as the root: worktrees share one
+// supervisor, whose Root is the main work tree, but the commit gate must
+// look at the tree the agent works in.
+func WorkTree(dir string) (top, root string, err error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return "", fmt.Errorf("resolving project directory %q: %w", dir, err)
+		return "", "", fmt.Errorf("resolving project directory %q: %w", dir, err)
 	}
 	start, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return "", fmt.Errorf("resolving project directory %q: %w", dir, err)
+		return "", "", fmt.Errorf("resolving project directory %q: %w", dir, err)
 	}
 	for d := start; ; {
 		dotgit := filepath.Join(d, ".git")
 		fi, err := os.Stat(dotgit)
 		switch {
 		case err == nil && fi.IsDir():
-			return d, nil
+			return d, d, nil
 		case err == nil && fi.Mode().IsRegular():
-			return rootFromGitFile(d, dotgit)
+			root, err := rootFromGitFile(d, dotgit)
+			return d, root, err
 		case err != nil && !errors.Is(err, fs.ErrNotExist):
-			return "", fmt.Errorf("looking for the git directory of %q: %w", dir, err)
+			return "", "", fmt.Errorf("looking for the git directory of %q: %w", dir, err)
 		}
 		parent := filepath.Dir(d)
 		if parent == d {
-			return start, nil
+			return start, start, nil
 		}
 		d = parent
 	}

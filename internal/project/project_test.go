@@ -195,6 +195,22 @@ func TestRootGitWorktree(t *testing.T) {
 			t.Errorf("Root(%q) = %q, want the main work tree %q", dir, got, main)
 		}
 	}
+
+	// WorkTree names the tree the directory is in, and the shared root.
+	for _, tc := range []struct{ dir, top string }{
+		{main, main},
+		{filepath.Join(main, "pkg"), main},
+		{wt, wt},
+		{filepath.Join(wt, "deep", "er"), wt},
+	} {
+		top, root, err := WorkTree(tc.dir)
+		if err != nil {
+			t.Fatalf("WorkTree(%q): %v", tc.dir, err)
+		}
+		if top != tc.top || root != main {
+			t.Errorf("WorkTree(%q) = %q, %q; want %q, %q", tc.dir, top, root, tc.top, main)
+		}
+	}
 }
 
 func TestFromEnv(t *testing.T) {

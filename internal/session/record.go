@@ -65,6 +65,22 @@ type Recorded struct {
 	Output    hook.Output `json:"output"`
 }
 
+// Active reports whether the session's workflow is running: a queue that
+// is on or in review, a loop not yet ended, a plan not yet complete. An
+// active session is one the agent is being kept at, so drover cleanup keeps
+// its files unless forced.
+func (r Record) Active() bool {
+	switch r.Workflow {
+	case Queue:
+		return r.Queue.Active()
+	case Loop:
+		return r.Loop.Active
+	case Plan:
+		return r.Plan.Active() && r.Plan.Phase != plan.PhaseComplete
+	}
+	return false
+}
+
 // Lookup returns the decision recorded for requestID, if any.
 func (r Record) Lookup(requestID string) (hook.Output, bool) {
 	if requestID == "" {
