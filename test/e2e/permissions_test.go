@@ -99,11 +99,12 @@ func (r permRun) commandRequest(name string) (fakemodel.Request, bool) {
 // (in --print mode: without asking the model at all) what they do not
 // admit. Each command's prompt must reach the model with drover's own
 // output in place of the block, and drover's state must show that the
-// command ran. A control command whose heredoc is followed by
+// command ran; in /drover:status's turn the model's own `drover` Bash call
+// must run too. A control command whose heredoc is followed by
 // `2>&1 || true`, as the plugin's were, proves that this mode does refuse.
 func TestSlashCommandsRunWithoutPermissionPrompt(t *testing.T) {
 	t.Parallel()
-	no := false
+	no, yes := false, true
 	p := newQueueProject(t, &fakemodel.Scenario{Rules: []fakemodel.Rule{
 		{
 			// A command that turned a workflow on gets its first Stop
@@ -114,6 +115,23 @@ func TestSlashCommandsRunWithoutPermissionPrompt(t *testing.T) {
 			Answer: fakemodel.Answer{Error: &fakemodel.APIError{
 				Status: 400, Type: "invalid_request_error", Message: "scripted end of run",
 			}},
+		},
+		{
+			// allowed-tools also admits the model's own drover calls in
+			// the command's turn, such as the `drover plan` commands that
+			// /drover:plan tells it to run.
+			Name:  "model-runs-drover",
+			When:  fakemodel.Match{LastIsToolResult: &no, LastUserContains: "<command-name>/drover:status</command-name>"},
+			Times: 1,
+			Answer: fakemodel.Answer{ToolCalls: []fakemodel.ToolCall{{
+				Name:  "Bash",
+				Input: map[string]any{"command": "drover status --json", "description": "Show drover's state"},
+			}}},
+		},
+		{
+			Name:   "tool-ran",
+			When:   fakemodel.Match{LastIsToolResult: &yes},
+			Answer: fakemodel.Answer{Text: "OK."},
 		},
 		{
 			Name:   "command",
@@ -142,18 +160,29 @@ second line`
 		// Stop after its answer is blocked.
 		blocked bool
 		// after checks drover's state after the run; it may be nil.
-		after func(t *testing.T)
+		after func(t *testing.T, run permRun)
 	}{
 		{
 			name:    "status",
 			session: []string{"--session-id", newSessionID(t)},
 			want:    []string{"No drover state in " + p.root},
+			after: func(t *testing.T, run permRun) {
+				i := slices.IndexFunc(run.reqs, func(r fakemodel.Request) bool { return r.LastIsToolResult })
+				if i < 0 {
+					t.Fatal("the model's Bash call `drover status --json` sent no tool result back")
+				}
+				got := run.reqs[i].LastUserText
+				var st statusJSON
+				if err := json.Unmarshal([]byte(got), &st); err != nil || st.Project != p.root {
+					t.Errorf("the model's `drover status --json` did not run without a prompt; its result:\n%s", got)
+				}
+			},
 		},
 		{
 			name:    "templates",
 			session: []string{"--session-id", newSessionID(t)},
 			want:    []string{"[drover] Wrote ", "[drover] Edit the files in " + filepath.Join(p.root, ".drover", "templates")},
-			after: func(t *testing.T) {
+			after: func(t *testing.T, _ permRun) {
 				if m, _ := filepath.Glob(filepath.Join(p.root, ".drover", "templates", "*")); len(m) == 0 {
 					t.Error("/drover:templates wrote no file into .drover/templates")
 				}
@@ -164,7 +193,7 @@ second line`
 			session: []string{"--session-id", queueSID},
 			args:    nasty,
 			want:    []string{"[drover] Added task " + filepath.Join(sessions, queueSID)},
-			after: func(t *testing.T) {
+			after: func(t *testing.T, _ permRun) {
 				p.wantSession(queueSID, "off", 0, 1, 0, 0)
 				tasks := pendingTasks(t, filepath.Join(sessions, queueSID))
 				if len(tasks) != 1 || readFile(t, tasks[0]) != nasty+"\n" {
@@ -177,13 +206,13 @@ second line`
 			session: []string{"--resume", queueSID},
 			want:    []string{"[drover] Started session " + queueSID},
 			blocked: true,
-			after:   func(t *testing.T) { p.wantSession(queueSID, "on", 1, 1, 0, 0) },
+			after:   func(t *testing.T, _ permRun) { p.wantSession(queueSID, "on", 1, 1, 0, 0) },
 		},
 		{
 			name:    "stop",
 			session: []string{"--resume", queueSID},
 			want:    []string{"[drover] Stopped session " + queueSID},
-			after:   func(t *testing.T) { p.wantSession(queueSID, "off", 1, 1, 0, 0) },
+			after:   func(t *testing.T, _ permRun) { p.wantSession(queueSID, "off", 1, 1, 0, 0) },
 		},
 		{
 			name:    "unstick",
@@ -201,7 +230,7 @@ second line`
 			},
 			want:    []string{"[drover] Unstuck " + filepath.Join(sessions, queueSID), "[drover] Started session " + queueSID},
 			blocked: true,
-			after:   func(t *testing.T) { p.wantSession(queueSID, "on", 1, 1, 0, 0) },
+			after:   func(t *testing.T, _ permRun) { p.wantSession(queueSID, "on", 1, 1, 0, 0) },
 		},
 		{
 			name:    "do",
@@ -209,7 +238,7 @@ second line`
 			args:    nasty,
 			want:    []string{"[drover] Added task " + filepath.Join(sessions, doSID), "[drover] Started session " + doSID},
 			blocked: true,
-			after: func(t *testing.T) {
+			after: func(t *testing.T, _ permRun) {
 				p.wantSession(doSID, "on", 1, 1, 0, 0)
 				tasks := pendingTasks(t, filepath.Join(sessions, doSID))
 				if len(tasks) != 1 || readFile(t, tasks[0]) != nasty+"\n" {
@@ -226,7 +255,7 @@ second line`
 				"## Task\n\ncount to three; then say $DONE",
 			},
 			blocked: true,
-			after: func(t *testing.T) {
+			after: func(t *testing.T, _ permRun) {
 				if s := p.session(loopSID); s.Workflow != "loop" || s.State != "on" {
 					t.Errorf("loop session: workflow %s, state %s; want loop, on", s.Workflow, s.State)
 				}
@@ -236,7 +265,7 @@ second line`
 			name:    "cancel",
 			session: []string{"--resume", loopSID},
 			want:    []string{"[drover] Cancelled the loop of session " + loopSID},
-			after: func(t *testing.T) {
+			after: func(t *testing.T, _ permRun) {
 				if s := p.session(loopSID); s.Workflow != "loop" || s.State != "off" {
 					t.Errorf("loop session after /drover:cancel: workflow %s, state %s; want loop, off", s.Workflow, s.State)
 				}
@@ -248,7 +277,7 @@ second line`
 			args:    "new p1",
 			want:    []string{"[drover] Started plan p1 in " + filepath.Join(p.root, ".drover", "plans", "p1"), "[drover] Plan p1: write the plan."},
 			blocked: true,
-			after: func(t *testing.T) {
+			after: func(t *testing.T, _ permRun) {
 				if _, err := os.Stat(filepath.Join(p.root, ".drover", "plans", "p1", "state.json")); err != nil {
 					t.Errorf("/drover:plan new p1 made no plan: %v", err)
 				}
@@ -342,7 +371,7 @@ second line`
 			t.Errorf("/drover:%s: exit %d, want %d with %q on stdout", c.name, run.res.ExitCode, wantCode, wantOut)
 		}
 		if c.after != nil {
-			c.after(t)
+			c.after(t, run)
 		}
 	}
 
