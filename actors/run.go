@@ -7,7 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -641,7 +644,7 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	}
 	tmpl, err := a.env.templates()
 	if err == nil {
-		job.prompt, err = taskPrompt(tmpl, gt, t.Branch, t.Iteration, a.rec.Options.MaxIterations, router.Role(t.Role), a.feedback[t.ID])
+		job.prompt, err = taskPrompt(tmpl, gt, t.Branch, rungraph.TargetedTests(gt, goTestTree(a.rec.Options, a.env.Root)), t.Iteration, a.rec.Options.MaxIterations, router.Role(t.Role), a.feedback[t.ID])
 	}
 	if err == nil && a.set.review != nil {
 		// The base is known only once the work tree is; the job fills it in.
@@ -1028,7 +1031,7 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 	if ctx.Err() != nil {
 		return out
 	}
-	argv, err := testArgv(j.opts, j.task)
+	argv, err := testArgv(j.opts, j.task, wt.Path)
 	if err != nil {
 		out.err = err
 		return out
@@ -1129,11 +1132,12 @@ func (a *runActor) waveChecked(m *waveChecked) {
 }
 
 // taskPrompt is what the agent is asked in one iteration of a task: the
-// run_task template, with the instructions of the iteration's role.
-func taskPrompt(tmpl templates.Set, t rungraph.Task, branch string, iteration, maxIterations int, role router.Role, feedback string) (string, error) {
+// run_task template, with the instructions of the iteration's role. tests
+// are the task's targeted tests as the test command gets them.
+func taskPrompt(tmpl templates.Set, t rungraph.Task, branch string, tests []string, iteration, maxIterations int, role router.Role, feedback string) (string, error) {
 	vars := map[string]string{
 		"task_id": strconv.Quote(t.ID), "branch": branch, "description": t.Description,
-		"files": strings.Join(t.Files, ", "), "tests": strings.Join(rungraph.TargetedTests(t), " "),
+		"files": strings.Join(t.Files, ", "), "tests": strings.Join(tests, " "),
 		"iteration": strconv.Itoa(iteration), "max_iterations": strconv.Itoa(maxIterations), "feedback": feedback,
 		"role": string(role), "agent_name": "drover:" + string(role),
 	}
@@ -1192,13 +1196,25 @@ func agentSpec(o api.RunOptions, runID, taskID string, iteration int, dir, promp
 }
 
 // testArgv is the targeted test command of a task; a task with no
-// targeted tests runs the suite instead.
-func testArgv(o api.RunOptions, t rungraph.Task) ([]string, error) {
-	tests := rungraph.TargetedTests(t)
+// targeted tests (or none left that go can test) runs the suite instead.
+// dir is the task's work tree, where the command runs.
+func testArgv(o api.RunOptions, t rungraph.Task, dir string) ([]string, error) {
+	tests := rungraph.TargetedTests(t, goTestTree(o, dir))
 	if len(tests) == 0 {
 		return expand(o.SuiteCommand, nil, nil)
 	}
 	return expand(o.TestCommand, map[string][]string{"packages": tests}, nil)
+}
+
+// goTestTree is the tree a run's targeted tests are checked against when
+// its test command is `go test` (the default), or nil when it is another
+// runner, which reads the tests as written.
+func goTestTree(o api.RunOptions, dir string) fs.FS {
+	argv, err := expand(o.TestCommand, placeholderValues([]string{"packages"}), nil)
+	if err != nil || len(argv) < 2 || filepath.Base(argv[0]) != "go" || argv[1] != "test" {
+		return nil
+	}
+	return os.DirFS(dir)
 }
 
 var placeholder = regexp.MustCompile(`\{\{([a-z_]+)\}\}`)

@@ -181,7 +181,7 @@ func TestTaskPromptGolden(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := taskPrompt(templates.Defaults(), c.task, "drover/run-1/"+c.task.ID, c.iteration, 3, c.role, c.feedback)
+			got, err := taskPrompt(templates.Defaults(), c.task, "drover/run-1/"+c.task.ID, rungraph.TargetedTests(c.task, nil), c.iteration, 3, c.role, c.feedback)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -428,5 +428,38 @@ func TestTaskReview(t *testing.T) {
 		if got := taskReview(c.in, 2, at); *got != c.want {
 			t.Errorf("taskReview(%+v) = %+v, want %+v", c.in, *got, c.want)
 		}
+	}
+}
+
+func TestTestArgv(t *testing.T) {
+	dir := t.TempDir() // a module whose root is no package
+	for name, data := range map[string]string{"go.mod": "module m\n", "README.md": "x\n", "lex/lex.go": "package lex\n", "lex/testdata/in.txt": "x\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goTest := api.RunOptions{TestCommand: "go test -race {{packages}}", SuiteCommand: "go test ./..."}
+	other := api.RunOptions{TestCommand: "pytest {{packages}}", SuiteCommand: "pytest"}
+	cases := []struct {
+		name string
+		o    api.RunOptions
+		task rungraph.Task
+		want []string
+	}{
+		{"go: package dir", goTest, rungraph.Task{Tests: []string{"lex"}}, []string{"go", "test", "-race", "./lex"}},
+		{"go: testdata file", goTest, rungraph.Task{Files: []string{"lex/testdata/in.txt"}}, []string{"go", "test", "-race", "./lex"}},
+		{"go: root README falls back to the suite", goTest, rungraph.Task{Files: []string{"README.md"}}, []string{"go", "test", "./..."}},
+		{"other runner: as written", other, rungraph.Task{Files: []string{"README.md", "lex/testdata/in.txt"}}, []string{"pytest", ".", "lex/testdata"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := testArgv(c.o, c.task, dir)
+			if err != nil || !slices.Equal(got, c.want) {
+				t.Errorf("testArgv = %q, %v; want %q", got, err, c.want)
+			}
+		})
 	}
 }
