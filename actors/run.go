@@ -285,6 +285,13 @@ func runOptions(o api.RunOptions, c config.Run) (api.RunOptions, error) {
 	if o.IterationTimeout <= 0 {
 		o.IterationTimeout = c.IterationTimeout
 	}
+	if b := strings.TrimSpace(c.TaskMaxUSD); o.TaskMaxUSD <= 0 && b != "" {
+		v, err := strconv.ParseFloat(b, 64)
+		if err != nil {
+			return o, fmt.Errorf("run.task_max_usd %q is not a number of dollars", b)
+		}
+		o.TaskMaxUSD = v
+	}
 	if !c.Review && strings.TrimSpace(o.Reviewer) == "" {
 		o.NoReview = true
 	}
@@ -294,7 +301,7 @@ func runOptions(o api.RunOptions, c config.Run) (api.RunOptions, error) {
 	for _, b := range []struct {
 		name string
 		v    float64
-	}{{"task max minutes", o.TaskMaxMinutes}, {"max minutes", o.MaxMinutes}, {"max usd", o.MaxUSD}} {
+	}{{"task max minutes", o.TaskMaxMinutes}, {"task max usd", o.TaskMaxUSD}, {"max minutes", o.MaxMinutes}, {"max usd", o.MaxUSD}} {
 		if b.v < 0 || b.v != b.v {
 			return o, fmt.Errorf("%s %v is not a budget (0 for none)", b.name, b.v)
 		}
@@ -409,6 +416,11 @@ type runActor struct {
 	// so a resumed run gets a fresh budget.
 	started     time.Time
 	costAtStart float64
+	// taskCostAtStart is what each task had cost when its budget started
+	// in this actor (its first iteration, or the first one since the run
+	// resumed): its dollar budget counts from it, as its minutes count
+	// from its StartedAt.
+	taskCostAtStart map[string]float64
 	// stop says which run budget ended the run; no iteration starts once
 	// it is set.
 	stop string
@@ -422,7 +434,7 @@ func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *r
 	return &runActor{
 		env: env, log: env.Log.With(zap.String("run", rec.ID)), rec: rec, graph: g, set: set,
 		ctx: ctx, cancel: cancel, iterCtx: iterCtx, iterCancel: iterCancel,
-		feedback: map[string]string{}, history: map[string][]convergence.Metrics{},
+		feedback: map[string]string{}, history: map[string][]convergence.Metrics{}, taskCostAtStart: map[string]float64{},
 		started: env.now(), costAtStart: rec.CostUSD,
 	}
 }
@@ -588,9 +600,12 @@ func runBudgetSpent(o api.RunOptions, elapsed time.Duration, cost float64) strin
 	return ""
 }
 
-// taskBudgetSpent says whether a task that started at start has spent its
-// time budget by now, in words.
-func taskBudgetSpent(o api.RunOptions, start, now time.Time) string {
+// taskBudgetSpent says whether a task that started at start, and has cost
+// cost since, has spent its dollar or time budget by now, in words.
+func taskBudgetSpent(o api.RunOptions, start, now time.Time, cost float64) string {
+	if o.TaskMaxUSD > 0 && cost >= o.TaskMaxUSD {
+		return fmt.Sprintf("the task budget of $%.2f (--task-max-usd) is spent: its agents cost $%.2f", o.TaskMaxUSD, cost)
+	}
 	if o.TaskMaxMinutes <= 0 || start.IsZero() {
 		return ""
 	}
@@ -635,6 +650,9 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	t.Runs++
 	if t.StartedAt.IsZero() {
 		t.StartedAt = now
+	}
+	if _, ok := a.taskCostAtStart[t.ID]; !ok || t.Iteration == 1 {
+		a.taskCostAtStart[t.ID] = t.CostUSD
 	}
 	t.Role = string(routeIteration(a.set.rules, t.Iteration, a.history[t.ID], t.Status))
 	a.inflight++
@@ -700,7 +718,7 @@ func (a *runActor) iterationDone(m *iterationDone) {
 	if a.stop == "" {
 		a.checkRunBudget()
 	}
-	taskBudget := taskBudgetSpent(a.rec.Options, t.StartedAt, a.env.now())
+	taskBudget := taskBudgetSpent(a.rec.Options, t.StartedAt, a.env.now(), t.CostUSD-a.taskCostAtStart[t.ID])
 	switch {
 	case done:
 		t.State, t.Error, t.EndedAt = api.TaskDone, "", a.env.now()

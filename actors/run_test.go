@@ -147,17 +147,20 @@ func TestRunOptionsDefaultsAndChecks(t *testing.T) {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
 	// The configuration gives the defaults; the options win over it.
-	cfg := config.Run{Concurrency: 5, MaxIterations: 7, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, Review: false}
+	cfg := config.Run{Concurrency: 5, MaxIterations: 7, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, TaskMaxUSD: "3", Review: false}
 	o, err = runOptions(api.RunOptions{MaxIterations: 2}, cfg)
-	want := api.RunOptions{Concurrency: 5, MaxIterations: 2, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, NoReview: true}
+	want := api.RunOptions{Concurrency: 5, MaxIterations: 2, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, TaskMaxUSD: 3, NoReview: true}
 	if err != nil || o != want {
 		t.Errorf("from config: %+v, %v; want %+v", o, err, want)
+	}
+	if o, err := runOptions(api.RunOptions{TaskMaxUSD: 1}, cfg); err != nil || o.TaskMaxUSD != 1 {
+		t.Errorf("--task-max-usd 1 over run.task_max_usd 3: %+v, %v", o, err)
 	}
 	// run.review false does not turn off a reviewer given for the run.
 	if o, err := runOptions(api.RunOptions{Reviewer: "claude"}, cfg); err != nil || o.NoReview {
 		t.Errorf("--reviewer with run.review false: %+v, %v", o, err)
 	}
-	for _, bad := range []api.RunOptions{{Agent: "x {{nope}}"}, {TestCommand: "go test {{prompt}}"}, {SuiteCommand: "make {{packages}}"}, {MaxUSD: -1}, {TaskMaxMinutes: -0.5}, {MaxMinutes: -2}, {Reviewer: "rev 'x"}, {Reviewer: "rev", NoReview: true}} {
+	for _, bad := range []api.RunOptions{{Agent: "x {{nope}}"}, {TestCommand: "go test {{prompt}}"}, {SuiteCommand: "make {{packages}}"}, {MaxUSD: -1}, {TaskMaxUSD: -1}, {TaskMaxMinutes: -0.5}, {MaxMinutes: -2}, {Reviewer: "rev 'x"}, {Reviewer: "rev", NoReview: true}} {
 		if _, err := runOptions(bad, def); err == nil {
 			t.Errorf("runOptions(%+v) accepted it", bad)
 		}
@@ -284,11 +287,18 @@ func TestBudgets(t *testing.T) {
 	if got := runBudgetSpent(api.RunOptions{}, 100*time.Hour, 1000); got != "" {
 		t.Errorf("no run budget, yet %q", got)
 	}
-	if got := taskBudgetSpent(o, start, start.Add(9*time.Minute)); got != "" {
+	if got := taskBudgetSpent(o, start, start.Add(9*time.Minute), 100); got != "" {
 		t.Errorf("task within budget: %q", got)
 	}
-	if got := taskBudgetSpent(o, start, start.Add(10*time.Minute)); !strings.Contains(got, "10 minutes (--task-max-minutes)") {
+	if got := taskBudgetSpent(o, start, start.Add(10*time.Minute), 0); !strings.Contains(got, "10 minutes (--task-max-minutes)") {
 		t.Errorf("task past budget: %q", got)
+	}
+	usd := api.RunOptions{TaskMaxUSD: 1.5}
+	if got := taskBudgetSpent(usd, start, start.Add(100*time.Hour), 1.49); got != "" {
+		t.Errorf("task within its dollar budget: %q", got)
+	}
+	if got := taskBudgetSpent(usd, start, start, 1.5); !strings.Contains(got, "$1.50 (--task-max-usd) is spent: its agents cost $1.50") {
+		t.Errorf("task past its dollar budget: %q", got)
 	}
 	deadlines := []struct {
 		o         api.RunOptions

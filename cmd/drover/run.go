@@ -57,7 +57,7 @@ another command ("claude", or a template with {{prompt}}, {{schema}},
 review off. A FAIL sends the findings to the task's next iteration.
 
 Budgets end tasks and runs that will not finish: --max-iterations and
---task-max-minutes fail a task, --max-minutes and --max-usd stop the run
+--task-max-minutes and --task-max-usd fail a task, --max-minutes and --max-usd stop the run
 (a resumed run gets a fresh budget); a task whose targeted tests are stuck
 on a plateau or keep failing the same way fails early (loop.plateau_window,
 loop.thrash_repeats). Iterations are routed to the developer, debugger or
@@ -97,6 +97,7 @@ goes on without redoing finished tasks.`,
 	f.StringVar(&opts.TestCommand, "test-command", "", "targeted test command, run in the task's work tree (default: run.test_command, go test {{packages}})")
 	f.StringVar(&opts.SuiteCommand, "suite-command", "", "suite command, run in the main work tree after each wave (default: run.suite_command, go test ./...)")
 	f.Float64Var(&opts.TaskMaxMinutes, "task-max-minutes", 0, "minutes a task may take before it fails, its agent killed (0: no limit)")
+	f.Float64Var(&opts.TaskMaxUSD, "task-max-usd", 0, "dollars the agents of one task may cost, as they report it, before it fails (default: run.task_max_usd, 0: no limit)")
 	f.Float64Var(&opts.MaxMinutes, "max-minutes", 0, "minutes the whole run may take before it stops (0: no limit)")
 	f.Float64Var(&opts.MaxUSD, "max-usd", 0, "dollars the agents of the whole run may cost, as they report it, before it stops (0: no limit)")
 	f.StringVar(&opts.Reviewer, "reviewer", "", `reviewer command that must pass each task: "claude", or a template with {{prompt}}, {{schema}}, {{model}}, {{budget_usd}} (default: review.cli and review.command)`)

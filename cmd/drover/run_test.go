@@ -408,6 +408,26 @@ func TestRunStopsOnRunBudgets(t *testing.T) {
 	}
 }
 
+func TestRunTaskDollarBudget(t *testing.T) {
+	f := newRunFixture(t)
+	// Every iteration costs $0.50: a, b and c are done in one; d's first
+	// leaves its work uncommitted, and spends the budget of its task.
+	r := f.drover("", append(f.args, "--task-max-usd", "0.5")...)
+	if r.code == 0 {
+		t.Fatalf("a task past its dollar budget exited 0:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "task d is failed: the task budget of $0.50 (--task-max-usd) is spent: its agents cost $0.50 after 1 iterations") {
+		t.Errorf("the report does not say which task budget failed d:\n%s", r.stdout)
+	}
+	if got := f.count("d"); got != 1 {
+		t.Errorf("task d ran %d times, want 1: its budget was spent after the first", got)
+	}
+	run := f.runStatus(runIDFrom(t, r.stdout))
+	if d := taskByID(run, "d"); run.State != api.RunFailed || run.Merged != 2 || d.State != api.TaskFailed || d.CostUSD != 0.5 || run.Options.TaskMaxUSD != 0.5 {
+		t.Errorf("run %s merged %d, options %+v, task d %+v; want d failed after $0.50", run.State, run.Merged, run.Options, d)
+	}
+}
+
 func TestRunEndsThrashingTaskAndRoutesRoles(t *testing.T) {
 	f := newRunFixture(t)
 	args := f.withFlag("--test-command", f.script("failing-tests.sh", runFailingTests)+" {{packages}}")
