@@ -40,6 +40,11 @@ const RunsActorName = "runs"
 // commandTimeout bounds one test or suite command.
 const commandTimeout = 30 * time.Minute
 
+// progressSaveEvery bounds how often an agent's progress (its tool calls
+// and running cost) is saved: an agent makes several tool calls a second,
+// and each save is a write to the store.
+const progressSaveEvery = time.Second
+
 // maxTestOutput is how much of a test command's output (its end) is kept
 // in the run's state and fed back to the agent.
 const maxTestOutput = 4000
@@ -421,6 +426,14 @@ type runActor struct {
 	// resumed): its dollar budget counts from it, as its minutes count
 	// from its StartedAt.
 	taskCostAtStart map[string]float64
+	// live is what the running iteration of each task has added to its
+	// cost and tool calls so far, from its agent's progress; the
+	// iteration's end adds the rest.
+	live map[string]agentProgress
+	// savedAt is when the run was last saved, and flush the timer of a
+	// progress save put off until progressSaveEvery has passed.
+	savedAt time.Time
+	flush   *time.Timer
 	// stop says which run budget ended the run; no iteration starts once
 	// it is set.
 	stop string
@@ -435,9 +448,30 @@ func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *r
 		env: env, log: env.Log.With(zap.String("run", rec.ID)), rec: rec, graph: g, set: set,
 		ctx: ctx, cancel: cancel, iterCtx: iterCtx, iterCancel: iterCancel,
 		feedback: map[string]string{}, history: map[string][]convergence.Metrics{}, taskCostAtStart: map[string]float64{},
+		live:    map[string]agentProgress{},
 		started: env.now(), costAtStart: rec.CostUSD,
 	}
 }
+
+// agentProgress is what an agent has cost (its result line's total, or
+// until then an estimate from its token usage) and the tool calls it made.
+type agentProgress struct {
+	costUSD   float64
+	toolCalls int
+	// finished is set once the agent printed its result line.
+	finished bool
+}
+
+// taskProgress is what an iteration's goroutine reports as its agent
+// works: the agent's progress so far.
+type taskProgress struct {
+	task      string
+	iteration int
+	agentProgress
+}
+
+// progressFlush saves progress whose save was put off.
+type progressFlush struct{}
 
 // iterationDone is what one iteration's goroutine reports.
 type iterationDone struct {
@@ -445,6 +479,9 @@ type iterationDone struct {
 	iteration int
 	base      string
 	agent     agentrun.Result
+	// progress is what the agent cost and did in all, including what an
+	// agent killed before its result line had spent.
+	progress  agentProgress
 	test      *api.TestResult
 	committed bool
 	dirty     bool
@@ -476,13 +513,60 @@ func (a *runActor) Receive(ctx actor.Context) {
 		a.merging = false
 		a.waveChecked(msg)
 		a.advance(ctx)
+	case *taskProgress:
+		a.progress(msg)
+		a.saveProgress(ctx)
+	case *progressFlush:
+		a.flush = nil
+		a.save()
 	case *actor.Stopping:
+		if a.flush != nil {
+			a.flush.Stop()
+		}
 		a.cancel()
 		a.wg.Wait()
 	}
 }
 
+// progress counts what a running agent has spent and done so far, and
+// ends the run's agents at once when that spends the run's budget.
+func (a *runActor) progress(m *taskProgress) {
+	t := a.task(m.task)
+	if t == nil || t.State != api.TaskRunning || t.Iteration != m.iteration {
+		return
+	}
+	before := a.live[t.ID]
+	cost := m.costUSD - before.costUSD
+	t.CostUSD += cost
+	a.rec.CostUSD += cost
+	t.ToolCalls += m.toolCalls - before.toolCalls
+	a.live[t.ID] = m.agentProgress
+	if m.finished {
+		// The agent is done: its iteration goes on to its tests, and
+		// iterationDone checks the budgets, a finished task first.
+		return
+	}
+	if a.stop == "" {
+		a.checkRunBudget()
+	}
+}
+
+// saveProgress saves the run after progress, or when it was saved less
+// than progressSaveEvery ago, once that has passed.
+func (a *runActor) saveProgress(ctx actor.Context) {
+	if a.flush != nil {
+		return // a save is due already
+	}
+	if wait := progressSaveEvery - time.Since(a.savedAt); wait > 0 && a.stop == "" {
+		system, self := ctx.ActorSystem(), ctx.Self()
+		a.flush = time.AfterFunc(wait, func() { system.Root.Send(self, &progressFlush{}) })
+		return
+	}
+	a.save()
+}
+
 func (a *runActor) save() {
+	a.savedAt = time.Now()
 	a.rec.UpdatedAt = a.env.now()
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
@@ -678,6 +762,11 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	}
 	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.iterCtx
 	id, role := t.ID, t.Role
+	iteration := t.Iteration
+	job.report = func(p agentProgress) {
+		// Send does not wait: the mailbox is unbounded.
+		system.Root.Send(self, &taskProgress{task: id, iteration: iteration, agentProgress: p})
+	}
 	return func() {
 		a.log.Info("task iteration started", zap.String("task", id), zap.Int("iteration", job.iteration), zap.String("role", role))
 		a.wg.Add(1)
@@ -697,12 +786,16 @@ func (a *runActor) iterationDone(m *iterationDone) {
 	if t.Base == "" {
 		t.Base = m.base
 	}
-	cost := m.agent.CostUSD
+	// The agent's progress is counted already, up to its last report.
+	counted := a.live[t.ID]
+	delete(a.live, t.ID)
+	cost := m.progress.costUSD - counted.costUSD
 	if m.review != nil {
 		cost += m.review.CostUSD
 	}
 	t.CostUSD += cost
 	a.rec.CostUSD += cost
+	t.ToolCalls += m.progress.toolCalls - counted.toolCalls
 	if m.test != nil {
 		t.LastTest = m.test
 	}
@@ -1011,6 +1104,9 @@ type iterationJob struct {
 	reviewPrompt string
 	// deadline ends the iteration with the task's budget (zero: none).
 	deadline time.Time
+	// report sends the agent's progress to the run actor, without
+	// waiting: the agent's output is not read while it runs.
+	report func(agentProgress)
 	// err is a failure met before the iteration could start.
 	err error
 }
@@ -1040,12 +1136,18 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 		out.err = err
 		return out
 	}
-	res, err := agentrun.Run(ctx, spec, nil)
+	meter := newAgentMeter()
+	res, err := agentrun.Run(ctx, spec, func(ev agentrun.Event) {
+		if meter.add(ev) && j.report != nil {
+			j.report(agentProgress{costUSD: meter.cost(), toolCalls: meter.toolCalls, finished: meter.sawResult})
+		}
+	})
 	if err != nil {
 		out.err = err
 		return out
 	}
 	out.agent = res
+	out.progress = agentProgress{costUSD: meter.cost(), toolCalls: meter.toolCalls, finished: meter.sawResult}
 	if ctx.Err() != nil {
 		return out
 	}

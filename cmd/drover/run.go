@@ -201,7 +201,8 @@ func (a *app) runStatusCmd(g *globalFlags) *cobra.Command {
 		Use:   "status [RUN-ID]",
 		Short: "Show a run (default: the newest): every task's state, iteration, role, last test result, review and cost",
 		Long: `status shows a run (default: the newest): every task's wave, state,
-iteration, role, last test result, last review and cost. With --watch it
+iteration, role, last test result, tool calls, last review and cost (tool
+calls and cost count a running agent's so far). With --watch it
 shows the run again whenever it changes, until the run is no longer worked:
 on a terminal it redraws the screen, elsewhere it prints each new view
 after the last.`,
@@ -440,7 +441,7 @@ func printRun(w io.Writer, run api.Run) {
 	}
 	fmt.Fprintf(w, "run %s (%s): %s, %d of %d waves merged into %s, cost $%.2f; %s\n", run.ID, run.File, state, run.Merged, run.Waves, run.Target, run.CostUSD, reviewedBy(run))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tWAVE\tSTATE\tITERATION\tROLE\tLAST TEST\tCOST\tREVIEW")
+	fmt.Fprintln(tw, "TASK\tWAVE\tSTATE\tITERATION\tROLE\tLAST TEST\tTOOLS\tCOST\tREVIEW")
 	for _, t := range run.Tasks {
 		test := "-"
 		if t.LastTest != nil {
@@ -454,7 +455,7 @@ func printRun(w io.Writer, run api.Run) {
 		if t.LastReview != nil {
 			review = reviewSummary(t.LastReview)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t$%.2f\t%s\n", t.ID, t.Wave, t.State, t.Iteration, run.Options.MaxIterations, role, test, t.CostUSD, review)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%d\t$%.2f\t%s\n", t.ID, t.Wave, t.State, t.Iteration, run.Options.MaxIterations, role, test, t.ToolCalls, t.CostUSD, review)
 	}
 	_ = tw.Flush()
 	for _, t := range run.Tasks {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +24,9 @@ import (
 // task d (which leaves the file uncommitted, so drover must ask again).
 // Files in its folder steer it: "barrier" makes b and c each wait until
 // both have started (they can only both finish if they ran at the same
-// time); "block-<task>" makes that task wait for "release".
+// time); "block-<task>" makes that task wait for "release"; "usage-<task>"
+// makes it print, first, an assistant message with one tool call and
+// 100,000 sonnet input tokens ($0.30 at list prices).
 const runFakeAgent = `#!/bin/sh
 d=$(dirname "$0")
 t=$DROVER_TASK_ID
@@ -38,6 +41,9 @@ if [ -f "$d/barrier" ] && { [ "$t" = b ] || [ "$t" = c ]; }; then
   while [ ! -f "$d/started-b" ] || [ ! -f "$d/started-c" ]; do
     i=$((i+1)); [ $i -gt 300 ] && exit 5; sleep 0.1
   done
+fi
+if [ -f "$d/usage-$t" ]; then
+  printf '{"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"tu1","name":"Bash","input":{"command":"go test ./..."}}],"usage":{"input_tokens":100000,"output_tokens":0}}}\n'
 fi
 if [ -f "$d/block-$t" ]; then
   i=0
@@ -214,7 +220,7 @@ func TestRunWorksWavesInOrder(t *testing.T) {
 			row = fs
 		}
 	}
-	if strings.Join(row, " ") != "d 3 done 2/3 developer passed $1.00 -" {
+	if strings.Join(row, " ") != "d 3 done 2/3 developer passed 0 $1.00 -" {
 		t.Errorf("run status table, row of d %q:\n%s", row, table)
 	}
 }
@@ -404,6 +410,11 @@ func TestRunStopsOnRunBudgets(t *testing.T) {
 			if run.State != api.RunFailed || taskByID(run, "c").State != api.TaskFailed || taskByID(run, "a").State != api.TaskDone {
 				t.Errorf("run %s, tasks %+v", run.State, run.Tasks)
 			}
+			// b's own result line spent the dollars: its work is done,
+			// judged when its iteration ended, not cut short.
+			if b := taskByID(run, "b"); c.name == "dollars" && b.State != api.TaskDone {
+				t.Errorf("task b %+v; want it done", b)
+			}
 		})
 	}
 }
@@ -425,6 +436,70 @@ func TestRunTaskDollarBudget(t *testing.T) {
 	run := f.runStatus(runIDFrom(t, r.stdout))
 	if d := taskByID(run, "d"); run.State != api.RunFailed || run.Merged != 2 || d.State != api.TaskFailed || d.CostUSD != 0.5 || run.Options.TaskMaxUSD != 0.5 {
 		t.Errorf("run %s merged %d, options %+v, task d %+v; want d failed after $0.50", run.State, run.Merged, run.Options, d)
+	}
+}
+
+// waitTask polls the run until task has the state, tool calls and cost
+// wanted.
+func (f *runFixture) waitTask(id, task string, state api.TaskState, tools int, cost float64) api.Run {
+	f.t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		r := f.runStatus(id)
+		if tk := taskByID(r, task); tk.State == state && tk.ToolCalls == tools && math.Abs(tk.CostUSD-cost) < 1e-9 {
+			return r
+		}
+		if time.Now().After(deadline) || r.State != api.RunRunning {
+			f.t.Fatalf("task %s never was %s with %d tool calls and $%.2f: %+v", task, state, tools, cost, taskByID(r, task))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestRunShowsRunningAgentsProgress(t *testing.T) {
+	f := newRunFixture(t)
+	f.touch("usage-a")
+	f.touch("block-a")
+	id := runIDFrom(t, f.must("", append(f.args, "--detach")...))
+	// a's agent has made its tool call and spent its tokens, and waits.
+	r := f.waitTask(id, "a", api.TaskRunning, 1, 0.30)
+	if math.Abs(r.CostUSD-0.30) > 1e-9 {
+		t.Errorf("run cost while a works: $%v, want $0.30", r.CostUSD)
+	}
+	if table := f.must("", "run", "status", id); !tableRow(table, "a 1 running 1/3 developer - 1 $0.30 -") || !strings.Contains(table, "TOOLS") {
+		t.Errorf("run status does not show a's progress:\n%s", table)
+	}
+	f.touch("release")
+	// Its result line gives the cost in the end: it replaces the estimate.
+	r = f.waitTask(id, "a", api.TaskDone, 1, 0.5)
+	for r.State == api.RunRunning {
+		time.Sleep(100 * time.Millisecond)
+		r = f.runStatus(id)
+	}
+	if r.State != api.RunDone || math.Abs(r.CostUSD-2.5) > 1e-9 {
+		t.Errorf("run %s, cost $%v; want done, $2.50", r.State, r.CostUSD)
+	}
+}
+
+func TestRunCountsKilledAgentsUsage(t *testing.T) {
+	f := newRunFixture(t)
+	f.touch("usage-a")
+	f.touch("block-a")
+	// a's agent never ends by itself and never prints a result line: what
+	// it spent so far is past the run's budget, which kills it.
+	r := f.drover("", append(f.args, "--max-usd", "0.25")...)
+	if r.code == 0 {
+		t.Fatalf("a run past its budget exited 0:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "run stopped: the run budget of $0.25 (--max-usd) is spent: the agents cost $0.30") || !strings.Contains(r.stdout, "task a is failed: stopped with the run") {
+		t.Errorf("the report does not say the killed agent's spending stopped the run:\n%s", r.stdout)
+	}
+	if f.read("end-a") != "" || f.count("b") != 0 {
+		t.Errorf("task a's agent finished, or b ran: the budget did not stop the run at once")
+	}
+	run := f.runStatus(runIDFrom(t, r.stdout))
+	if a := taskByID(run, "a"); run.State != api.RunFailed || math.Abs(run.CostUSD-0.30) > 1e-9 || math.Abs(a.CostUSD-0.30) > 1e-9 || a.ToolCalls != 1 || a.State != api.TaskFailed {
+		t.Errorf("run %s cost $%v, task a %+v; want failed, $0.30 and 1 tool call counted", run.State, run.CostUSD, a)
 	}
 }
 
@@ -596,7 +671,7 @@ func TestRunReviewsByDefaultWithProjectConfig(t *testing.T) {
 	if r.CostUSD != 4.25 {
 		t.Errorf("run cost $%v, want $4.25", r.CostUSD)
 	}
-	if table := f.must("", "run", "status", id); !tableRow(table, "a 1 done 2/3 developer passed $1.50 pass (sonnet)") || !strings.Contains(table, "REVIEW") {
+	if table := f.must("", "run", "status", id); !tableRow(table, "a 1 done 2/3 developer passed 0 $1.50 pass (sonnet)") || !strings.Contains(table, "REVIEW") {
 		t.Errorf("run status does not show the reviews:\n%s", table)
 	}
 }

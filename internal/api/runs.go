@@ -150,7 +150,10 @@ type RunTask struct {
 	Reviews    int         `json:"reviews,omitempty"`
 	LastReview *TaskReview `json:"last_review,omitempty"`
 	// Runs counts agent processes started for the task, across resumes.
-	Runs      int       `json:"runs"`
+	Runs int `json:"runs"`
+	// ToolCalls counts the tool calls of the task's agents, across
+	// resumes; like CostUSD it grows while an agent runs.
+	ToolCalls int       `json:"tool_calls,omitempty"`
 	Error     string    `json:"error,omitempty"`
 	Conflict  []string  `json:"conflict,omitempty"`
 	StartedAt time.Time `json:"started_at,omitzero"`
