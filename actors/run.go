@@ -408,8 +408,12 @@ type runActor struct {
 	iterCtx    context.Context
 	iterCancel context.CancelFunc
 	wg         sync.WaitGroup
-	inflight   int
-	merging    bool
+	// worktrees serializes the iterations' work tree changes: git reads
+	// .git/worktrees while another `git worktree add` is filling it in
+	// and fails ("failed to read .git/worktrees/c/commondir").
+	worktrees sync.Mutex
+	inflight  int
+	merging   bool
 	// feedback is what the next iteration of a task is told about the
 	// last one.
 	feedback map[string]string
@@ -743,6 +747,7 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	job := iterationJob{
 		root: a.env.Root, runID: a.rec.ID, task: gt, iteration: t.Iteration, base: t.Base,
 		opts: a.rec.Options, deadline: iterationDeadline(a.rec.Options, t.StartedAt, a.started),
+		worktrees: &a.worktrees,
 	}
 	tmpl, err := a.env.templates()
 	if err == nil {
@@ -1104,6 +1109,8 @@ type iterationJob struct {
 	reviewPrompt string
 	// deadline ends the iteration with the task's budget (zero: none).
 	deadline time.Time
+	// worktrees is the run's lock on work tree changes.
+	worktrees *sync.Mutex
 	// report sends the agent's progress to the run actor, without
 	// waiting: the agent's output is not read while it runs.
 	report func(agentProgress)
@@ -1122,7 +1129,9 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 		ctx, cancel = context.WithDeadline(ctx, j.deadline)
 		defer cancel()
 	}
+	j.worktrees.Lock()
 	wt, err := worktree.Create(ctx, j.root, j.runID, j.task.ID, "")
+	j.worktrees.Unlock()
 	if err != nil {
 		out.err = err
 		return out
@@ -1174,7 +1183,10 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 	}
 	if done, _ := judgeIteration(out); done {
 		// The branch is what gets merged; the work tree is no longer needed.
-		if err := worktree.Remove(ctx, wt); err != nil {
+		j.worktrees.Lock()
+		err := worktree.Remove(ctx, wt)
+		j.worktrees.Unlock()
+		if err != nil {
 			out.err = err
 		}
 	}
