@@ -26,7 +26,8 @@ import (
 // both have started (they can only both finish if they ran at the same
 // time); "block-<task>" makes that task wait for "release"; "usage-<task>"
 // makes it print, first, an assistant message with one tool call and
-// 100,000 sonnet input tokens ($0.30 at list prices).
+// 100,000 sonnet input tokens ($0.30 at list prices); "shared" makes every
+// task also write its id as the one line of shared.txt.
 const runFakeAgent = `#!/bin/sh
 d=$(dirname "$0")
 t=$DROVER_TASK_ID
@@ -50,8 +51,9 @@ if [ -f "$d/block-$t" ]; then
   while [ ! -f "$d/release" ]; do i=$((i+1)); [ $i -gt 600 ] && exit 3; sleep 0.1; done
 fi
 echo "$t" > "$t.txt"
+[ -f "$d/shared" ] && echo "$t" > shared.txt
 if [ "$t" != d ] || [ "$DROVER_ITERATION" != 1 ]; then
-  git add "$t.txt" && git commit -qm "task $t" --allow-empty || exit 4
+  git add "$t.txt" && { [ ! -f "$d/shared" ] || git add shared.txt; } && git commit -qm "task $t" --allow-empty || exit 4
 fi
 date +%s%N > "$d/end-$t"
 printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.5,"num_turns":1,"result":"ok"}\n'
@@ -291,6 +293,85 @@ func TestRunResumesAfterKill9(t *testing.T) {
 	}
 	for _, task := range []string{"a", "b", "c", "d"} {
 		f.git("cat-file", "-e", "main:"+task+".txt")
+	}
+}
+
+// gitOut runs git in the project and returns its output, failed or not.
+func (f *runFixture) gitOut(args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env = f.root, f.env
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func TestRunMergeConflictNeedsReview(t *testing.T) {
+	f := newRunFixture(t)
+	// a writes shared.txt; b and c, in one wave, both change its line.
+	f.touch("shared")
+	r := f.drover("", f.args...)
+	if r.code == 0 {
+		t.Fatalf("a run with a merge conflict exited 0:\n%s", r.stdout)
+	}
+	id := runIDFrom(t, r.stdout)
+	for _, want := range []string{
+		"wave 2: branches conflict with main and need review (the others were merged)",
+		"task c: merge conflict in shared.txt",
+		// The combined diff, b's line against c's, between the markers.
+		"diff --cc shared.txt", "++<<<<<<< HEAD\n +b\n++=======\n+ c\n++>>>>>>> refs/heads/drover/" + id + "/c\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	run := f.runStatus(id)
+	c := taskByID(run, "c")
+	if run.State != api.RunFailed || run.Merged != 1 || c.State != api.TaskNeedsReview || strings.Join(c.Conflict, ",") != "shared.txt" || taskByID(run, "b").State != api.TaskDone {
+		t.Errorf("run %s merged %d, task c %+v; want c needs-review on shared.txt after wave 1", run.State, run.Merged, c)
+	}
+	if table := f.must("", "run", "status", id); !tableRow(table, "c 2 needs-review") {
+		t.Errorf("run status does not show c as needs-review:\n%s", table)
+	}
+	if f.count("d") != 0 {
+		t.Errorf("wave 3 ran after a conflict")
+	}
+	// main has b, not c, and no merge half done.
+	if got, _ := f.gitOut("show", "main:shared.txt"); got != "b" {
+		t.Errorf("main's shared.txt is %q, want b's", got)
+	}
+	if _, err := f.gitOut("cat-file", "-e", "main:c.txt"); err == nil {
+		t.Errorf("c's branch was merged into main despite the conflict")
+	}
+	if st, err := f.gitOut("status", "--porcelain", "--untracked-files=no"); err != nil || st != "" {
+		t.Errorf("main work tree is not clean: %q, %v", st, err)
+	}
+	if _, err := f.gitOut("rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+		t.Errorf("a merge is in progress in the main work tree")
+	}
+
+	// A person resolves it on main, and the run goes on from there.
+	branch := c.Branch
+	if _, err := f.gitOut("merge", "--no-edit", branch); err == nil {
+		t.Fatalf("merging %s by hand did not conflict", branch)
+	}
+	if err := os.WriteFile(filepath.Join(f.root, "shared.txt"), []byte("b and c\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.git("add", "shared.txt")
+	f.git("commit", "-q", "--no-edit")
+	out := f.must("", "run", "resume", id)
+	if !strings.Contains(out, "run "+id+" done") {
+		t.Fatalf("resume after the resolution did not finish the run:\n%s", out)
+	}
+	for task, want := range map[string]int{"a": 1, "b": 1, "c": 1, "d": 2} {
+		if got := f.count(task); got != want {
+			t.Errorf("task %s ran %d times, want %d", task, got, want)
+		}
+	}
+	for _, task := range []string{"a", "b", "c", "d"} {
+		f.git("cat-file", "-e", "main:"+task+".txt")
+	}
+	if run := f.runStatus(id); run.State != api.RunDone || run.Merged != 3 || taskByID(run, "c").State != api.TaskDone {
+		t.Errorf("after resume: run %s merged %d, task c %+v", run.State, run.Merged, taskByID(run, "c"))
 	}
 }
 
