@@ -27,13 +27,16 @@ import (
 // time); "block-<task>" makes that task wait for "release"; "usage-<task>"
 // makes it print, first, an assistant message with one tool call and
 // 100,000 sonnet input tokens ($0.30 at list prices); "shared" makes every
-// task also write its id as the one line of shared.txt.
+// task also write its id as the one line of shared.txt; "overlap" makes
+// each agent log "start <task>" when it starts and "end <task>" when it is
+// about to exit, in the file overlap-log, and take a little time between.
 const runFakeAgent = `#!/bin/sh
 d=$(dirname "$0")
 t=$DROVER_TASK_ID
 echo x >> "$d/count-$t"
 echo $$ > "$d/pid-$t"
 date +%s%N > "$d/start-$t"
+[ -f "$d/overlap" ] && echo "start $t" >> "$d/overlap-log" && sleep 0.3
 for last; do :; done
 printf '%s' "$last" > "$d/prompt-$t-$DROVER_ITERATION"
 if [ -f "$d/barrier" ] && { [ "$t" = b ] || [ "$t" = c ]; }; then
@@ -56,6 +59,7 @@ if [ "$t" != d ] || [ "$DROVER_ITERATION" != 1 ]; then
   git add "$t.txt" && { [ ! -f "$d/shared" ] || git add shared.txt; } && git commit -qm "task $t" --allow-empty || exit 4
 fi
 date +%s%N > "$d/end-$t"
+[ -f "$d/overlap" ] && echo "end $t" >> "$d/overlap-log"
 printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.5,"num_turns":1,"result":"ok"}\n'
 `
 
@@ -372,6 +376,60 @@ func TestRunMergeConflictNeedsReview(t *testing.T) {
 	}
 	if run := f.runStatus(id); run.State != api.RunDone || run.Merged != 3 || taskByID(run, "c").State != api.TaskDone {
 		t.Errorf("after resume: run %s merged %d, task c %+v", run.State, run.Merged, taskByID(run, "c"))
+	}
+}
+
+func TestRunConcurrencyBound(t *testing.T) {
+	const graph = `tasks:
+  - {id: w1, description: Write w1.txt., tests: [w1.txt]}
+  - {id: w2, description: Write w2.txt., tests: [w2.txt]}
+  - {id: w3, description: Write w3.txt., tests: [w3.txt]}
+  - {id: w4, description: Write w4.txt., tests: [w4.txt]}
+`
+	for _, c := range []int{1, 2} {
+		t.Run("concurrency "+strconv.Itoa(c), func(t *testing.T) {
+			f := newRunFixture(t)
+			f.touch("overlap")
+			file := filepath.Join(f.dir, "wave.yaml")
+			if err := os.WriteFile(file, []byte(graph), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := f.withFlag("--concurrency", strconv.Itoa(c))
+			args[1] = file
+			out := f.must("", args...)
+			if !strings.Contains(out, "done: all 4 tasks done in 1 waves") {
+				t.Fatalf("the wave did not finish:\n%s", out)
+			}
+			// Each agent logs its start after it was started and its end
+			// before it exits, so the log shows at most the agents that
+			// ran at once; the lines are short appends, never mixed.
+			running, most := map[string]bool{}, 0
+			log := f.read("overlap-log")
+			for _, line := range strings.Split(log, "\n") {
+				what, task, _ := strings.Cut(line, " ")
+				switch what {
+				case "start":
+					running[task] = true
+				case "end":
+					if !running[task] {
+						t.Fatalf("task %s ended before it started:\n%s", task, log)
+					}
+					delete(running, task)
+				default:
+					t.Fatalf("odd log line %q", line)
+				}
+				most = max(most, len(running))
+			}
+			if most > c || len(running) != 0 {
+				t.Errorf("%d agents ran at once at --concurrency %d (%d never ended):\n%s", most, c, len(running), log)
+			}
+			for _, task := range []string{"w1", "w2", "w3", "w4"} {
+				if f.count(task) != 1 {
+					t.Errorf("task %s ran %d times, want 1", task, f.count(task))
+				}
+				f.git("cat-file", "-e", "main:"+task+".txt")
+			}
+		})
 	}
 }
 
