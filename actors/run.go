@@ -434,6 +434,9 @@ type runActor struct {
 	// cost and tool calls so far, from its agent's progress; the
 	// iteration's end adds the rest.
 	live map[string]agentProgress
+	// endIteration cancels the running iteration of each task: its dollar
+	// budget, spent while its agent works, ends it.
+	endIteration map[string]context.CancelFunc
 	// savedAt is when the run was last saved, and flush the timer of a
 	// progress save put off until progressSaveEvery has passed.
 	savedAt time.Time
@@ -452,7 +455,7 @@ func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *r
 		env: env, log: env.Log.With(zap.String("run", rec.ID)), rec: rec, graph: g, set: set,
 		ctx: ctx, cancel: cancel, iterCtx: iterCtx, iterCancel: iterCancel,
 		feedback: map[string]string{}, history: map[string][]convergence.Metrics{}, taskCostAtStart: map[string]float64{},
-		live:    map[string]agentProgress{},
+		live: map[string]agentProgress{}, endIteration: map[string]context.CancelFunc{},
 		started: env.now(), costAtStart: rec.CostUSD,
 	}
 }
@@ -552,6 +555,13 @@ func (a *runActor) progress(m *taskProgress) {
 	}
 	if a.stop == "" {
 		a.checkRunBudget()
+	}
+	// The task's dollars, unlike its minutes, have no deadline to end the
+	// iteration with; iterationDone fails the task and says why.
+	if end := a.endIteration[t.ID]; end != nil && taskBudgetSpent(a.rec.Options, time.Time{}, a.env.now(), t.CostUSD-a.taskCostAtStart[t.ID]) != "" {
+		a.log.Warn("task budget spent; ending its agent", zap.String("task", t.ID), zap.Float64("cost_usd", t.CostUSD))
+		end()
+		delete(a.endIteration, t.ID)
 	}
 }
 
@@ -765,7 +775,9 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	if err != nil {
 		job.err = fmt.Errorf("the prompt of task %s: %w", t.ID, err)
 	}
-	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.iterCtx
+	system, self := ctx.ActorSystem(), ctx.Self()
+	runCtx, end := context.WithCancel(a.iterCtx)
+	a.endIteration[t.ID] = end
 	id, role := t.ID, t.Role
 	iteration := t.Iteration
 	job.report = func(p agentProgress) {
@@ -777,6 +789,7 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
+			defer end()
 			system.Root.Send(self, job.run(runCtx))
 		}()
 	}
@@ -794,6 +807,7 @@ func (a *runActor) iterationDone(m *iterationDone) {
 	// The agent's progress is counted already, up to its last report.
 	counted := a.live[t.ID]
 	delete(a.live, t.ID)
+	delete(a.endIteration, t.ID)
 	cost := m.progress.costUSD - counted.costUSD
 	if m.review != nil {
 		cost += m.review.CostUSD

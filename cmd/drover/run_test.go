@@ -642,6 +642,25 @@ func TestRunCountsKilledAgentsUsage(t *testing.T) {
 	}
 }
 
+func TestRunTaskDollarBudgetEndsRunningAgent(t *testing.T) {
+	f := newRunFixture(t)
+	// a's agent spends $0.30 and then waits for a release that never
+	// comes: its task's budget, spent as it works, ends it.
+	f.touch("usage-a")
+	f.touch("block-a")
+	r := f.drover("", append(f.args, "--task-max-usd", "0.25")...)
+	if r.code == 0 {
+		t.Fatalf("a task past its dollar budget exited 0:\n%s", r.stdout)
+	}
+	want := "task a is failed: the task budget of $0.25 (--task-max-usd) is spent: its agents cost $0.30 after 1 iterations; the last: The agent run failed: agent run stopped"
+	if !strings.Contains(r.stdout, want) {
+		t.Errorf("the report does not say the budget ended a's agent:\n%s", r.stdout)
+	}
+	if f.read("end-a") != "" || f.count("a") != 1 || f.count("b") != 0 {
+		t.Errorf("task a ran %d times (ended: %q), b %d; want a's one agent ended by its budget", f.count("a"), f.read("end-a"), f.count("b"))
+	}
+}
+
 func TestRunEndsThrashingTaskAndRoutesRoles(t *testing.T) {
 	f := newRunFixture(t)
 	args := f.withFlag("--test-command", f.script("failing-tests.sh", runFailingTests)+" {{packages}}")
