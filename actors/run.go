@@ -7,7 +7,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -36,6 +39,11 @@ const RunsActorName = "runs"
 
 // commandTimeout bounds one test or suite command.
 const commandTimeout = 30 * time.Minute
+
+// progressSaveEvery bounds how often an agent's progress (its tool calls
+// and running cost) is saved: an agent makes several tool calls a second,
+// and each save is a write to the store.
+const progressSaveEvery = time.Second
 
 // maxTestOutput is how much of a test command's output (its end) is kept
 // in the run's state and fed back to the agent.
@@ -282,6 +290,13 @@ func runOptions(o api.RunOptions, c config.Run) (api.RunOptions, error) {
 	if o.IterationTimeout <= 0 {
 		o.IterationTimeout = c.IterationTimeout
 	}
+	if b := strings.TrimSpace(c.TaskMaxUSD); o.TaskMaxUSD <= 0 && b != "" {
+		v, err := strconv.ParseFloat(b, 64)
+		if err != nil {
+			return o, fmt.Errorf("run.task_max_usd %q is not a number of dollars", b)
+		}
+		o.TaskMaxUSD = v
+	}
 	if !c.Review && strings.TrimSpace(o.Reviewer) == "" {
 		o.NoReview = true
 	}
@@ -291,7 +306,7 @@ func runOptions(o api.RunOptions, c config.Run) (api.RunOptions, error) {
 	for _, b := range []struct {
 		name string
 		v    float64
-	}{{"task max minutes", o.TaskMaxMinutes}, {"max minutes", o.MaxMinutes}, {"max usd", o.MaxUSD}} {
+	}{{"task max minutes", o.TaskMaxMinutes}, {"task max usd", o.TaskMaxUSD}, {"max minutes", o.MaxMinutes}, {"max usd", o.MaxUSD}} {
 		if b.v < 0 || b.v != b.v {
 			return o, fmt.Errorf("%s %v is not a budget (0 for none)", b.name, b.v)
 		}
@@ -393,8 +408,12 @@ type runActor struct {
 	iterCtx    context.Context
 	iterCancel context.CancelFunc
 	wg         sync.WaitGroup
-	inflight   int
-	merging    bool
+	// worktrees serializes the iterations' work tree changes: git reads
+	// .git/worktrees while another `git worktree add` is filling it in
+	// and fails ("failed to read .git/worktrees/c/commondir").
+	worktrees sync.Mutex
+	inflight  int
+	merging   bool
 	// feedback is what the next iteration of a task is told about the
 	// last one.
 	feedback map[string]string
@@ -406,6 +425,22 @@ type runActor struct {
 	// so a resumed run gets a fresh budget.
 	started     time.Time
 	costAtStart float64
+	// taskCostAtStart is what each task had cost when its budget started
+	// in this actor (its first iteration, or the first one since the run
+	// resumed): its dollar budget counts from it, as its minutes count
+	// from its StartedAt.
+	taskCostAtStart map[string]float64
+	// live is what the running iteration of each task has added to its
+	// cost and tool calls so far, from its agent's progress; the
+	// iteration's end adds the rest.
+	live map[string]agentProgress
+	// endIteration cancels the running iteration of each task: its dollar
+	// budget, spent while its agent works, ends it.
+	endIteration map[string]context.CancelFunc
+	// savedAt is when the run was last saved, and flush the timer of a
+	// progress save put off until progressSaveEvery has passed.
+	savedAt time.Time
+	flush   *time.Timer
 	// stop says which run budget ended the run; no iteration starts once
 	// it is set.
 	stop string
@@ -419,10 +454,31 @@ func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *r
 	return &runActor{
 		env: env, log: env.Log.With(zap.String("run", rec.ID)), rec: rec, graph: g, set: set,
 		ctx: ctx, cancel: cancel, iterCtx: iterCtx, iterCancel: iterCancel,
-		feedback: map[string]string{}, history: map[string][]convergence.Metrics{},
+		feedback: map[string]string{}, history: map[string][]convergence.Metrics{}, taskCostAtStart: map[string]float64{},
+		live: map[string]agentProgress{}, endIteration: map[string]context.CancelFunc{},
 		started: env.now(), costAtStart: rec.CostUSD,
 	}
 }
+
+// agentProgress is what an agent has cost (its result line's total, or
+// until then an estimate from its token usage) and the tool calls it made.
+type agentProgress struct {
+	costUSD   float64
+	toolCalls int
+	// finished is set once the agent printed its result line.
+	finished bool
+}
+
+// taskProgress is what an iteration's goroutine reports as its agent
+// works: the agent's progress so far.
+type taskProgress struct {
+	task      string
+	iteration int
+	agentProgress
+}
+
+// progressFlush saves progress whose save was put off.
+type progressFlush struct{}
 
 // iterationDone is what one iteration's goroutine reports.
 type iterationDone struct {
@@ -430,6 +486,9 @@ type iterationDone struct {
 	iteration int
 	base      string
 	agent     agentrun.Result
+	// progress is what the agent cost and did in all, including what an
+	// agent killed before its result line had spent.
+	progress  agentProgress
 	test      *api.TestResult
 	committed bool
 	dirty     bool
@@ -461,13 +520,67 @@ func (a *runActor) Receive(ctx actor.Context) {
 		a.merging = false
 		a.waveChecked(msg)
 		a.advance(ctx)
+	case *taskProgress:
+		a.progress(msg)
+		a.saveProgress(ctx)
+	case *progressFlush:
+		a.flush = nil
+		a.save()
 	case *actor.Stopping:
+		if a.flush != nil {
+			a.flush.Stop()
+		}
 		a.cancel()
 		a.wg.Wait()
 	}
 }
 
+// progress counts what a running agent has spent and done so far, and
+// ends the run's agents at once when that spends the run's budget.
+func (a *runActor) progress(m *taskProgress) {
+	t := a.task(m.task)
+	if t == nil || t.State != api.TaskRunning || t.Iteration != m.iteration {
+		return
+	}
+	before := a.live[t.ID]
+	cost := m.costUSD - before.costUSD
+	t.CostUSD += cost
+	a.rec.CostUSD += cost
+	t.ToolCalls += m.toolCalls - before.toolCalls
+	a.live[t.ID] = m.agentProgress
+	if m.finished {
+		// The agent is done: its iteration goes on to its tests, and
+		// iterationDone checks the budgets, a finished task first.
+		return
+	}
+	if a.stop == "" {
+		a.checkRunBudget()
+	}
+	// The task's dollars, unlike its minutes, have no deadline to end the
+	// iteration with; iterationDone fails the task and says why.
+	if end := a.endIteration[t.ID]; end != nil && taskBudgetSpent(a.rec.Options, time.Time{}, a.env.now(), t.CostUSD-a.taskCostAtStart[t.ID]) != "" {
+		a.log.Warn("task budget spent; ending its agent", zap.String("task", t.ID), zap.Float64("cost_usd", t.CostUSD))
+		end()
+		delete(a.endIteration, t.ID)
+	}
+}
+
+// saveProgress saves the run after progress, or when it was saved less
+// than progressSaveEvery ago, once that has passed.
+func (a *runActor) saveProgress(ctx actor.Context) {
+	if a.flush != nil {
+		return // a save is due already
+	}
+	if wait := progressSaveEvery - time.Since(a.savedAt); wait > 0 && a.stop == "" {
+		system, self := ctx.ActorSystem(), ctx.Self()
+		a.flush = time.AfterFunc(wait, func() { system.Root.Send(self, &progressFlush{}) })
+		return
+	}
+	a.save()
+}
+
 func (a *runActor) save() {
+	a.savedAt = time.Now()
 	a.rec.UpdatedAt = a.env.now()
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
@@ -585,9 +698,12 @@ func runBudgetSpent(o api.RunOptions, elapsed time.Duration, cost float64) strin
 	return ""
 }
 
-// taskBudgetSpent says whether a task that started at start has spent its
-// time budget by now, in words.
-func taskBudgetSpent(o api.RunOptions, start, now time.Time) string {
+// taskBudgetSpent says whether a task that started at start, and has cost
+// cost since, has spent its dollar or time budget by now, in words.
+func taskBudgetSpent(o api.RunOptions, start, now time.Time, cost float64) string {
+	if o.TaskMaxUSD > 0 && cost >= o.TaskMaxUSD {
+		return fmt.Sprintf("the task budget of $%.2f (--task-max-usd) is spent: its agents cost $%.2f", o.TaskMaxUSD, cost)
+	}
 	if o.TaskMaxMinutes <= 0 || start.IsZero() {
 		return ""
 	}
@@ -633,15 +749,19 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	if t.StartedAt.IsZero() {
 		t.StartedAt = now
 	}
+	if _, ok := a.taskCostAtStart[t.ID]; !ok || t.Iteration == 1 {
+		a.taskCostAtStart[t.ID] = t.CostUSD
+	}
 	t.Role = string(routeIteration(a.set.rules, t.Iteration, a.history[t.ID], t.Status))
 	a.inflight++
 	job := iterationJob{
 		root: a.env.Root, runID: a.rec.ID, task: gt, iteration: t.Iteration, base: t.Base,
 		opts: a.rec.Options, deadline: iterationDeadline(a.rec.Options, t.StartedAt, a.started),
+		worktrees: &a.worktrees,
 	}
 	tmpl, err := a.env.templates()
 	if err == nil {
-		job.prompt, err = taskPrompt(tmpl, gt, t.Branch, t.Iteration, a.rec.Options.MaxIterations, router.Role(t.Role), a.feedback[t.ID])
+		job.prompt, err = taskPrompt(tmpl, gt, t.Branch, rungraph.TargetedTests(gt, goTestTree(a.rec.Options, a.env.Root)), t.Iteration, a.rec.Options.MaxIterations, router.Role(t.Role), a.feedback[t.ID])
 	}
 	if err == nil && a.set.review != nil {
 		// The base is known only once the work tree is; the job fills it in.
@@ -655,13 +775,21 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	if err != nil {
 		job.err = fmt.Errorf("the prompt of task %s: %w", t.ID, err)
 	}
-	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.iterCtx
+	system, self := ctx.ActorSystem(), ctx.Self()
+	runCtx, end := context.WithCancel(a.iterCtx)
+	a.endIteration[t.ID] = end
 	id, role := t.ID, t.Role
+	iteration := t.Iteration
+	job.report = func(p agentProgress) {
+		// Send does not wait: the mailbox is unbounded.
+		system.Root.Send(self, &taskProgress{task: id, iteration: iteration, agentProgress: p})
+	}
 	return func() {
 		a.log.Info("task iteration started", zap.String("task", id), zap.Int("iteration", job.iteration), zap.String("role", role))
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()
+			defer end()
 			system.Root.Send(self, job.run(runCtx))
 		}()
 	}
@@ -676,12 +804,17 @@ func (a *runActor) iterationDone(m *iterationDone) {
 	if t.Base == "" {
 		t.Base = m.base
 	}
-	cost := m.agent.CostUSD
+	// The agent's progress is counted already, up to its last report.
+	counted := a.live[t.ID]
+	delete(a.live, t.ID)
+	delete(a.endIteration, t.ID)
+	cost := m.progress.costUSD - counted.costUSD
 	if m.review != nil {
 		cost += m.review.CostUSD
 	}
 	t.CostUSD += cost
 	a.rec.CostUSD += cost
+	t.ToolCalls += m.progress.toolCalls - counted.toolCalls
 	if m.test != nil {
 		t.LastTest = m.test
 	}
@@ -697,7 +830,7 @@ func (a *runActor) iterationDone(m *iterationDone) {
 	if a.stop == "" {
 		a.checkRunBudget()
 	}
-	taskBudget := taskBudgetSpent(a.rec.Options, t.StartedAt, a.env.now())
+	taskBudget := taskBudgetSpent(a.rec.Options, t.StartedAt, a.env.now(), t.CostUSD-a.taskCostAtStart[t.ID])
 	switch {
 	case done:
 		t.State, t.Error, t.EndedAt = api.TaskDone, "", a.env.now()
@@ -990,6 +1123,11 @@ type iterationJob struct {
 	reviewPrompt string
 	// deadline ends the iteration with the task's budget (zero: none).
 	deadline time.Time
+	// worktrees is the run's lock on work tree changes.
+	worktrees *sync.Mutex
+	// report sends the agent's progress to the run actor, without
+	// waiting: the agent's output is not read while it runs.
+	report func(agentProgress)
 	// err is a failure met before the iteration could start.
 	err error
 }
@@ -1005,7 +1143,9 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 		ctx, cancel = context.WithDeadline(ctx, j.deadline)
 		defer cancel()
 	}
+	j.worktrees.Lock()
 	wt, err := worktree.Create(ctx, j.root, j.runID, j.task.ID, "")
+	j.worktrees.Unlock()
 	if err != nil {
 		out.err = err
 		return out
@@ -1019,16 +1159,22 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 		out.err = err
 		return out
 	}
-	res, err := agentrun.Run(ctx, spec, nil)
+	meter := newAgentMeter()
+	res, err := agentrun.Run(ctx, spec, func(ev agentrun.Event) {
+		if meter.add(ev) && j.report != nil {
+			j.report(agentProgress{costUSD: meter.cost(), toolCalls: meter.toolCalls, finished: meter.sawResult})
+		}
+	})
 	if err != nil {
 		out.err = err
 		return out
 	}
 	out.agent = res
+	out.progress = agentProgress{costUSD: meter.cost(), toolCalls: meter.toolCalls, finished: meter.sawResult}
 	if ctx.Err() != nil {
 		return out
 	}
-	argv, err := testArgv(j.opts, j.task)
+	argv, err := testArgv(j.opts, j.task, wt.Path)
 	if err != nil {
 		out.err = err
 		return out
@@ -1051,7 +1197,10 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 	}
 	if done, _ := judgeIteration(out); done {
 		// The branch is what gets merged; the work tree is no longer needed.
-		if err := worktree.Remove(ctx, wt); err != nil {
+		j.worktrees.Lock()
+		err := worktree.Remove(ctx, wt)
+		j.worktrees.Unlock()
+		if err != nil {
 			out.err = err
 		}
 	}
@@ -1129,11 +1278,12 @@ func (a *runActor) waveChecked(m *waveChecked) {
 }
 
 // taskPrompt is what the agent is asked in one iteration of a task: the
-// run_task template, with the instructions of the iteration's role.
-func taskPrompt(tmpl templates.Set, t rungraph.Task, branch string, iteration, maxIterations int, role router.Role, feedback string) (string, error) {
+// run_task template, with the instructions of the iteration's role. tests
+// are the task's targeted tests as the test command gets them.
+func taskPrompt(tmpl templates.Set, t rungraph.Task, branch string, tests []string, iteration, maxIterations int, role router.Role, feedback string) (string, error) {
 	vars := map[string]string{
 		"task_id": strconv.Quote(t.ID), "branch": branch, "description": t.Description,
-		"files": strings.Join(t.Files, ", "), "tests": strings.Join(rungraph.TargetedTests(t), " "),
+		"files": strings.Join(t.Files, ", "), "tests": strings.Join(tests, " "),
 		"iteration": strconv.Itoa(iteration), "max_iterations": strconv.Itoa(maxIterations), "feedback": feedback,
 		"role": string(role), "agent_name": "drover:" + string(role),
 	}
@@ -1192,13 +1342,25 @@ func agentSpec(o api.RunOptions, runID, taskID string, iteration int, dir, promp
 }
 
 // testArgv is the targeted test command of a task; a task with no
-// targeted tests runs the suite instead.
-func testArgv(o api.RunOptions, t rungraph.Task) ([]string, error) {
-	tests := rungraph.TargetedTests(t)
+// targeted tests (or none left that go can test) runs the suite instead.
+// dir is the task's work tree, where the command runs.
+func testArgv(o api.RunOptions, t rungraph.Task, dir string) ([]string, error) {
+	tests := rungraph.TargetedTests(t, goTestTree(o, dir))
 	if len(tests) == 0 {
 		return expand(o.SuiteCommand, nil, nil)
 	}
 	return expand(o.TestCommand, map[string][]string{"packages": tests}, nil)
+}
+
+// goTestTree is the tree a run's targeted tests are checked against when
+// its test command is `go test` (the default), or nil when it is another
+// runner, which reads the tests as written.
+func goTestTree(o api.RunOptions, dir string) fs.FS {
+	argv, err := expand(o.TestCommand, placeholderValues([]string{"packages"}), nil)
+	if err != nil || len(argv) < 2 || filepath.Base(argv[0]) != "go" || argv[1] != "test" {
+		return nil
+	}
+	return os.DirFS(dir)
 }
 
 var placeholder = regexp.MustCompile(`\{\{([a-z_]+)\}\}`)

@@ -2,9 +2,12 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -61,7 +64,10 @@ func benchRepo(b *testing.B) string {
 	root := b.TempDir()
 	for _, args := range [][]string{
 		{"init", "-q", "-b", "main"},
-		{"-c", "user.name=b", "-c", "user.email=b@example.com", "commit", "-q", "--allow-empty", "-m", "initial"},
+		// The agents commit and the supervisor merges: both need a name.
+		{"config", "user.name", "b"},
+		{"config", "user.email", "b@example.com"},
+		{"commit", "-q", "--allow-empty", "-m", "initial"},
 	} {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = root
@@ -128,5 +134,127 @@ func BenchmarkRunIteration(b *testing.B) {
 	b.ReportMetric(float64((children1-children0).Nanoseconds())/float64(b.N), "child-cpu-ns/op")
 	if err := system.Root.StopFuture(pid).Wait(); err != nil {
 		b.Error(err)
+	}
+}
+
+// waveAgent is the agent of BenchmarkRunWave: it takes a fixed time, as if
+// it worked, then commits a file of its task (one per run, so that no two
+// runs clash when merged).
+const waveAgent = `#!/bin/sh
+sleep %g
+echo "$DROVER_RUN_ID" > "out-$DROVER_TASK_ID"
+git add "out-$DROVER_TASK_ID" && git commit -qm "$DROVER_TASK_ID" || exit 1
+echo '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0,"result":"ok"}'
+`
+
+// runsIdle waits until the runs actor works no run: a run's actor stops a
+// little after it saved the run's end.
+func runsIdle(b *testing.B, system *actor.ActorSystem, pid *actor.PID) {
+	b.Helper()
+	for {
+		res, err := system.Root.RequestFuture(pid, &LiveRuns{}, time.Minute).Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.(*LiveRunsReply).IDs) == 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// BenchmarkRunWave measures what working a wave's tasks side by side buys,
+// through the run actor as drover runs it: a graph of one wave of N tasks
+// at concurrency C, each task one agent process that takes agentTime and
+// commits, then the merge of the wave and its (empty) suite; against the
+// same N agent processes run one after the other without drover. One op
+// is one run (ns/op its wall time, serial-ns/op the baseline's).
+// wave/serial is the ratio of the wall times: about
+// ceil(N/C)/N (reported as ideal) when drover's own work is small beside
+// the agents'.
+func BenchmarkRunWave(b *testing.B) {
+	const agentTime = 100 * time.Millisecond
+	for _, c := range []struct{ n, conc int }{{4, 1}, {4, 2}, {4, 4}, {8, 2}, {8, 4}} {
+		b.Run(fmt.Sprintf("N=%d/C=%d", c.n, c.conc), func(b *testing.B) {
+			root := benchRepo(b)
+			agent := filepath.Join(b.TempDir(), "agent.sh")
+			if err := os.WriteFile(agent, []byte(fmt.Sprintf(waveAgent, agentTime.Seconds())), 0o755); err != nil {
+				b.Fatal(err)
+			}
+			db, err := store.Open(context.Background(), filepath.Join(root, ".drover", "state", "drover.db"), store.Options{MaxBatchDelay: time.Millisecond})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			cfg := config.Defaults()
+			env := RunsEnv{Store: db, Root: root, Config: func() config.Config { return cfg }}
+			system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+			defer system.Shutdown()
+			pid, err := system.Root.SpawnNamed(NewRunsProps(env), RunsActorName)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var graph strings.Builder
+			graph.WriteString("tasks:\n")
+			for i := range c.n {
+				fmt.Fprintf(&graph, "  - {id: t%d, description: Work., tests: [x]}\n", i)
+			}
+			req := api.StartRunRequest{File: "wave.yaml", Graph: graph.String(), Options: api.RunOptions{
+				Concurrency: c.conc, MaxIterations: 1, NoReview: true,
+				Agent: "'" + agent + "'", TestCommand: "true {{packages}}", SuiteCommand: "true",
+			}}
+			// The serial baseline: the same agents, in a repository of
+			// their own, one after the other.
+			scratch := benchRepo(b)
+			serialRun := func(op int) {
+				for i := range c.n {
+					cmd := exec.Command(agent, "prompt")
+					cmd.Dir = scratch
+					cmd.Env = append(os.Environ(), fmt.Sprintf("DROVER_RUN_ID=serial-%d", op), fmt.Sprintf("DROVER_TASK_ID=t%d", i))
+					if out, err := cmd.CombinedOutput(); err != nil {
+						b.Fatalf("agent: %v\n%s", err, out)
+					}
+				}
+			}
+
+			var wave, serial time.Duration
+			b.ResetTimer()
+			for op := range b.N {
+				start := time.Now()
+				res, err := system.Root.RequestFuture(pid, &StartRun{Request: req}, time.Minute).Result()
+				if err != nil {
+					b.Fatal(err)
+				}
+				rr := res.(*RunReply)
+				if rr.Err != nil {
+					b.Fatal(rr.Err)
+				}
+				var run api.Run
+				for {
+					// The run's saves are what tell it has ended.
+					var found bool
+					if run, found, err = db.LoadRun(context.Background(), rr.Run.ID); err != nil || !found {
+						b.Fatalf("loading run %s: %v (found %v)", rr.Run.ID, err, found)
+					}
+					if run.State != api.RunRunning {
+						break
+					}
+					time.Sleep(time.Millisecond)
+				}
+				wave += time.Since(start)
+				b.StopTimer()
+				if run.State != api.RunDone {
+					b.Fatalf("run %s: %s", run.State, run.Report)
+				}
+				runsIdle(b, system, pid)
+				start = time.Now()
+				serialRun(op)
+				serial += time.Since(start)
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(serial.Nanoseconds())/float64(b.N), "serial-ns/op")
+			b.ReportMetric(float64(wave)/float64(serial), "wave/serial")
+			b.ReportMetric(float64((c.n+c.conc-1)/c.conc)/float64(c.n), "ideal")
+		})
 	}
 }

@@ -147,17 +147,20 @@ func TestRunOptionsDefaultsAndChecks(t *testing.T) {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
 	// The configuration gives the defaults; the options win over it.
-	cfg := config.Run{Concurrency: 5, MaxIterations: 7, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, Review: false}
+	cfg := config.Run{Concurrency: 5, MaxIterations: 7, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, TaskMaxUSD: "3", Review: false}
 	o, err = runOptions(api.RunOptions{MaxIterations: 2}, cfg)
-	want := api.RunOptions{Concurrency: 5, MaxIterations: 2, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, NoReview: true}
+	want := api.RunOptions{Concurrency: 5, MaxIterations: 2, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, TaskMaxUSD: 3, NoReview: true}
 	if err != nil || o != want {
 		t.Errorf("from config: %+v, %v; want %+v", o, err, want)
+	}
+	if o, err := runOptions(api.RunOptions{TaskMaxUSD: 1}, cfg); err != nil || o.TaskMaxUSD != 1 {
+		t.Errorf("--task-max-usd 1 over run.task_max_usd 3: %+v, %v", o, err)
 	}
 	// run.review false does not turn off a reviewer given for the run.
 	if o, err := runOptions(api.RunOptions{Reviewer: "claude"}, cfg); err != nil || o.NoReview {
 		t.Errorf("--reviewer with run.review false: %+v, %v", o, err)
 	}
-	for _, bad := range []api.RunOptions{{Agent: "x {{nope}}"}, {TestCommand: "go test {{prompt}}"}, {SuiteCommand: "make {{packages}}"}, {MaxUSD: -1}, {TaskMaxMinutes: -0.5}, {MaxMinutes: -2}, {Reviewer: "rev 'x"}, {Reviewer: "rev", NoReview: true}} {
+	for _, bad := range []api.RunOptions{{Agent: "x {{nope}}"}, {TestCommand: "go test {{prompt}}"}, {SuiteCommand: "make {{packages}}"}, {MaxUSD: -1}, {TaskMaxUSD: -1}, {TaskMaxMinutes: -0.5}, {MaxMinutes: -2}, {Reviewer: "rev 'x"}, {Reviewer: "rev", NoReview: true}} {
 		if _, err := runOptions(bad, def); err == nil {
 			t.Errorf("runOptions(%+v) accepted it", bad)
 		}
@@ -181,7 +184,7 @@ func TestTaskPromptGolden(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := taskPrompt(templates.Defaults(), c.task, "drover/run-1/"+c.task.ID, c.iteration, 3, c.role, c.feedback)
+			got, err := taskPrompt(templates.Defaults(), c.task, "drover/run-1/"+c.task.ID, rungraph.TargetedTests(c.task, nil), c.iteration, 3, c.role, c.feedback)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -284,11 +287,18 @@ func TestBudgets(t *testing.T) {
 	if got := runBudgetSpent(api.RunOptions{}, 100*time.Hour, 1000); got != "" {
 		t.Errorf("no run budget, yet %q", got)
 	}
-	if got := taskBudgetSpent(o, start, start.Add(9*time.Minute)); got != "" {
+	if got := taskBudgetSpent(o, start, start.Add(9*time.Minute), 100); got != "" {
 		t.Errorf("task within budget: %q", got)
 	}
-	if got := taskBudgetSpent(o, start, start.Add(10*time.Minute)); !strings.Contains(got, "10 minutes (--task-max-minutes)") {
+	if got := taskBudgetSpent(o, start, start.Add(10*time.Minute), 0); !strings.Contains(got, "10 minutes (--task-max-minutes)") {
 		t.Errorf("task past budget: %q", got)
+	}
+	usd := api.RunOptions{TaskMaxUSD: 1.5}
+	if got := taskBudgetSpent(usd, start, start.Add(100*time.Hour), 1.49); got != "" {
+		t.Errorf("task within its dollar budget: %q", got)
+	}
+	if got := taskBudgetSpent(usd, start, start, 1.5); !strings.Contains(got, "$1.50 (--task-max-usd) is spent: its agents cost $1.50") {
+		t.Errorf("task past its dollar budget: %q", got)
 	}
 	deadlines := []struct {
 		o         api.RunOptions
@@ -428,5 +438,38 @@ func TestTaskReview(t *testing.T) {
 		if got := taskReview(c.in, 2, at); *got != c.want {
 			t.Errorf("taskReview(%+v) = %+v, want %+v", c.in, *got, c.want)
 		}
+	}
+}
+
+func TestTestArgv(t *testing.T) {
+	dir := t.TempDir() // a module whose root is no package
+	for name, data := range map[string]string{"go.mod": "module m\n", "README.md": "x\n", "lex/lex.go": "package lex\n", "lex/testdata/in.txt": "x\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	goTest := api.RunOptions{TestCommand: "go test -race {{packages}}", SuiteCommand: "go test ./..."}
+	other := api.RunOptions{TestCommand: "pytest {{packages}}", SuiteCommand: "pytest"}
+	cases := []struct {
+		name string
+		o    api.RunOptions
+		task rungraph.Task
+		want []string
+	}{
+		{"go: package dir", goTest, rungraph.Task{Tests: []string{"lex"}}, []string{"go", "test", "-race", "./lex"}},
+		{"go: testdata file", goTest, rungraph.Task{Files: []string{"lex/testdata/in.txt"}}, []string{"go", "test", "-race", "./lex"}},
+		{"go: root README falls back to the suite", goTest, rungraph.Task{Files: []string{"README.md"}}, []string{"go", "test", "./..."}},
+		{"other runner: as written", other, rungraph.Task{Files: []string{"README.md", "lex/testdata/in.txt"}}, []string{"pytest", ".", "lex/testdata"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := testArgv(c.o, c.task, dir)
+			if err != nil || !slices.Equal(got, c.want) {
+				t.Errorf("testArgv = %q, %v; want %q", got, err, c.want)
+			}
+		})
 	}
 }

@@ -57,7 +57,7 @@ another command ("claude", or a template with {{prompt}}, {{schema}},
 review off. A FAIL sends the findings to the task's next iteration.
 
 Budgets end tasks and runs that will not finish: --max-iterations and
---task-max-minutes fail a task, --max-minutes and --max-usd stop the run
+--task-max-minutes and --task-max-usd fail a task, --max-minutes and --max-usd stop the run
 (a resumed run gets a fresh budget); a task whose targeted tests are stuck
 on a plateau or keep failing the same way fails early (loop.plateau_window,
 loop.thrash_repeats). Iterations are routed to the developer, debugger or
@@ -97,6 +97,7 @@ goes on without redoing finished tasks.`,
 	f.StringVar(&opts.TestCommand, "test-command", "", "targeted test command, run in the task's work tree (default: run.test_command, go test {{packages}})")
 	f.StringVar(&opts.SuiteCommand, "suite-command", "", "suite command, run in the main work tree after each wave (default: run.suite_command, go test ./...)")
 	f.Float64Var(&opts.TaskMaxMinutes, "task-max-minutes", 0, "minutes a task may take before it fails, its agent killed (0: no limit)")
+	f.Float64Var(&opts.TaskMaxUSD, "task-max-usd", 0, "dollars the agents of one task may cost, as they report it, before it fails (default: run.task_max_usd, 0: no limit)")
 	f.Float64Var(&opts.MaxMinutes, "max-minutes", 0, "minutes the whole run may take before it stops (0: no limit)")
 	f.Float64Var(&opts.MaxUSD, "max-usd", 0, "dollars the agents of the whole run may cost, as they report it, before it stops (0: no limit)")
 	f.StringVar(&opts.Reviewer, "reviewer", "", `reviewer command that must pass each task: "claude", or a template with {{prompt}}, {{schema}}, {{model}}, {{budget_usd}} (default: review.cli and review.command)`)
@@ -200,7 +201,8 @@ func (a *app) runStatusCmd(g *globalFlags) *cobra.Command {
 		Use:   "status [RUN-ID]",
 		Short: "Show a run (default: the newest): every task's state, iteration, role, last test result, review and cost",
 		Long: `status shows a run (default: the newest): every task's wave, state,
-iteration, role, last test result, last review and cost. With --watch it
+iteration, role, last test result, tool calls, last review and cost (tool
+calls and cost count a running agent's so far). With --watch it
 shows the run again whenever it changes, until the run is no longer worked:
 on a terminal it redraws the screen, elsewhere it prints each new view
 after the last.`,
@@ -442,7 +444,7 @@ func printRun(w io.Writer, run api.Run) {
 	}
 	fmt.Fprintf(w, "run %s (%s): %s, %d of %d waves merged into %s, cost $%.2f; %s\n", run.ID, run.File, state, run.Merged, run.Waves, run.Target, run.CostUSD, reviewedBy(run))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tWAVE\tSTATE\tITERATION\tROLE\tLAST TEST\tCOST\tREVIEW")
+	fmt.Fprintln(tw, "TASK\tWAVE\tSTATE\tITERATION\tROLE\tLAST TEST\tTOOLS\tCOST\tREVIEW")
 	for _, t := range run.Tasks {
 		test := "-"
 		if t.LastTest != nil {
@@ -456,7 +458,7 @@ func printRun(w io.Writer, run api.Run) {
 		if t.LastReview != nil {
 			review = reviewSummary(t.LastReview)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t$%.2f\t%s\n", t.ID, t.Wave, t.State, t.Iteration, run.Options.MaxIterations, role, test, t.CostUSD, review)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%d\t$%.2f\t%s\n", t.ID, t.Wave, t.State, t.Iteration, run.Options.MaxIterations, role, test, t.ToolCalls, t.CostUSD, review)
 	}
 	_ = tw.Flush()
 	for _, t := range run.Tasks {

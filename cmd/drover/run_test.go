@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,13 +24,19 @@ import (
 // task d (which leaves the file uncommitted, so drover must ask again).
 // Files in its folder steer it: "barrier" makes b and c each wait until
 // both have started (they can only both finish if they ran at the same
-// time); "block-<task>" makes that task wait for "release".
+// time); "block-<task>" makes that task wait for "release"; "usage-<task>"
+// makes it print, first, an assistant message with one tool call and
+// 100,000 sonnet input tokens ($0.30 at list prices); "shared" makes every
+// task also write its id as the one line of shared.txt; "overlap" makes
+// each agent log "start <task>" when it starts and "end <task>" when it is
+// about to exit, in the file overlap-log, and take a little time between.
 const runFakeAgent = `#!/bin/sh
 d=$(dirname "$0")
 t=$DROVER_TASK_ID
 echo x >> "$d/count-$t"
 echo $$ > "$d/pid-$t"
 date +%s%N > "$d/start-$t"
+[ -f "$d/overlap" ] && echo "start $t" >> "$d/overlap-log" && sleep 0.3
 for last; do :; done
 printf '%s' "$last" > "$d/prompt-$t-$DROVER_ITERATION"
 if [ -f "$d/barrier" ] && { [ "$t" = b ] || [ "$t" = c ]; }; then
@@ -39,15 +46,20 @@ if [ -f "$d/barrier" ] && { [ "$t" = b ] || [ "$t" = c ]; }; then
     i=$((i+1)); [ $i -gt 300 ] && exit 5; sleep 0.1
   done
 fi
+if [ -f "$d/usage-$t" ]; then
+  printf '{"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"tu1","name":"Bash","input":{"command":"go test ./..."}}],"usage":{"input_tokens":100000,"output_tokens":0}}}\n'
+fi
 if [ -f "$d/block-$t" ]; then
   i=0
   while [ ! -f "$d/release" ]; do i=$((i+1)); [ $i -gt 600 ] && exit 3; sleep 0.1; done
 fi
 echo "$t" > "$t.txt"
+[ -f "$d/shared" ] && echo "$t" > shared.txt
 if [ "$t" != d ] || [ "$DROVER_ITERATION" != 1 ]; then
-  git add "$t.txt" && git commit -qm "task $t" --allow-empty || exit 4
+  git add "$t.txt" && { [ ! -f "$d/shared" ] || git add shared.txt; } && git commit -qm "task $t" --allow-empty || exit 4
 fi
 date +%s%N > "$d/end-$t"
+[ -f "$d/overlap" ] && echo "end $t" >> "$d/overlap-log"
 printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.5,"num_turns":1,"result":"ok"}\n'
 `
 
@@ -214,7 +226,7 @@ func TestRunWorksWavesInOrder(t *testing.T) {
 			row = fs
 		}
 	}
-	if strings.Join(row, " ") != "d 3 done 2/3 developer passed $1.00 -" {
+	if strings.Join(row, " ") != "d 3 done 2/3 developer passed 0 $1.00 -" {
 		t.Errorf("run status table, row of d %q:\n%s", row, table)
 	}
 }
@@ -285,6 +297,139 @@ func TestRunResumesAfterKill9(t *testing.T) {
 	}
 	for _, task := range []string{"a", "b", "c", "d"} {
 		f.git("cat-file", "-e", "main:"+task+".txt")
+	}
+}
+
+// gitOut runs git in the project and returns its output, failed or not.
+func (f *runFixture) gitOut(args ...string) (string, error) {
+	cmd := exec.Command("git", args...)
+	cmd.Dir, cmd.Env = f.root, f.env
+	out, err := cmd.CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+func TestRunMergeConflictNeedsReview(t *testing.T) {
+	f := newRunFixture(t)
+	// a writes shared.txt; b and c, in one wave, both change its line.
+	f.touch("shared")
+	r := f.drover("", f.args...)
+	if r.code == 0 {
+		t.Fatalf("a run with a merge conflict exited 0:\n%s", r.stdout)
+	}
+	id := runIDFrom(t, r.stdout)
+	for _, want := range []string{
+		"wave 2: branches conflict with main and need review (the others were merged)",
+		"task c: merge conflict in shared.txt",
+		// The combined diff, b's line against c's, between the markers.
+		"diff --cc shared.txt", "++<<<<<<< HEAD\n +b\n++=======\n+ c\n++>>>>>>> refs/heads/drover/" + id + "/c\n",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the report lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	run := f.runStatus(id)
+	c := taskByID(run, "c")
+	if run.State != api.RunFailed || run.Merged != 1 || c.State != api.TaskNeedsReview || strings.Join(c.Conflict, ",") != "shared.txt" || taskByID(run, "b").State != api.TaskDone {
+		t.Errorf("run %s merged %d, task c %+v; want c needs-review on shared.txt after wave 1", run.State, run.Merged, c)
+	}
+	if table := f.must("", "run", "status", id); !tableRow(table, "c 2 needs-review") {
+		t.Errorf("run status does not show c as needs-review:\n%s", table)
+	}
+	if f.count("d") != 0 {
+		t.Errorf("wave 3 ran after a conflict")
+	}
+	// main has b, not c, and no merge half done.
+	if got, _ := f.gitOut("show", "main:shared.txt"); got != "b" {
+		t.Errorf("main's shared.txt is %q, want b's", got)
+	}
+	if _, err := f.gitOut("cat-file", "-e", "main:c.txt"); err == nil {
+		t.Errorf("c's branch was merged into main despite the conflict")
+	}
+	if st, err := f.gitOut("status", "--porcelain", "--untracked-files=no"); err != nil || st != "" {
+		t.Errorf("main work tree is not clean: %q, %v", st, err)
+	}
+	if _, err := f.gitOut("rev-parse", "-q", "--verify", "MERGE_HEAD"); err == nil {
+		t.Errorf("a merge is in progress in the main work tree")
+	}
+
+	// A person resolves it on main, and the run goes on from there.
+	branch := c.Branch
+	if _, err := f.gitOut("merge", "--no-edit", branch); err == nil {
+		t.Fatalf("merging %s by hand did not conflict", branch)
+	}
+	if err := os.WriteFile(filepath.Join(f.root, "shared.txt"), []byte("b and c\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.git("add", "shared.txt")
+	f.git("commit", "-q", "--no-edit")
+	out := f.must("", "run", "resume", id)
+	if !strings.Contains(out, "run "+id+" done") {
+		t.Fatalf("resume after the resolution did not finish the run:\n%s", out)
+	}
+	for task, want := range map[string]int{"a": 1, "b": 1, "c": 1, "d": 2} {
+		if got := f.count(task); got != want {
+			t.Errorf("task %s ran %d times, want %d", task, got, want)
+		}
+	}
+	for _, task := range []string{"a", "b", "c", "d"} {
+		f.git("cat-file", "-e", "main:"+task+".txt")
+	}
+	if run := f.runStatus(id); run.State != api.RunDone || run.Merged != 3 || taskByID(run, "c").State != api.TaskDone {
+		t.Errorf("after resume: run %s merged %d, task c %+v", run.State, run.Merged, taskByID(run, "c"))
+	}
+}
+
+func TestRunConcurrencyBound(t *testing.T) {
+	const graph = `tasks:
+  - {id: w1, description: Write w1.txt., tests: [w1.txt]}
+  - {id: w2, description: Write w2.txt., tests: [w2.txt]}
+  - {id: w3, description: Write w3.txt., tests: [w3.txt]}
+  - {id: w4, description: Write w4.txt., tests: [w4.txt]}
+`
+	for _, c := range []int{1, 2} {
+		t.Run("concurrency "+strconv.Itoa(c), func(t *testing.T) {
+			f := newRunFixture(t)
+			f.touch("overlap")
+			file := filepath.Join(f.dir, "wave.yaml")
+			if err := os.WriteFile(file, []byte(graph), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args := f.withFlag("--concurrency", strconv.Itoa(c))
+			args[1] = file
+			out := f.must("", args...)
+			if !strings.Contains(out, "done: all 4 tasks done in 1 waves") {
+				t.Fatalf("the wave did not finish:\n%s", out)
+			}
+			// Each agent logs its start after it was started and its end
+			// before it exits, so the log shows at most the agents that
+			// ran at once; the lines are short appends, never mixed.
+			running, most := map[string]bool{}, 0
+			log := f.read("overlap-log")
+			for _, line := range strings.Split(log, "\n") {
+				what, task, _ := strings.Cut(line, " ")
+				switch what {
+				case "start":
+					running[task] = true
+				case "end":
+					if !running[task] {
+						t.Fatalf("task %s ended before it started:\n%s", task, log)
+					}
+					delete(running, task)
+				default:
+					t.Fatalf("odd log line %q", line)
+				}
+				most = max(most, len(running))
+			}
+			if most > c || len(running) != 0 {
+				t.Errorf("%d agents ran at once at --concurrency %d (%d never ended):\n%s", most, c, len(running), log)
+			}
+			for _, task := range []string{"w1", "w2", "w3", "w4"} {
+				if f.count(task) != 1 {
+					t.Errorf("task %s ran %d times, want 1", task, f.count(task))
+				}
+				f.git("cat-file", "-e", "main:"+task+".txt")
+			}
+		})
 	}
 }
 
@@ -404,7 +549,115 @@ func TestRunStopsOnRunBudgets(t *testing.T) {
 			if run.State != api.RunFailed || taskByID(run, "c").State != api.TaskFailed || taskByID(run, "a").State != api.TaskDone {
 				t.Errorf("run %s, tasks %+v", run.State, run.Tasks)
 			}
+			// b's own result line spent the dollars: its work is done,
+			// judged when its iteration ended, not cut short.
+			if b := taskByID(run, "b"); c.name == "dollars" && b.State != api.TaskDone {
+				t.Errorf("task b %+v; want it done", b)
+			}
 		})
+	}
+}
+
+func TestRunTaskDollarBudget(t *testing.T) {
+	f := newRunFixture(t)
+	// Every iteration costs $0.50: a, b and c are done in one; d's first
+	// leaves its work uncommitted, and spends the budget of its task.
+	r := f.drover("", append(f.args, "--task-max-usd", "0.5")...)
+	if r.code == 0 {
+		t.Fatalf("a task past its dollar budget exited 0:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "task d is failed: the task budget of $0.50 (--task-max-usd) is spent: its agents cost $0.50 after 1 iterations") {
+		t.Errorf("the report does not say which task budget failed d:\n%s", r.stdout)
+	}
+	if got := f.count("d"); got != 1 {
+		t.Errorf("task d ran %d times, want 1: its budget was spent after the first", got)
+	}
+	run := f.runStatus(runIDFrom(t, r.stdout))
+	if d := taskByID(run, "d"); run.State != api.RunFailed || run.Merged != 2 || d.State != api.TaskFailed || d.CostUSD != 0.5 || run.Options.TaskMaxUSD != 0.5 {
+		t.Errorf("run %s merged %d, options %+v, task d %+v; want d failed after $0.50", run.State, run.Merged, run.Options, d)
+	}
+}
+
+// waitTask polls the run until task has the state, tool calls and cost
+// wanted.
+func (f *runFixture) waitTask(id, task string, state api.TaskState, tools int, cost float64) api.Run {
+	f.t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	for {
+		r := f.runStatus(id)
+		if tk := taskByID(r, task); tk.State == state && tk.ToolCalls == tools && math.Abs(tk.CostUSD-cost) < 1e-9 {
+			return r
+		}
+		if time.Now().After(deadline) || r.State != api.RunRunning {
+			f.t.Fatalf("task %s never was %s with %d tool calls and $%.2f: %+v", task, state, tools, cost, taskByID(r, task))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestRunShowsRunningAgentsProgress(t *testing.T) {
+	f := newRunFixture(t)
+	f.touch("usage-a")
+	f.touch("block-a")
+	id := runIDFrom(t, f.must("", append(f.args, "--detach")...))
+	// a's agent has made its tool call and spent its tokens, and waits.
+	r := f.waitTask(id, "a", api.TaskRunning, 1, 0.30)
+	if math.Abs(r.CostUSD-0.30) > 1e-9 {
+		t.Errorf("run cost while a works: $%v, want $0.30", r.CostUSD)
+	}
+	if table := f.must("", "run", "status", id); !tableRow(table, "a 1 running 1/3 developer - 1 $0.30 -") || !strings.Contains(table, "TOOLS") {
+		t.Errorf("run status does not show a's progress:\n%s", table)
+	}
+	f.touch("release")
+	// Its result line gives the cost in the end: it replaces the estimate.
+	r = f.waitTask(id, "a", api.TaskDone, 1, 0.5)
+	for r.State == api.RunRunning {
+		time.Sleep(100 * time.Millisecond)
+		r = f.runStatus(id)
+	}
+	if r.State != api.RunDone || math.Abs(r.CostUSD-2.5) > 1e-9 {
+		t.Errorf("run %s, cost $%v; want done, $2.50", r.State, r.CostUSD)
+	}
+}
+
+func TestRunCountsKilledAgentsUsage(t *testing.T) {
+	f := newRunFixture(t)
+	f.touch("usage-a")
+	f.touch("block-a")
+	// a's agent never ends by itself and never prints a result line: what
+	// it spent so far is past the run's budget, which kills it.
+	r := f.drover("", append(f.args, "--max-usd", "0.25")...)
+	if r.code == 0 {
+		t.Fatalf("a run past its budget exited 0:\n%s", r.stdout)
+	}
+	if !strings.Contains(r.stdout, "run stopped: the run budget of $0.25 (--max-usd) is spent: the agents cost $0.30") || !strings.Contains(r.stdout, "task a is failed: stopped with the run") {
+		t.Errorf("the report does not say the killed agent's spending stopped the run:\n%s", r.stdout)
+	}
+	if f.read("end-a") != "" || f.count("b") != 0 {
+		t.Errorf("task a's agent finished, or b ran: the budget did not stop the run at once")
+	}
+	run := f.runStatus(runIDFrom(t, r.stdout))
+	if a := taskByID(run, "a"); run.State != api.RunFailed || math.Abs(run.CostUSD-0.30) > 1e-9 || math.Abs(a.CostUSD-0.30) > 1e-9 || a.ToolCalls != 1 || a.State != api.TaskFailed {
+		t.Errorf("run %s cost $%v, task a %+v; want failed, $0.30 and 1 tool call counted", run.State, run.CostUSD, a)
+	}
+}
+
+func TestRunTaskDollarBudgetEndsRunningAgent(t *testing.T) {
+	f := newRunFixture(t)
+	// a's agent spends $0.30 and then waits for a release that never
+	// comes: its task's budget, spent as it works, ends it.
+	f.touch("usage-a")
+	f.touch("block-a")
+	r := f.drover("", append(f.args, "--task-max-usd", "0.25")...)
+	if r.code == 0 {
+		t.Fatalf("a task past its dollar budget exited 0:\n%s", r.stdout)
+	}
+	want := "task a is failed: the task budget of $0.25 (--task-max-usd) is spent: its agents cost $0.30 after 1 iterations; the last: The agent run failed: agent run stopped"
+	if !strings.Contains(r.stdout, want) {
+		t.Errorf("the report does not say the budget ended a's agent:\n%s", r.stdout)
+	}
+	if f.read("end-a") != "" || f.count("a") != 1 || f.count("b") != 0 {
+		t.Errorf("task a ran %d times (ended: %q), b %d; want a's one agent ended by its budget", f.count("a"), f.read("end-a"), f.count("b"))
 	}
 }
 
@@ -576,7 +829,7 @@ func TestRunReviewsByDefaultWithProjectConfig(t *testing.T) {
 	if r.CostUSD != 4.25 {
 		t.Errorf("run cost $%v, want $4.25", r.CostUSD)
 	}
-	if table := f.must("", "run", "status", id); !tableRow(table, "a 1 done 2/3 developer passed $1.50 pass (sonnet)") || !strings.Contains(table, "REVIEW") {
+	if table := f.must("", "run", "status", id); !tableRow(table, "a 1 done 2/3 developer passed 0 $1.50 pass (sonnet)") || !strings.Contains(table, "REVIEW") {
 		t.Errorf("run status does not show the reviews:\n%s", table)
 	}
 }

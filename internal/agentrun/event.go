@@ -29,6 +29,15 @@ type Event struct {
 	SessionID string
 	// Model is the model named by an init line or an assistant message.
 	Model string
+	// MessageID is the API message id of an assistant message. Claude
+	// Code prints each content block of a message on a line of its own,
+	// all with the same id and each with the usage known when it was
+	// printed.
+	MessageID string
+	// Usage is the token usage of an assistant message, nil when the line
+	// has none. It is what the agent has spent before its result line
+	// gives the cost: an agent killed mid-run never prints one.
+	Usage *Usage
 	// Text is the text of an assistant message (its text blocks joined by
 	// newlines), of a user message given as plain text, or the final
 	// "result" of a result line.
@@ -43,6 +52,14 @@ type Event struct {
 	// CostUSD and Turns are a result line's total_cost_usd and num_turns.
 	CostUSD float64
 	Turns   int
+}
+
+// Usage is the token usage the API reported for one assistant message.
+type Usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 }
 
 // ToolCall is one tool the model asked to run.
@@ -98,6 +115,13 @@ func ParseLine(line []byte) (Event, bool) {
 			break
 		}
 		decode(msg["model"], &ev.Model)
+		if ev.Type == TypeAssistant {
+			decode(msg["id"], &ev.MessageID)
+			var u Usage
+			if decode(msg["usage"], &u) {
+				ev.Usage = &u
+			}
+		}
 		readContent(&ev, msg["content"])
 	case TypeResult:
 		decode(obj["result"], &ev.Text)

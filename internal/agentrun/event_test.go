@@ -40,7 +40,7 @@ func TestParseLine(t *testing.T) {
 				`{"type":"tool_use","id":"tu3","name":"mcp__x__y","input":{"command":["not","a","string"]}}` +
 				`]},"parent_tool_use_id":null,"session_id":"s-1"}`,
 			want: Event{
-				Type: "assistant", SessionID: "s-1", Model: "claude-opus-4",
+				Type: "assistant", SessionID: "s-1", Model: "claude-opus-4", MessageID: "m1",
 				Text: "Running the tests.\nAnd reading.",
 				ToolCalls: []ToolCall{
 					{ID: "tu1", Name: "Bash", Command: "go test ./internal/lex/..."},
@@ -49,6 +49,22 @@ func TestParseLine(t *testing.T) {
 				},
 			},
 			ok: true,
+		},
+		{
+			name: "assistant usage",
+			line: `{"type":"assistant","message":{"id":"m2","model":"claude-sonnet-4-5","content":[{"type":"text","text":"ok"}],` +
+				`"usage":{"input_tokens":3,"cache_creation_input_tokens":1200,"cache_read_input_tokens":15000,"output_tokens":42,"service_tier":"standard"}}}`,
+			want: Event{
+				Type: "assistant", Model: "claude-sonnet-4-5", MessageID: "m2", Text: "ok",
+				Usage: &Usage{InputTokens: 3, OutputTokens: 42, CacheReadInputTokens: 15000, CacheCreationInputTokens: 1200},
+			},
+			ok: true,
+		},
+		{
+			name: "usage of another shape is left out",
+			line: `{"type":"assistant","message":{"id":"m3","usage":"lots","content":"hi"}}`,
+			want: Event{Type: "assistant", MessageID: "m3", Text: "hi"},
+			ok:   true,
 		},
 		{
 			name: "tool results",

@@ -64,6 +64,10 @@ type RunOptions struct {
 	// TaskMaxMinutes bounds the wall time of one task (0: no bound); a
 	// task past it is failed, its running agent killed.
 	TaskMaxMinutes float64 `json:"task_max_minutes,omitempty"`
+	// TaskMaxUSD bounds what the agents (and reviews) of one task cost, as
+	// they report it, since the task (re)started (0: no bound); a task past
+	// it is failed.
+	TaskMaxUSD float64 `json:"task_max_usd,omitempty"`
 	// MaxMinutes bounds the wall time of the run since it was started or
 	// resumed (0: no bound); a run past it stops.
 	MaxMinutes float64 `json:"max_minutes,omitempty"`
@@ -146,7 +150,10 @@ type RunTask struct {
 	Reviews    int         `json:"reviews,omitempty"`
 	LastReview *TaskReview `json:"last_review,omitempty"`
 	// Runs counts agent processes started for the task, across resumes.
-	Runs      int       `json:"runs"`
+	Runs int `json:"runs"`
+	// ToolCalls counts the tool calls of the task's agents, across
+	// resumes; like CostUSD it grows while an agent runs.
+	ToolCalls int       `json:"tool_calls,omitempty"`
 	Error     string    `json:"error,omitempty"`
 	Conflict  []string  `json:"conflict,omitempty"`
 	StartedAt time.Time `json:"started_at,omitzero"`

@@ -123,6 +123,7 @@ type Run struct {
 	TestCommand      string        `koanf:"test_command" help:"targeted test command of drover run, run in the task's work tree; {{packages}} stands for the task's tests"`
 	SuiteCommand     string        `koanf:"suite_command" help:"suite command of drover run, run in the main work tree after each wave"`
 	IterationTimeout time.Duration `koanf:"iteration_timeout" help:"time limit of one agent process of drover run; its process group is killed past it"`
+	TaskMaxUSD       string        `koanf:"task_max_usd" help:"dollars the agents of one task of drover run may cost, as they report it, before the task fails (empty or 0: no limit; drover run --task-max-usd)"`
 	Review           bool          `koanf:"review" help:"a reviewer (review.cli, review.models) must pass each task of drover run before it is done (drover run --no-review turns it off for one run)"`
 }
 
@@ -396,6 +397,11 @@ func (c Config) Validate() error {
 	if c.Review.BudgetUSD != "" {
 		if v, err := strconv.ParseFloat(c.Review.BudgetUSD, 64); err != nil || v < 0 {
 			bad("review.budget_usd", "must be a non-negative number of dollars, got %q", c.Review.BudgetUSD)
+		}
+	}
+	if c.Run.TaskMaxUSD != "" {
+		if v, err := strconv.ParseFloat(c.Run.TaskMaxUSD, 64); err != nil || v < 0 || v != v {
+			bad("run.task_max_usd", "must be a non-negative number of dollars, got %q", c.Run.TaskMaxUSD)
 		}
 	}
 	for _, p := range []struct{ key, v string }{{"run.test_command", c.Run.TestCommand}, {"run.suite_command", c.Run.SuiteCommand}} {

@@ -2,9 +2,11 @@ package rungraph
 
 import (
 	"errors"
+	"io/fs"
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/drover-dev/drover/internal/hook"
 )
@@ -350,12 +352,28 @@ func TestTask(t *testing.T) {
 }
 
 func TestTargetedTests(t *testing.T) {
+	// A module whose root is no package: internal/lex and cmd/x are, docs
+	// and web hold no Go file.
+	tree := fstest.MapFS{
+		"go.mod":                      {Data: []byte("module m\n")},
+		"README.md":                   {Data: []byte("x")},
+		"internal/lex/lexer.go":       {Data: []byte("package lex")},
+		"internal/lex/testdata/a.txt": {Data: []byte("x")},
+		"cmd/x/main.go":               {Data: []byte("package main")},
+		"cmd/x/testdata/in.txt":       {Data: []byte("x")},
+		"cmd/x/testdata/deep/b.txt":   {Data: []byte("x")},
+		"docs/guide.md":               {Data: []byte("x")},
+		"web/app.py":                  {Data: []byte("x")},
+	}
+	rootPkg := fstest.MapFS{"main.go": {Data: []byte("package main")}, "README.md": {Data: []byte("x")}}
 	tests := []struct {
 		name string
 		task Task
+		tree fs.FS // nil: a runner of another language
 		want []string
 	}{
 		{name: "nothing", task: Task{}, want: nil},
+		{name: "go: nothing", task: Task{}, tree: tree, want: nil},
 		{name: "tests win over files", task: Task{Tests: []string{"./x/..."}, Files: []string{"a/b.go"}}, want: []string{"./x/..."}},
 		{name: "go pattern gets ./", task: Task{Tests: []string{"internal/lex/...", "..."}}, want: []string{"./internal/lex/...", "./..."}},
 		{name: "other tests as written", task: Task{Tests: []string{"src/auth/*.test.ts", "tests/test_x.py", "./pkg"}}, want: []string{"src/auth/*.test.ts", "tests/test_x.py", "./pkg"}},
@@ -365,15 +383,36 @@ func TestTargetedTests(t *testing.T) {
 		{name: "go files in one package once", task: Task{Files: []string{"a/x.go", "a/y.go", "./a//z.go"}}, want: []string{"./a/..."}},
 		{name: "root go file", task: Task{Files: []string{"main.go"}}, want: []string{"."}},
 		{name: "other language: the directory", task: Task{Files: []string{"src/foo/bar.ts", "README.md", "web/app.py"}}, want: []string{"src/foo", ".", "web"}},
-		{name: "mixed", task: Task{Files: []string{"cmd/x/main.go", "cmd/x/testdata/in.txt"}}, want: []string{"./cmd/x/...", "cmd/x/testdata"}},
+
+		{name: "go: package dir gets ./", task: Task{Tests: []string{"internal/lex", "./cmd/x", "internal/lex/"}}, tree: tree, want: []string{"./internal/lex", "./cmd/x"}},
+		{name: "go: new package dir gets ./", task: Task{Tests: []string{"internal/parse"}}, tree: tree, want: []string{"./internal/parse"}},
+		{name: "go: patterns get ./", task: Task{Tests: []string{"internal/lex/...", "...", "./cmd/..."}}, tree: tree, want: []string{"./internal/lex/...", "./...", "./cmd/..."}},
+		{name: "go: root stays", task: Task{Tests: []string{"."}}, tree: tree, want: []string{"."}},
+		{name: "go: a go file gives its package", task: Task{Tests: []string{"internal/lex/lexer_test.go"}}, tree: tree, want: []string{"./internal/lex"}},
+		{name: "go: testdata gives the package", task: Task{Tests: []string{"cmd/x/testdata", "cmd/x/testdata/deep/b.txt", "internal/lex/testdata/..."}}, tree: tree, want: []string{"./cmd/x", "./internal/lex"}},
+		{name: "go: other files only where go files are", task: Task{Tests: []string{"web/app.py", "internal/lex/*.txt", "docs/guide.md"}}, tree: tree, want: []string{"./internal/lex"}},
+		{name: "go: go file", task: Task{Files: []string{"internal/lex/lexer.go"}}, tree: tree, want: []string{"./internal/lex/..."}},
+		{name: "go: new go file", task: Task{Files: []string{"a/b/c.go"}}, tree: tree, want: []string{"./a/b/..."}},
+		{name: "go: root go file", task: Task{Files: []string{"main.go"}}, tree: rootPkg, want: []string{"."}},
+		{name: "go: README.md at a root that is no package", task: Task{Files: []string{"README.md"}}, tree: tree, want: nil},
+		{name: "go: README.md at a root that is a package", task: Task{Files: []string{"README.md"}}, tree: rootPkg, want: []string{"."}},
+		{name: "go: other files where no go files are", task: Task{Files: []string{"docs/guide.md", "web/app.py", "src/new.ts"}}, tree: tree, want: nil},
+		{name: "go: mixed, testdata gives the package", task: Task{Files: []string{"cmd/x/main.go", "cmd/x/testdata/in.txt", "cmd/x/testdata/deep/b.txt"}}, tree: tree, want: []string{"./cmd/x/...", "./cmd/x"}},
+		{name: "go: other file in a package", task: Task{Files: []string{"internal/lex/testdata/a.txt", "cmd/x/doc.md"}}, tree: tree, want: []string{"./internal/lex", "./cmd/x"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := TargetedTests(tt.task); !slices.Equal(got, tt.want) {
+			if got := TargetedTests(tt.task, tt.tree); !slices.Equal(got, tt.want) {
 				t.Errorf("TargetedTests = %q, want %q", got, tt.want)
 			}
 		})
 	}
+}
+
+// fuzzTree is a module with Go files at the root and in a, and other files.
+var fuzzTree = fstest.MapFS{
+	"main.go": {Data: []byte("package main")}, "a/a.go": {Data: []byte("package a")},
+	"a/testdata/x": {Data: []byte("x")}, "docs/d.md": {Data: []byte("x")},
 }
 
 func FuzzParse(f *testing.F) {
@@ -415,9 +454,14 @@ func FuzzParse(f *testing.F) {
 					t.Fatalf("task %q in wave %d depends on %q in wave %d", task.ID, wave[task.ID], d, wave[d])
 				}
 			}
-			for _, p := range TargetedTests(task) {
+			for _, p := range TargetedTests(task, nil) {
 				if p == "" || strings.HasPrefix(p, "-") || strings.HasPrefix(p, "/") || escapes(p) {
 					t.Fatalf("task %q: targeted test %q", task.ID, p)
+				}
+			}
+			for _, p := range TargetedTests(task, fuzzTree) {
+				if p != "." && !strings.HasPrefix(p, "./") || escapes(p) || slices.Contains(strings.Split(p, "/"), "testdata") {
+					t.Fatalf("task %q: go test argument %q", task.ID, p)
 				}
 			}
 		}

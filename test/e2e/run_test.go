@@ -290,6 +290,11 @@ func TestRunWavesWithCLI(t *testing.T) {
 		if task.State != api.TaskDone || task.Iteration != 1 || task.LastTest == nil || !task.LastTest.Passed || task.LastTest.Command != wantTest {
 			t.Errorf("task %s: state %s, iteration %d, last test %+v; want done in 1 iteration, %q passed", task.ID, task.State, task.Iteration, task.LastTest, wantTest)
 		}
+		// The agent's stream-json was read as it came: its three scripted
+		// tool calls (Bash, Write, Bash) and its cost.
+		if task.ToolCalls != 3 || task.CostUSD <= 0 {
+			t.Errorf("task %s: %d tool calls, $%v; want the agent's 3 and its cost", task.ID, task.ToolCalls, task.CostUSD)
+		}
 	}
 
 	// The branches were merged onto main, each wave's on top of the last.
