@@ -253,17 +253,20 @@ func (a *sessionActor) iterationFromTranscript(ctx context.Context, path string)
 
 // transcriptWait bounds how long a Stop waits for the CLI to finish
 // writing the transcript: it writes asynchronously, and at Stop time the
-// iteration's last tool results can still be missing.
+// iteration's last tool results can still be missing, or, at the first
+// Stop of a new session, the whole file.
 const transcriptWait = 1500 * time.Millisecond
 
 // caughtUpIteration summarizes the iteration that just ended, re-reading
 // the transcript (for at most transcriptWait) until its last assistant
 // text is the payload's final message. Judged from a transcript that is
 // still being written, a failing test run can be missed and the iteration
-// routed to the wrong role.
+// routed to the wrong role; judged from none at all, the iteration is
+// unmeasured and its spend not counted. A transcript that exists but
+// cannot be read is not waited for: waiting does not mend it.
 func (a *sessionActor) caughtUpIteration(ctx context.Context, path string, last *string) (transcript.Iteration, bool) {
 	it, ok := a.iterationFromTranscript(ctx, path)
-	if !ok || last == nil || strings.TrimSpace(*last) == "" {
+	if path == "" || last == nil || strings.TrimSpace(*last) == "" {
 		return it, ok
 	}
 	// Compare a normalized prefix: the summary clips long texts.
@@ -276,13 +279,29 @@ func (a *sessionActor) caughtUpIteration(ctx context.Context, path string, last 
 	}
 	want := norm(*last)
 	deadline := time.Now().Add(transcriptWait)
-	for norm(it.LastAssistantText) != want && time.Now().Before(deadline) {
-		time.Sleep(25 * time.Millisecond)
-		if next, ok := a.iterationFromTranscript(ctx, path); ok {
-			it = next
+	for time.Now().Before(deadline) {
+		if ok && norm(it.LastAssistantText) == want {
+			break
+		}
+		if !ok && !notCreated(path) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return it, ok
+		case <-time.After(25 * time.Millisecond):
+		}
+		if next, nok := a.iterationFromTranscript(ctx, path); nok {
+			it, ok = next, true
 		}
 	}
-	return it, true
+	return it, ok
+}
+
+// notCreated reports whether the file at path does not exist (yet).
+func notCreated(path string) bool {
+	_, err := os.Stat(path)
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *HandleHook) (decision, bool, error) {

@@ -181,6 +181,59 @@ func TestLoopEndsOnConvergence(t *testing.T) {
 	}
 }
 
+// TestLoopStopWaitsForATranscriptNotYetCreated: at the first Stop of a new
+// session the CLI may not have created its transcript file yet. The stop
+// waits for it (as it waits for a transcript still being written) and
+// measures the iteration: its passing tests and its spend.
+func TestLoopStopWaitsForATranscriptNotYetCreated(t *testing.T) {
+	f := newPlanFixture(t)
+	f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, MaxUSD: 5})
+	const msg = "The parser tests ran."
+	lines := strings.SplitAfter(readTestFile(t, testTranscript(t, bothPass, "unused")), "\n")
+	// The iteration's final text, with $0.30 of Sonnet output.
+	content := strings.Join(lines[:3], "") + usageLine("m1", "claude-sonnet-4-5", time.Now().Add(time.Second), msg, 0, 20_000)
+	path := filepath.Join(t.TempDir(), "transcript.jsonl")
+	written := make(chan error, 1)
+	go func() {
+		// The CLI creates the file a moment after the hook fired; the file
+		// appears whole, as a rename makes it.
+		time.Sleep(200 * time.Millisecond)
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+			written <- err
+			return
+		}
+		written <- os.Rename(tmp, path)
+	}()
+	m := msg
+	res := f.ask("s1", &HandleHook{RequestID: "a", Event: hook.Stop, Input: hook.Input{SessionID: "s1", TranscriptPath: path, LastAssistantMessage: &m}}).(*HookResult)
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+	if res.Err != nil || !res.Output.IsBlock() {
+		t.Fatalf("stop: block %v, err %v; want the loop to go on", res.Output.IsBlock(), res.Err)
+	}
+	st := f.loop("s1", "status", nil)
+	if st.Status != "converged_success" || st.CostUSD < 0.29 || st.CostUSD > 0.31 {
+		t.Errorf("status %q (%s), cost $%.4f; want the iteration measured: converged_success and $0.30", st.Status, st.StatusReason, st.CostUSD)
+	}
+	if !strings.Contains(res.Output.Reason, "Budget: iteration 2 of 10; $0.30 of $5.00") {
+		t.Errorf("the block does not count the iteration's spend:\n%s", res.Output.Reason)
+	}
+	f.loop("s1", "cancel", nil)
+}
+
+// readTestFile returns the content of path; it fails the test if it
+// cannot.
+func readTestFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 // TestLoopTranscriptFallbackWaitsForTheFinalText: without
 // last_assistant_message in the Stop payload, the promise is read from the
 // transcript only when the transcript ends on assistant text. One that

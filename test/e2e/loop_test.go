@@ -297,6 +297,181 @@ func TestLoopIterationBudget(t *testing.T) {
 	}
 }
 
+// parserSuite is the test suite of the project the convergence tests loop
+// on: a shell script that checks parser.txt and prints go test -v output,
+// exiting 1 when a test fails.
+const parserSuite = `fail=0
+check() {
+	name=$1; shift
+	echo "=== RUN   $name"
+	if "$@"; then
+		echo "--- PASS: $name (0.00s)"
+	else
+		echo "    parser_test.sh: $*: failed"
+		echo "--- FAIL: $name (0.00s)"
+		fail=1
+	fi
+}
+check TestParse test -s parser.txt
+check TestLex grep -q unicode parser.txt
+if [ "$fail" = 0 ]; then
+	printf 'PASS\nok  \texample.com/parser\t0.01s\n'
+else
+	printf 'FAIL\nFAIL\texample.com/parser\t0.01s\n'
+	exit 1
+fi
+`
+
+// writeParserProject puts the suite and the file it checks, with content,
+// into the project.
+func writeParserProject(t *testing.T, root, content string) {
+	t.Helper()
+	for name, data := range map[string]string{"parser_test.sh": parserSuite, "parser.txt": content} {
+		if err := os.WriteFile(filepath.Join(root, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLoopEndsOnConvergence: a loop whose tests pass every iteration ends
+// on convergence, although the model never says its completion promise:
+// the first passing iteration is converged_success and the block says one
+// more such iteration ends the loop (loop.converged_streak, 2 by default);
+// the second one ends it, with the stop allowed.
+func TestLoopEndsOnConvergence(t *testing.T) {
+	t.Parallel()
+	p := newQueueProject(t, loadScenario(t, "loop-tests.yaml"))
+	writeParserProject(t, p.root, "parse unicode runes\n")
+	sid := newSessionID(t)
+	const prompt = "make the lexer handle unicode"
+	res := p.claude("--session-id", sid, `/drover:loop "`+prompt+`" --max-iterations 5 --completion-promise "NEVER SAID"`)
+	if res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != "Ran the tests; ending this iteration." {
+		t.Fatalf("exit %d, stdout %q; want 0 and the answer of the last iteration", res.ExitCode, res.Stdout)
+	}
+
+	// Two iterations, one block: the second stop was allowed and nothing
+	// was asked of the model after it.
+	reqs := p.model.Messages()
+	if got, want := ruleNames(reqs), []string{"iteration", "look", "done", "iteration", "look", "done"}; !slices.Equal(got, want) {
+		t.Fatalf("model requests answered by %q, want %q", got, want)
+	}
+	reasons := blockReasons(reqs, sid)
+	if got, want := loopBlocks(reasons), []string{"2/5 developer converged_success"}; !slices.Equal(got, want) {
+		t.Fatalf("block reasons %q, want %q", got, want)
+	}
+	const why = "test pass rate 1.00 (2 of 2) meets the success threshold 0.95 and the build passes"
+	for _, w := range []string{
+		why,
+		"drover's metrics say the task may be done: if they still say so 1 iteration from now, drover ends the loop.",
+		"<promise>NEVER SAID</promise>",
+	} {
+		if !strings.Contains(reasons[0], w) {
+			t.Errorf("the block after the first passing iteration lacks %q:\n%s", w, reasons[0])
+		}
+	}
+
+	st := p.loopStatus(sid)
+	if st.Active || st.Iteration != 2 || st.Outcome != "converged" || st.Status != "converged_success" ||
+		st.StatusReason != why || st.EndReason != "drover's metrics say it converged: "+why {
+		t.Errorf("loop status %+v; want inactive at iteration 2, outcome converged, status converged_success because %s", st, why)
+	}
+	for _, w := range []string{
+		"[drover] Ended the loop in session " + sid + " after 2 iteration(s)",
+		"drover's metrics say it converged (" + why,
+	} {
+		if !strings.Contains(p.transcript(sid), w) {
+			t.Errorf("the transcript lacks drover's message %q", w)
+		}
+	}
+}
+
+// TestLoopEndsWhenStuck: a loop whose tests fail the same way every
+// iteration is thrashing after three, goes to the architect with a warning
+// that drover ends the loop if it stays stuck, and ends (outcome stuck)
+// when the next iteration is still stuck: loop.stuck_limit is 1 here.
+func TestLoopEndsWhenStuck(t *testing.T) {
+	t.Parallel()
+	p := newQueueProject(t, loadScenario(t, "loop-tests.yaml"))
+	p.env = append(p.env, "DROVER_LOOP_STUCK_LIMIT=1")
+	writeParserProject(t, p.root, "parse ascii only\n")
+	sid := newSessionID(t)
+	const prompt = "make the lexer handle unicode"
+	res := p.claude("--session-id", sid, fmt.Sprintf("/drover:loop %q --max-iterations 8", prompt))
+	if res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != "Ran the tests; ending this iteration." {
+		t.Fatalf("exit %d, stdout %q; want 0 and the answer of the last iteration", res.ExitCode, res.Stdout)
+	}
+	// Four iterations and nothing after the fourth stop, which was allowed.
+	reqs := p.model.Messages()
+	if got, want := ruleNames(reqs), slices.Repeat([]string{"iteration", "look", "done"}, 4); !slices.Equal(got, want) {
+		t.Fatalf("model requests answered by %q, want %q", got, want)
+	}
+	reasons := blockReasons(reqs, sid)
+	if got, want := loopBlocks(reasons), []string{"2/8 debugger exploring", "3/8 debugger exploring", "4/8 architect thrashing"}; !slices.Equal(got, want) {
+		t.Fatalf("block reasons (iteration/max role status):\n%q\nwant:\n%q", got, want)
+	}
+	const why = "ended each of the last 3 iterations and the test pass rate went from 0.50 to 0.50"
+	for _, w := range []string{
+		"You are the architect this iteration", "`drover:architect`", why,
+		"The loop has been stuck for 1 iteration in a row: change your approach instead of repeating it. If it is still stuck when iteration 4 ends, drover ends the loop.",
+	} {
+		if !strings.Contains(reasons[2], w) {
+			t.Errorf("the architect's block lacks %q:\n%s", w, reasons[2])
+		}
+	}
+	for i, r := range reasons[:2] {
+		if strings.Contains(r, "drover ends the loop") {
+			t.Errorf("block %d, before the loop was stuck, warns that drover ends it:\n%s", i+1, r)
+		}
+	}
+
+	st := p.loopStatus(sid)
+	if st.Active || st.Iteration != 4 || st.Outcome != "stuck" || st.Status != "thrashing" || st.StuckIterations != 2 ||
+		!strings.HasPrefix(st.EndReason, "it stayed stuck (thrashing) for 2 iterations in a row: ") || !strings.Contains(st.EndReason, why) {
+		t.Errorf("loop status %+v; want inactive at iteration 4, outcome stuck, status thrashing for 2 iterations, and the end reason", st)
+	}
+	if w := "[drover] Ended the loop in session " + sid + " after 4 iteration(s): it stayed thrashing for 2 iterations in a row, more than loop.stuck_limit (1) after the change of strategy"; !strings.Contains(p.transcript(sid), w) {
+		t.Errorf("the transcript lacks drover's message %q", w)
+	}
+}
+
+// TestLoopDollarBudget: --max-usd ends a loop once the spend drover reads
+// from the transcript's usage reaches it. Every answer of the scripted
+// model reports 100,000 input tokens of Sonnet, $0.30: the first
+// iteration stays under the $0.50 budget, the second spends it.
+func TestLoopDollarBudget(t *testing.T) {
+	t.Parallel()
+	p := newQueueProject(t, loadScenario(t, "loop-usd.yaml"))
+	sid := newSessionID(t)
+	// The model is named so that drover's price for it is known: Sonnet's
+	// $3 per million input tokens.
+	res := p.claude("--session-id", sid, "--model", "claude-sonnet-4-5", `/drover:loop "tidy the changelog" --max-iterations 5 --max-usd 0.5`)
+	if res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != "Iteration 2 of 5: still working." {
+		t.Fatalf("exit %d, stdout %q; want 0 and the answer to iteration 2", res.ExitCode, res.Stdout)
+	}
+	reqs := p.model.Messages()
+	if got, want := ruleNames(reqs), []string{"iteration", "iteration"}; !slices.Equal(got, want) {
+		t.Fatalf("model requests answered by %q, want %q (one per iteration)", got, want)
+	}
+	if w := "Budget: iteration 1 of 5; $0.00 of $0.50"; !strings.Contains(reqs[0].LastUserText, w) {
+		t.Errorf("the first prompt lacks %q:\n%s", w, reqs[0].LastUserText)
+	}
+	reasons := blockReasons(reqs, sid)
+	if got, want := loopBlocks(reasons), []string{"2/5 developer exploring"}; !slices.Equal(got, want) {
+		t.Fatalf("block reasons %q, want %q", got, want)
+	}
+	if w := "Budget: iteration 2 of 5; $0.30 of $0.50"; !strings.Contains(reasons[0], w) {
+		t.Errorf("the block lacks %q:\n%s", w, reasons[0])
+	}
+	st := p.loopStatus(sid)
+	if st.Active || st.Iteration != 2 || st.Outcome != "max_usd" || st.EndReason != "its budget is spent (max_usd)" ||
+		st.Status != "budget_exhausted" || st.StatusReason != "$0.60 spent reached the budget of $0.50" || fmt.Sprintf("%.2f", st.CostUSD) != "0.60" {
+		t.Errorf("loop status %+v; want inactive at iteration 2, outcome max_usd, status budget_exhausted, $0.60 spent", st)
+	}
+	if w := "[drover] Stopped the loop in session " + sid + " after 2 iteration(s) without a completion signal: its budget is spent (max_usd: $0.60 of $0.50)"; !strings.Contains(p.transcript(sid), w) {
+		t.Errorf("the transcript lacks drover's budget message %q", w)
+	}
+}
+
 // TestLoopCancelCommand: a loop interrupted mid-iteration (an API error
 // ends the CLI's run with the loop active) is ended with `/drover:cancel`
 // in a resumed run: the loop turns inactive at once, keeping its
@@ -523,18 +698,21 @@ func TestCompactionRestoresLoopContext(t *testing.T) {
 // loopStatusJSON is `drover loop status --json`; the field names are part
 // of what the tests check.
 type loopStatusJSON struct {
-	SessionID         string `json:"session_id"`
-	Active            bool   `json:"active"`
-	Iteration         int    `json:"iteration"`
-	MaxIterations     int    `json:"max_iterations"`
-	CompletionPromise string `json:"completion_promise"`
-	Prompt            string `json:"prompt"`
-	Status            string `json:"status"`
-	StatusReason      string `json:"status_reason"`
-	Role              string `json:"role"`
-	Outcome           string `json:"outcome"`
-	Tracker           string `json:"tracker"`
-	Reflections       int    `json:"reflections"`
+	SessionID         string  `json:"session_id"`
+	Active            bool    `json:"active"`
+	Iteration         int     `json:"iteration"`
+	MaxIterations     int     `json:"max_iterations"`
+	CompletionPromise string  `json:"completion_promise"`
+	Prompt            string  `json:"prompt"`
+	Status            string  `json:"status"`
+	StatusReason      string  `json:"status_reason"`
+	Role              string  `json:"role"`
+	Outcome           string  `json:"outcome"`
+	EndReason         string  `json:"end_reason"`
+	StuckIterations   int     `json:"stuck_iterations"`
+	CostUSD           float64 `json:"cost_usd"`
+	Tracker           string  `json:"tracker"`
+	Reflections       int     `json:"reflections"`
 }
 
 func (p *queueProject) loopStatus(sid string) loopStatusJSON {

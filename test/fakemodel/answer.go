@@ -117,6 +117,14 @@ func render(cr compiledRule, groups []string, r *Request) (reply, error) {
 	}
 	msg.StopReason = &stop
 	msg.Usage.OutputTokens = estimateTokens(out)
+	if u := a.Usage; u != nil {
+		msg.Usage = wireUsage{
+			InputTokens:              u.InputTokens,
+			OutputTokens:             u.OutputTokens,
+			CacheCreationInputTokens: u.CacheCreationInputTokens,
+			CacheReadInputTokens:     u.CacheReadInputTokens,
+		}
+	}
 	return reply{msg: msg}, nil
 }
 
@@ -140,7 +148,9 @@ func (rp reply) events() []event {
 	start := rp.msg
 	start.Content = []wireOutBlock{}
 	start.StopReason = nil
-	start.Usage.OutputTokens = 1
+	// The API's message_start reports the output so far, a token or so;
+	// never more than the scripted total.
+	start.Usage.OutputTokens = min(1, rp.msg.Usage.OutputTokens)
 	evs := []event{{"message_start", map[string]any{"type": "message_start", "message": start}}}
 	for i, b := range rp.msg.Content {
 		switch b.Type {

@@ -91,6 +91,20 @@ type Answer struct {
 	ToolCalls []ToolCall `yaml:"tool_calls,omitempty" json:"tool_calls,omitempty"`
 	// Error, when set, makes the server answer with an API error instead.
 	Error *APIError `yaml:"error,omitempty" json:"error,omitempty"`
+	// Usage, when set, is the token usage the answer reports instead of
+	// the server's estimate from the sizes of the request and the answer:
+	// a test that checks what the usage costs (a spending budget) needs
+	// numbers that do not move with the CLI's prompt sizes.
+	Usage *Usage `yaml:"usage,omitempty" json:"usage,omitempty"`
+}
+
+// Usage is a scripted usage object, as the Messages API reports it. Fields
+// left out are zero.
+type Usage struct {
+	InputTokens              int `yaml:"input_tokens,omitempty" json:"input_tokens,omitempty"`
+	OutputTokens             int `yaml:"output_tokens,omitempty" json:"output_tokens,omitempty"`
+	CacheCreationInputTokens int `yaml:"cache_creation_input_tokens,omitempty" json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     int `yaml:"cache_read_input_tokens,omitempty" json:"cache_read_input_tokens,omitempty"`
 }
 
 // ToolCall is one tool_use block: a tool name (Bash, Write, Edit, Read,
@@ -197,6 +211,14 @@ func (sc *Scenario) compile() ([]compiledRule, error) {
 			}
 			if a.Error.Type == "" {
 				return nil, fail("answer.error.type", errors.New("is empty"))
+			}
+		}
+		if u := a.Usage; u != nil {
+			if a.Error != nil {
+				return nil, fail("answer.usage", errors.New("cannot be combined with error"))
+			}
+			if u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheCreationInputTokens < 0 || u.CacheReadInputTokens < 0 {
+				return nil, fail("answer.usage", fmt.Errorf("%+v has a negative count", *u))
 			}
 		}
 		if err := checkCaptures(cr.re, a.Text); err != nil {

@@ -53,6 +53,11 @@ rules:
 				{Answer: Answer{Error: &APIError{Status: 529, Type: "overloaded_error"}}},
 			}},
 		},
+		{
+			name: "scripted usage",
+			yaml: "rules:\n  - answer: {text: hi, usage: {input_tokens: 100000, cache_read_input_tokens: 5}}\n",
+			want: &Scenario{Rules: []Rule{{Answer: Answer{Text: "hi", Usage: &Usage{InputTokens: 100000, CacheReadInputTokens: 5}}}}},
+		},
 		{name: "empty document", yaml: "", wantErr: "empty document"},
 		{name: "not yaml", yaml: "rules: [", wantErr: "parsing scenario"},
 		{name: "misspelt condition", yaml: "rules:\n  - when: {last_user_contain: x}\n    answer: {text: hi}\n", wantErr: "field last_user_contain not found"},
@@ -68,6 +73,9 @@ rules:
 		{name: "error with text", yaml: "rules:\n  - answer: {text: hi, error: {status: 500, type: api_error}}\n", wantErr: "answer.error: cannot be combined"},
 		{name: "error status", yaml: "rules:\n  - answer: {error: {status: 200, type: x}}\n", wantErr: "answer.error.status: 200 is not an HTTP error status"},
 		{name: "error type", yaml: "rules:\n  - answer: {error: {status: 500}}\n", wantErr: "answer.error.type: is empty"},
+		{name: "usage with error", yaml: "rules:\n  - answer: {error: {status: 500, type: api_error}, usage: {input_tokens: 1}}\n", wantErr: "answer.usage: cannot be combined with error"},
+		{name: "negative usage", yaml: "rules:\n  - answer: {text: hi, usage: {output_tokens: -1}}\n", wantErr: "answer.usage: {InputTokens:0 OutputTokens:-1"},
+		{name: "misspelt usage", yaml: "rules:\n  - answer: {text: hi, usage: {input: 1}}\n", wantErr: "field input not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

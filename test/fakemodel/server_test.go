@@ -233,6 +233,73 @@ func TestJSONAnswer(t *testing.T) {
 	}
 }
 
+// TestScriptedUsage: an answer with usage reports exactly those counts, in
+// a JSON reply and across the events of a stream (message_start carries
+// the input counts, message_delta the output total); without it the
+// server's estimate stands.
+func TestScriptedUsage(t *testing.T) {
+	srv := start(t, &Scenario{Rules: []Rule{
+		{When: Match{LastUserContains: "scripted"}, Answer: Answer{Text: "hello", Usage: &Usage{
+			InputTokens: 100000, OutputTokens: 250, CacheCreationInputTokens: 30, CacheReadInputTokens: 40,
+		}}},
+		{When: Match{LastUserContains: "no output"}, Answer: Answer{Text: "hello", Usage: &Usage{InputTokens: 7}}},
+		{Answer: Answer{Text: "hello"}},
+	}})
+	type usage struct {
+		InputTokens              int `json:"input_tokens"`
+		OutputTokens             int `json:"output_tokens"`
+		CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+		CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	}
+	// streamed returns message_start's usage and message_delta's output
+	// tokens.
+	streamed := func(prompt string) (usage, int) {
+		t.Helper()
+		_, _, body := post(t, srv, "/v1/messages", userBody(true, prompt))
+		var start usage
+		delta := -1
+		for _, e := range parseSSE(t, body) {
+			switch e.Name {
+			case "message_start":
+				b, _ := json.Marshal(e.Data["message"].(map[string]any)["usage"])
+				if err := json.Unmarshal(b, &start); err != nil {
+					t.Fatal(err)
+				}
+			case "message_delta":
+				delta = int(e.Data["usage"].(map[string]any)["output_tokens"].(float64))
+			}
+		}
+		return start, delta
+	}
+	jsonUsage := func(prompt string) usage {
+		t.Helper()
+		_, _, body := post(t, srv, "/v1/messages", userBody(false, prompt))
+		var msg struct {
+			Usage usage `json:"usage"`
+		}
+		if err := json.Unmarshal(body, &msg); err != nil {
+			t.Fatal(err)
+		}
+		return msg.Usage
+	}
+
+	want := usage{InputTokens: 100000, OutputTokens: 250, CacheCreationInputTokens: 30, CacheReadInputTokens: 40}
+	if got := jsonUsage("scripted please"); got != want {
+		t.Errorf("JSON usage = %+v, want %+v", got, want)
+	}
+	start, delta := streamed("scripted please")
+	if wantStart := (usage{InputTokens: 100000, OutputTokens: 1, CacheCreationInputTokens: 30, CacheReadInputTokens: 40}); start != wantStart || delta != 250 {
+		t.Errorf("stream usage: message_start %+v, message_delta output %d; want %+v and 250", start, delta, wantStart)
+	}
+	if start, delta := streamed("no output please"); start != (usage{InputTokens: 7}) || delta != 0 {
+		t.Errorf("stream usage without output: message_start %+v, message_delta output %d; want 7 input tokens and no output", start, delta)
+	}
+	body := userBody(false, "estimate please")
+	if got := jsonUsage("estimate please"); got.InputTokens != len(body)/4+1 || got.OutputTokens != len("hello")/4+1 {
+		t.Errorf("estimated usage = %+v, want %d input and %d output tokens", got, len(body)/4+1, len("hello")/4+1)
+	}
+}
+
 func TestRuleOrderTimesAndUnmatched(t *testing.T) {
 	yes := true
 	srv := start(t, &Scenario{Rules: []Rule{
