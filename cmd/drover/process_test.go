@@ -323,6 +323,24 @@ func TestHookWithoutDroverDirAllowsSilently(t *testing.T) {
 	}
 }
 
+// TestHookWithDroverDirRemovedUnderARunningSupervisor: the session goes on
+// from the supervisor's memory (its task files went with .drover/, so the
+// queue moves to its review), and the user is told why it is at risk.
+func TestHookWithDroverDirRemovedUnderARunningSupervisor(t *testing.T) {
+	p := newProj(t)
+	p.env = append(p.env, "DROVER_QUEUE_GIT_COMMIT_CHECK=false")
+	id := "s-removed"
+	p.must("", "do", "--session", id, "first task")
+	p.must("", "add", "--session", id, "second task")
+	if err := os.RemoveAll(filepath.Join(p.root, ".drover")); err != nil {
+		t.Fatal(err)
+	}
+	out := p.hook(hook.Stop, stopInput(id))
+	if !out.IsBlock() || !strings.Contains(out.SystemMessage, "is missing (was .drover/ removed?)") {
+		t.Fatalf("stop after .drover/ was removed: %+v", out)
+	}
+}
+
 func TestCorruptStoreRecordIsQuarantined(t *testing.T) {
 	p := newProj(t)
 	id := "s-corrupt"

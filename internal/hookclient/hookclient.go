@@ -102,23 +102,28 @@ func run(ctx context.Context, o Options) Result {
 	if err != nil {
 		return failOpen(fmt.Sprintf("locating the supervisor for %s: %v", root, err))
 	}
-	// No store means no session was ever started here: nothing can be
-	// active, so there is no reason to start a supervisor.
+	// No store means no session was ever started here, or .drover/ was
+	// removed. Only a supervisor that still runs can have work in
+	// progress then: it is asked, with a warning, and none is started.
+	var warn string
+	noStore := false
 	if _, err := os.Stat(paths.DB); errors.Is(err, os.ErrNotExist) {
-		return Result{}
+		noStore = true
+		warn = fmt.Sprintf("drover: %s is missing (was .drover/ removed?): the running supervisor still has the sessions in memory, but they will not survive its restart", paths.DB)
 	}
 
-	var warn string
 	cfg, err := config.Load(config.DefaultSources(root, o.Environ))
 	if err != nil {
-		warn = fmt.Sprintf("drover: %v; using default hook budgets", err)
+		warn = joinMsg(warn, fmt.Sprintf("drover: %v; using default hook budgets", err))
 		cfg = config.Defaults()
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Budget(o.Event))
 	defer cancel()
 
 	spawn := o.Spawn
-	if spawn == nil {
+	if noStore {
+		spawn = func(string, project.Paths) error { return errNoStore }
+	} else if spawn == nil {
 		spawn = func(root string, p project.Paths) error {
 			return client.Spawner{Exe: o.Getenv("DROVER_BIN"), Root: root, OutFile: p.LogsDir + "/serve.out"}.Spawn()
 		}
@@ -131,10 +136,18 @@ func run(ctx context.Context, o Options) Result {
 	c := client.New(paths.Socket)
 
 	resp, err := send(ctx, c, o.Event, req, cfg.Hook.StartTimeout, func() error { return spawn(root, paths) })
+	if errors.Is(err, errNoStore) {
+		// Nothing runs and nothing is stored: drover was never used here.
+		return Result{}
+	}
 	if err != nil {
 		return failOpen(joinMsg(warn, fmt.Sprintf("drover could not decide on %s for session %s: %v; letting the agent go on", o.Event, in.SessionID, err)))
 	}
 	if resp.Text != "" {
+		// PreCompact's plain text: a warning goes on its own line first.
+		if warn != "" {
+			return Result{Stdout: warn + "\n" + resp.Text}
+		}
 		return Result{Stdout: resp.Text}
 	}
 	out := resp.Output
@@ -178,6 +191,10 @@ func send(ctx context.Context, c *client.Client, e hook.Event, req api.HookReque
 		}
 	}
 }
+
+// errNoStore stops send from starting a supervisor for a project without
+// a store.
+var errNoStore = errors.New("no drover store in this project")
 
 func render(o hook.Output) string {
 	if o == (hook.Output{}) {
