@@ -84,7 +84,7 @@ func TestPlanFullLifecycle(t *testing.T) {
 		iteration, clean      int
 		model                 string
 		passed                string // drover's message on the allowed stop
-		reviewsOf, reviewName string // the prompt that names the reviewed work
+		reviewsOf             string // the prompt that names the reviewed work
 	}
 	runs := []struct {
 		prompt, stdout string
