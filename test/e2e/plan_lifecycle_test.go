@@ -80,11 +80,11 @@ func TestPlanFullLifecycle(t *testing.T) {
 		return lifecycleReview{file: file, alias: alias, apiModel: "claude-" + alias + "-", verdict: verdict}
 	}
 	type where struct {
-		phase, next, task     string
-		iteration, clean      int
-		model                 string
-		passed                string // drover's message on the allowed stop
-		reviewsOf             string // the prompt that names the reviewed work
+		phase, next, task string
+		iteration, clean  int
+		model             string
+		passed            string // drover's message on the allowed stop
+		reviewsOf         string // the prompt that names the reviewed work
 	}
 	runs := []struct {
 		prompt, stdout string
