@@ -66,13 +66,7 @@ func lifecycleBlock(reason string) string {
 func TestPlanFullLifecycle(t *testing.T) {
 	t.Parallel()
 	p := newQueueProject(t, loadScenario(t, "plan-lifecycle.yaml"))
-	// The supervisor runs the reviewer as plain `claude`: the pinned CLI
-	// must be on the PATH it inherits.
-	for i, kv := range p.env {
-		if strings.HasPrefix(kv, "PATH=") {
-			p.env[i] = "PATH=" + droverDir + string(os.PathListSeparator) + filepath.Dir(p.cliBin) + string(os.PathListSeparator) + os.Getenv("PATH")
-		}
-	}
+	p.reviewerCLIOnPath()
 	dir := filepath.Join(p.root, ".drover", "plans", "demo-plan")
 	sid := newSessionID(t)
 

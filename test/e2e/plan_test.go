@@ -103,13 +103,7 @@ func TestPlanReviews(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			p := newQueueProject(t, loadScenario(t, c.scenario))
-			// The supervisor runs the reviewer as plain `claude`: the
-			// pinned CLI must be on the PATH it inherits.
-			for i, kv := range p.env {
-				if strings.HasPrefix(kv, "PATH=") {
-					p.env[i] = "PATH=" + droverDir + string(os.PathListSeparator) + filepath.Dir(p.cliBin) + string(os.PathListSeparator) + os.Getenv("PATH")
-				}
-			}
+			p.reviewerCLIOnPath()
 			probe := writeHookProbe(t, p.home)
 			if c.config != "" {
 				if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
@@ -297,11 +291,7 @@ func TestPlanReviews(t *testing.T) {
 func TestPlanStandaloneCodeReview(t *testing.T) {
 	t.Parallel()
 	p := newQueueProject(t, loadScenario(t, "plan-standalone.yaml"))
-	for i, kv := range p.env {
-		if strings.HasPrefix(kv, "PATH=") {
-			p.env[i] = "PATH=" + droverDir + string(os.PathListSeparator) + filepath.Dir(p.cliBin) + string(os.PathListSeparator) + os.Getenv("PATH")
-		}
-	}
+	p.reviewerCLIOnPath()
 	dir := filepath.Join(p.root, ".drover", "plans", "solo")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
@@ -526,4 +516,14 @@ func probeSessions(t *testing.T, log string) map[string]bool {
 		seen[in.SessionID] = true
 	}
 	return seen
+}
+
+// reviewerCLIOnPath puts the pinned CLI on the PATH the supervisor
+// inherits, as it runs the reviewer as plain `claude`.
+func (p *queueProject) reviewerCLIOnPath() {
+	for i, kv := range p.env {
+		if strings.HasPrefix(kv, "PATH=") {
+			p.env[i] = "PATH=" + droverDir + string(os.PathListSeparator) + filepath.Dir(p.cliBin) + string(os.PathListSeparator) + os.Getenv("PATH")
+		}
+	}
 }
