@@ -286,7 +286,7 @@ func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) *HookResult
 			// Nothing was committed, so nothing may be decided: let the
 			// agent go on and say why.
 			a.log.Error("saving session", zap.Error(err))
-			return &HookResult{Output: hook.Output{SystemMessage: fmt.Sprintf("drover: could not save the state of session %s (%v); letting the agent stop.", a.id, err)}}
+			return &HookResult{Output: hook.Output{SystemMessage: a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})}}
 		}
 		a.rec, a.found = next, true
 	}
