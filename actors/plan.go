@@ -1414,6 +1414,18 @@ func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, g
 		return f, err
 	}
 	f.TasksMD = string(tasksMD)
+	planMD, _, err := readCapped(filepath.Join(dir, "plan.md"), maxPlanFileRead)
+	if err != nil {
+		return f, err
+	}
+	f.PlanMD = string(planMD)
+	if plan.ValidTaskID(s.CurrentTask) {
+		taskMD, _, err := readCapped(filepath.Join(dir, "task-"+s.CurrentTask+".md"), maxPlanFileRead)
+		if err != nil {
+			return f, err
+		}
+		f.TaskMD = string(taskMD)
+	}
 	view, ok, err := readCapped(filepath.Join(dir, plan.ViewFile), maxPlanFileRead)
 	if err != nil {
 		return f, err

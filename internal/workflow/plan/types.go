@@ -171,6 +171,12 @@ type Facts struct {
 	Files []string
 	// TasksMD is the content of tasks.md (empty when it is missing).
 	TasksMD string
+	// PlanMD is the content of plan.md, and TaskMD that of the current
+	// task's file (task-<State.CurrentTask>.md); each is empty when the
+	// file is missing. drover plan continue judges from them whether the
+	// plan or the task was left half-written (seed 001's continue-plan).
+	PlanMD string
+	TaskMD string
 	// View is the content of state.json as found; nil when missing.
 	View []byte
 
