@@ -111,7 +111,9 @@ type PlanStatus struct {
 	// the findings the cycle's latest review reported.
 	Cycle        int `json:"cycle"`
 	OpenFindings int `json:"open_findings"`
-	// Findings is the cycle's ledger (findings command only).
+	// Findings is the findings ledger (findings command only): the
+	// current cycle's entries, then those of the plan's earlier cycles,
+	// newest cycle first.
 	Findings []PlanFinding `json:"findings,omitempty"`
 	// Totals sums the reviewer runs recorded for the plan.
 	Totals PlanTotals `json:"totals"`
@@ -135,10 +137,16 @@ type PlanReview struct {
 }
 
 // PlanFinding is one entry of a review cycle's findings ledger; Open says
-// whether the cycle's latest review still reported it.
+// whether the cycle's latest review still reported it. Cycle numbers the
+// cycle, Kind and Task say what it reviewed (empty while the current
+// cycle has no answered review), and Current marks the current cycle.
 type PlanFinding struct {
 	reviewer.LedgerEntry
-	Open bool `json:"open"`
+	Open    bool   `json:"open"`
+	Cycle   int    `json:"cycle"`
+	Kind    string `json:"kind,omitempty"`
+	Task    string `json:"task,omitempty"`
+	Current bool   `json:"current"`
 }
 
 // PlanReviewRun is one finished reviewer run, as recorded in the plan
@@ -411,7 +419,7 @@ func (a *sessionActor) planVerb(actx actor.Context, ctx context.Context, verb st
 		}
 		st := a.planStatus("")
 		if verb == "findings" {
-			st.Findings = findingsOf(a.rec.Plan.Ledger)
+			st.Findings = planFindings(a.rec.Plan)
 		}
 		return st, nil
 	case "wait":
@@ -1360,10 +1368,21 @@ func cleanStreak(cfg config.Config) int {
 	return cfg.Review.CleanStreak
 }
 
-func findingsOf(l reviewer.Ledger) []PlanFinding {
+// planFindings lists the findings of s's current cycle, then of its past
+// cycles, newest first.
+func planFindings(s plan.State) []PlanFinding {
+	out := findingsOf(plan.CycleLedger{Kind: s.LedgerKind, Task: s.LedgerTask, Ledger: s.Ledger}, true)
+	for i := len(s.PastLedgers) - 1; i >= 0; i-- {
+		out = append(out, findingsOf(s.PastLedgers[i], false)...)
+	}
+	return out
+}
+
+func findingsOf(c plan.CycleLedger, current bool) []PlanFinding {
+	l := c.Ledger
 	out := make([]PlanFinding, 0, len(l.Findings))
 	for _, e := range l.Findings {
-		out = append(out, PlanFinding{LedgerEntry: e, Open: e.LastReview == l.Latest})
+		out = append(out, PlanFinding{LedgerEntry: e, Open: e.LastReview == l.Latest, Cycle: l.Cycle, Kind: string(c.Kind), Task: c.Task, Current: current})
 	}
 	return out
 }

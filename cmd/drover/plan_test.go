@@ -370,3 +370,155 @@ func TestPlanAdvanceTakesEveryIssuePhase(t *testing.T) {
 		}
 	}
 }
+
+// planScriptedReviewer is a review.cli custom reviewer that answers run n
+// with the structured output in the file answer-n beside it (a clean PASS
+// when there is none).
+const planScriptedReviewer = `#!/bin/sh
+d=$(dirname "$0")
+n=$(( $(cat "$d/count" 2>/dev/null || echo 0) + 1 ))
+echo "$n" > "$d/count"
+a='{"verdict":"PASS","findings":[]}'
+[ -f "$d/answer-$n" ] && a=$(cat "$d/answer-$n")
+printf '{"type":"result","subtype":"success","is_error":false,"structured_output":%s,"total_cost_usd":0.1}\n' "$a"
+`
+
+// TestPlanFindingsThroughTheCLI runs reviews with blocking and minor
+// findings through the binary and reads them back with drover plan
+// findings, as text and as JSON: the current cycle's ledger first, then
+// the earlier cycle's, labelled with what it reviewed.
+func TestPlanFindingsThroughTheCLI(t *testing.T) {
+	p := newProj(t)
+	fake := t.TempDir()
+	script := filepath.Join(fake, "fake-reviewer")
+	answers := map[string]string{
+		"answer-1": `{"verdict":"FAIL","findings":[{"severity":"blocking","file":"plan.md","line":3,"summary":"the error path is not planned"},{"severity":"minor","file":"plan.md","summary":"name the constant"}]}`,
+		"answer-2": `{"verdict":"PASS","findings":[{"severity":"minor","file":"plan.md","summary":"name the constant"}]}`,
+		"answer-4": `{"verdict":"FAIL","findings":[{"severity":"blocking","file":"tasks.md","summary":"tasks 1 and 2 overlap"}]}`,
+	}
+	answers["fake-reviewer"] = planScriptedReviewer
+	for name, content := range answers {
+		if err := os.WriteFile(filepath.Join(fake, name), []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "review:\n  cli: custom\n  command: \"'" + script + "' {{model}} {{prompt}}\"\n"
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const id = "ffffffff-2222-3333-4444-555555555555"
+	dir := filepath.Join(p.root, ".drover", "plans", "found")
+	p.must("", "plan", "new", "--session", id, "found")
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Found\n\n## Overview\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// review runs one review to its answer and returns the stop after it.
+	review := func(n int) hook.Output {
+		t.Helper()
+		if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() {
+			t.Fatalf("stop before review %d: %+v", n, h)
+		}
+		p.must("", "plan", "wait", "--session", id)
+		return p.hook(hook.Stop, stopInput(id))
+	}
+
+	if out := p.must("", "plan", "findings", "--session", id); !strings.Contains(out, "No findings in review cycle 1 of plan found.") {
+		t.Errorf("findings before any review:\n%s", out)
+	}
+	if h := review(1); !h.IsBlock() || !strings.Contains(h.Reason, "FAIL, 1 blocking, 1 minor") {
+		t.Fatalf("stop after review 1: %+v", h)
+	}
+	out := p.must("", "plan", "findings", "--session", id)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^Review cycle 1 of plan found \(current: plan review\):$`),
+		regexp.MustCompile(`(?m)^STATE\s+SEVERITY\s+WHERE\s+REVIEWS\s+SUMMARY$`),
+		regexp.MustCompile(`(?m)^open\s+blocking\s+plan\.md:3\s+1-1 \(1x\)\s+the error path is not planned$`),
+		regexp.MustCompile(`(?m)^open\s+minor\s+plan\.md\s+1-1 \(1x\)\s+name the constant$`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("findings after review 1 do not match %s:\n%s", want, out)
+		}
+	}
+	// The blocking finding goes first (the ledger keeps the reviewer's
+	// order; the reviewer listed it first).
+	if strings.Index(out, "blocking") > strings.Index(out, "minor") {
+		t.Errorf("findings out of order:\n%s", out)
+	}
+
+	p.must("", "plan", "post-review-done", "--session", id)
+	review(2) // PASS with the minor nit again: clean
+	p.must("", "plan", "post-review-done", "--session", id)
+	if h := review(3); h.IsBlock() || !strings.Contains(h.SystemMessage, "passed") {
+		t.Fatalf("stop after review 3: %+v", h)
+	}
+	for name, content := range map[string]string{
+		"tasks.md":  "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | pending | one |\n| 2 | pending | two |\n",
+		"task-1.md": "# Task 1\n",
+		"task-2.md": "# Task 2\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.must("", "plan", "create-tasks", "--session", id)
+	if h := review(4); !h.IsBlock() || !strings.Contains(h.Reason, "tasks review (iteration 1)") {
+		t.Fatalf("stop after the first tasks review: %+v", h)
+	}
+
+	out = p.must("", "plan", "findings", "--session", id)
+	current := strings.Index(out, "Review cycle 2 of plan found (current: tasks review):")
+	earlier := strings.Index(out, "Review cycle 1 (plan review):")
+	if current < 0 || earlier < current {
+		t.Fatalf("findings after the second cycle's first review: want cycle 2, then cycle 1:\n%s", out)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^open\s+blocking\s+tasks\.md\s+1-1 \(1x\)\s+tasks 1 and 2 overlap$`),
+		regexp.MustCompile(`(?m)^resolved\s+blocking\s+plan\.md:3\s+1-1 \(1x\)\s+the error path is not planned$`),
+		regexp.MustCompile(`(?m)^resolved\s+minor\s+plan\.md\s+1-2 \(2x\)\s+name the constant$`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("findings after the second cycle's first review do not match %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out[:earlier], "plan.md") || strings.Contains(out[earlier:], "tasks.md") {
+		t.Errorf("a finding under the wrong cycle:\n%s", out)
+	}
+
+	var found []actors.PlanFinding
+	out = p.must("", "plan", "findings", "--session", id, "--json")
+	if err := json.Unmarshal([]byte(out), &found); err != nil {
+		t.Fatalf("plan findings --json: %v\n%s", err, out)
+	}
+	type row struct {
+		Cycle            int
+		Kind, Severity   string
+		Open, Current    bool
+		First, Last, Num int
+		Summary          string
+	}
+	var got []row
+	for _, f := range found {
+		got = append(got, row{f.Cycle, f.Kind, f.Severity, f.Open, f.Current, f.FirstReview, f.LastReview, f.Times, f.Summary})
+	}
+	want := []row{
+		{2, "tasks", "blocking", true, true, 1, 1, 1, "tasks 1 and 2 overlap"},
+		{1, "plan", "blocking", false, false, 1, 1, 1, "the error path is not planned"},
+		{1, "plan", "minor", false, false, 1, 2, 2, "name the constant"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("plan findings --json:\n got %+v\nwant %+v\n%s", got, want, out)
+	}
+	// The raw JSON keeps the documented names.
+	var raw []map[string]any
+	if err := json.Unmarshal([]byte(out), &raw); err != nil || len(raw) != 3 {
+		t.Fatalf("plan findings --json: %v\n%s", err, out)
+	}
+	for key, v := range map[string]any{"cycle": 2.0, "kind": "tasks", "current": true, "open": true, "severity": "blocking", "first_review": 1.0, "last_review": 1.0, "times": 1.0, "file": "tasks.md", "summary": "tasks 1 and 2 overlap"} {
+		if raw[0][key] != v {
+			t.Errorf("plan findings --json: %s is %v, want %v", key, raw[0][key], v)
+		}
+	}
+}
