@@ -1072,13 +1072,14 @@ func (a *sessionActor) startReview(actx actor.Context, s plan.State, e plan.Star
 // reviewJob builds the reviewer invocations of e from the configuration.
 func (a *sessionActor) reviewJob(cfg config.Config, id uint64, e plan.StartReview) (reviewJob, error) {
 	base := reviewer.Spec{
-		CLI:     cfg.Review.CLI,
-		Model:   e.Model,
-		Prompt:  e.Prompt,
-		Timeout: cfg.Review.Timeout,
-		Dir:     a.env.Root,
-		LogPath: strings.TrimSuffix(e.ReviewFile, ".md") + ".log",
-		Limiter: a.env.Reviewers,
+		CLI:      cfg.Review.CLI,
+		Model:    e.Model,
+		Prompt:   e.Prompt,
+		Timeout:  cfg.Review.Timeout,
+		Dir:      a.env.Root,
+		LogPath:  strings.TrimSuffix(e.ReviewFile, ".md") + ".log",
+		Limiter:  a.env.Reviewers,
+		OwnerTag: a.env.ReviewerTag,
 	}
 	if cfg.Review.BudgetUSD != "" {
 		v, err := strconv.ParseFloat(cfg.Review.BudgetUSD, 64)

@@ -47,6 +47,9 @@ type Env struct {
 	Log   *zap.Logger
 	// Reviewers caps reviewer processes across every session (nil: no cap).
 	Reviewers *reviewer.Limiter
+	// ReviewerTag is reviewer.Spec.OwnerTag for every reviewer the
+	// sessions start (empty: none).
+	ReviewerTag string
 }
 
 func (e Env) now() time.Time {

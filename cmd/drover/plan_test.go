@@ -2,13 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -520,5 +524,130 @@ func TestPlanFindingsThroughTheCLI(t *testing.T) {
 		if raw[0][key] != v {
 			t.Errorf("plan findings --json: %s is %v, want %v", key, raw[0][key], v)
 		}
+	}
+}
+
+// planSleepyReviewer is a review.cli custom reviewer whose first run
+// starts a child in its process group and sleeps with it until the file
+// "sleep" beside it is gone; every run records its pid, its child's,
+// its prompt and its model, then answers PASS.
+const planSleepyReviewer = `#!/bin/sh
+d=$(dirname "$0")
+n=$(( $(cat "$d/count" 2>/dev/null || echo 0) + 1 ))
+echo "$n" > "$d/count"
+printf '%s' "$1" > "$d/model-$n"
+printf '%s' "$2" > "$d/prompt-$n"
+if [ -f "$d/sleep" ]; then
+  sleep 3600 &
+  echo $! > "$d/child-$n"
+  echo $$ > "$d/pid-$n"
+  wait
+fi
+printf '{"type":"result","subtype":"success","is_error":false,"structured_output":{"verdict":"PASS","findings":[]},"total_cost_usd":0.25}\n'
+`
+
+// TestPlanReviewSurvivesKill9 kills the real supervisor with SIGKILL in
+// the middle of a plan review: the reviewer and every process of its
+// group die with it, and the next drover command starts a new supervisor
+// that runs review 1 again, at the same iteration and with the same
+// model, after which the cycle goes on.
+func TestPlanReviewSurvivesKill9(t *testing.T) {
+	p := newProj(t)
+	fake := t.TempDir()
+	script := filepath.Join(fake, "fake-reviewer")
+	for name, content := range map[string]string{"fake-reviewer": planSleepyReviewer, "sleep": "1"} {
+		if err := os.WriteFile(filepath.Join(fake, name), []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "review:\n  cli: custom\n  command: \"'" + script + "' {{model}} {{prompt}}\"\n"
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(fake, name))
+		return strings.TrimSpace(string(b))
+	}
+	const id = "99999999-2222-3333-4444-555555555555"
+	p.must("", "plan", "new", "--session", id, "crash")
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "plans", "crash", "plan.md"), []byte("# Crash\n\n## Overview\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() || !strings.Contains(h.Reason, "drover plan wait") {
+		t.Fatalf("first stop: want the wait block, got %+v", h)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for read("pid-1") == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the reviewer never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rpid, _ := strconv.Atoi(read("pid-1"))
+	cpid, _ := strconv.Atoi(read("child-1"))
+	if rpid <= 0 || cpid <= 0 {
+		t.Fatalf("reviewer pid %q, child pid %q", read("pid-1"), read("child-1"))
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-rpid, syscall.SIGKILL)
+		_ = syscall.Kill(cpid, syscall.SIGKILL)
+	})
+
+	pid := p.supervisorPID()
+	if pid == 0 {
+		t.Fatal("no supervisor running")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	// Nothing of the review outlives the supervisor: not the reviewer,
+	// not the child in its group.
+	waitGone(t, rpid)
+	waitGone(t, cpid)
+	if err := syscall.Kill(-rpid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the reviewer's process group %d is still there: %v", rpid, err)
+	}
+
+	// The next command starts a new supervisor, which runs review 1 again.
+	if err := os.Remove(filepath.Join(fake, "sleep")); err != nil {
+		t.Fatal(err)
+	}
+	if out := p.must("", "plan", "wait", "--session", id); !strings.Contains(out, "is done: PASS") {
+		t.Fatalf("plan wait after kill -9 printed:\n%s", out)
+	}
+	if npid := p.supervisorPID(); npid == 0 || npid == pid {
+		t.Errorf("no new supervisor (old %d, new %d)", pid, npid)
+	}
+	if read("count") != "2" || read("model-2") != "opus" || !strings.Contains(read("prompt-2"), "plan-review-1.md") {
+		t.Errorf("the rerun: %s runs, model %q, prompt %q", read("count"), read("model-2"), read("prompt-2"))
+	}
+	h := p.hook(hook.Stop, stopInput(id))
+	if !h.IsBlock() || !strings.Contains(h.Reason, "plan-review-1.md") || !strings.Contains(h.Reason, "drover plan post-review-done") {
+		t.Fatalf("stop after the rerun: %+v", h)
+	}
+	var st struct {
+		PhaseIteration   int `json:"phase_iteration"`
+		ConsecutiveClean int `json:"consecutive_clean"`
+	}
+	if out := p.must("", "plan", "status", "--session", id, "--json"); json.Unmarshal([]byte(out), &st) != nil || st.PhaseIteration != 1 || st.ConsecutiveClean != 1 {
+		t.Errorf("status after the rerun: %+v\n%s", st, out)
+	}
+
+	// The cycle goes on: review 2 (sonnet) passes it.
+	p.must("", "plan", "post-review-done", "--session", id)
+	if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() {
+		t.Fatalf("stop before review 2: %+v", h)
+	}
+	p.must("", "plan", "wait", "--session", id)
+	if h := p.hook(hook.Stop, stopInput(id)); h.IsBlock() || !strings.Contains(h.SystemMessage, "passed: 2 clean review(s) in a row") {
+		t.Fatalf("stop after review 2: %+v", h)
+	}
+	if read("count") != "3" || read("model-3") != "sonnet" {
+		t.Errorf("review 2: %s runs, model %q", read("count"), read("model-3"))
 	}
 }
