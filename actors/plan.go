@@ -111,7 +111,9 @@ type PlanStatus struct {
 	// the findings the cycle's latest review reported.
 	Cycle        int `json:"cycle"`
 	OpenFindings int `json:"open_findings"`
-	// Findings is the cycle's ledger (findings command only).
+	// Findings is the findings ledger (findings command only): the
+	// current cycle's entries, then those of the plan's earlier cycles,
+	// newest cycle first.
 	Findings []PlanFinding `json:"findings,omitempty"`
 	// Totals sums the reviewer runs recorded for the plan.
 	Totals PlanTotals `json:"totals"`
@@ -135,10 +137,16 @@ type PlanReview struct {
 }
 
 // PlanFinding is one entry of a review cycle's findings ledger; Open says
-// whether the cycle's latest review still reported it.
+// whether the cycle's latest review still reported it. Cycle numbers the
+// cycle, Kind and Task say what it reviewed (empty while the current
+// cycle has no answered review), and Current marks the current cycle.
 type PlanFinding struct {
 	reviewer.LedgerEntry
-	Open bool `json:"open"`
+	Open    bool   `json:"open"`
+	Cycle   int    `json:"cycle"`
+	Kind    string `json:"kind,omitempty"`
+	Task    string `json:"task,omitempty"`
+	Current bool   `json:"current"`
 }
 
 // PlanReviewRun is one finished reviewer run, as recorded in the plan
@@ -411,7 +419,7 @@ func (a *sessionActor) planVerb(actx actor.Context, ctx context.Context, verb st
 		}
 		st := a.planStatus("")
 		if verb == "findings" {
-			st.Findings = findingsOf(a.rec.Plan.Ledger)
+			st.Findings = planFindings(a.rec.Plan)
 		}
 		return st, nil
 	case "wait":
@@ -1064,13 +1072,14 @@ func (a *sessionActor) startReview(actx actor.Context, s plan.State, e plan.Star
 // reviewJob builds the reviewer invocations of e from the configuration.
 func (a *sessionActor) reviewJob(cfg config.Config, id uint64, e plan.StartReview) (reviewJob, error) {
 	base := reviewer.Spec{
-		CLI:     cfg.Review.CLI,
-		Model:   e.Model,
-		Prompt:  e.Prompt,
-		Timeout: cfg.Review.Timeout,
-		Dir:     a.env.Root,
-		LogPath: strings.TrimSuffix(e.ReviewFile, ".md") + ".log",
-		Limiter: a.env.Reviewers,
+		CLI:      cfg.Review.CLI,
+		Model:    e.Model,
+		Prompt:   e.Prompt,
+		Timeout:  cfg.Review.Timeout,
+		Dir:      a.env.Root,
+		LogPath:  strings.TrimSuffix(e.ReviewFile, ".md") + ".log",
+		Limiter:  a.env.Reviewers,
+		OwnerTag: a.env.ReviewerTag,
 	}
 	if cfg.Review.BudgetUSD != "" {
 		v, err := strconv.ParseFloat(cfg.Review.BudgetUSD, 64)
@@ -1360,10 +1369,21 @@ func cleanStreak(cfg config.Config) int {
 	return cfg.Review.CleanStreak
 }
 
-func findingsOf(l reviewer.Ledger) []PlanFinding {
+// planFindings lists the findings of s's current cycle, then of its past
+// cycles, newest first.
+func planFindings(s plan.State) []PlanFinding {
+	out := findingsOf(plan.CycleLedger{Kind: s.LedgerKind, Task: s.LedgerTask, Ledger: s.Ledger}, true)
+	for i := len(s.PastLedgers) - 1; i >= 0; i-- {
+		out = append(out, findingsOf(s.PastLedgers[i], false)...)
+	}
+	return out
+}
+
+func findingsOf(c plan.CycleLedger, current bool) []PlanFinding {
+	l := c.Ledger
 	out := make([]PlanFinding, 0, len(l.Findings))
 	for _, e := range l.Findings {
-		out = append(out, PlanFinding{LedgerEntry: e, Open: e.LastReview == l.Latest})
+		out = append(out, PlanFinding{LedgerEntry: e, Open: e.LastReview == l.Latest, Cycle: l.Cycle, Kind: string(c.Kind), Task: c.Task, Current: current})
 	}
 	return out
 }
@@ -1414,6 +1434,18 @@ func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, g
 		return f, err
 	}
 	f.TasksMD = string(tasksMD)
+	planMD, _, err := readCapped(filepath.Join(dir, "plan.md"), maxPlanFileRead)
+	if err != nil {
+		return f, err
+	}
+	f.PlanMD = string(planMD)
+	if plan.ValidTaskID(s.CurrentTask) {
+		taskMD, _, err := readCapped(filepath.Join(dir, "task-"+s.CurrentTask+".md"), maxPlanFileRead)
+		if err != nil {
+			return f, err
+		}
+		f.TaskMD = string(taskMD)
+	}
 	view, ok, err := readCapped(filepath.Join(dir, plan.ViewFile), maxPlanFileRead)
 	if err != nil {
 		return f, err

@@ -638,6 +638,35 @@ func TestPlanContinueAdoptsAPlanFromItsView(t *testing.T) {
 	}
 }
 
+// TestPlanContinueReadsTheWork checks that continue judges the plan and the
+// current task from the files on disk, as seed 001's continue-plan does
+// before a review: an unfinished plan.md goes back to new-plan, a task
+// file with a subtask still pending to continue-task.
+func TestPlanContinueReadsTheWork(t *testing.T) {
+	f := newPlanFixture(t)
+	f.write("draft", "plan.md", "# Draft\n\nhalf a plan\n")
+	f.write("draft", plan.ViewFile, `{"phase":"new-plan","next_phase":"plan-review","current_task":null,"phase_iteration":0,"max_reviews":8,"review_model":"opus","consecutive_clean":0,"tdd":false}`)
+	if st := f.mustPlan("draft-session", "continue", PlanArgs{PlanID: "draft"}); st.Action != plan.ActionNewPlan {
+		t.Errorf("continue with a half-written plan.md: %s\n%s", st.Action, st.Message)
+	}
+	f.write("draft", "plan.md", "# Draft\n\n## Overview\n\nthe whole plan\n")
+	if st := f.mustPlan("draft-session", "continue", PlanArgs{}); st.Action != plan.ActionStop {
+		t.Errorf("continue with a finished plan.md: %s\n%s", st.Action, st.Message)
+	}
+
+	f.write("impl", "plan.md", "# Impl\n\n## Overview\n")
+	f.write("impl", "tasks.md", "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | pending | first |\n")
+	f.write("impl", "task-1.md", "# Task 1\n\n## Subtask 1.1\n**Status**: done\n\n## Subtask 1.2\n**Status**: pending\n")
+	f.write("impl", plan.ViewFile, `{"phase":"complete-task","next_phase":"code-review","current_task":"1","phase_iteration":0,"max_reviews":8,"review_model":"opus","consecutive_clean":0,"tdd":false}`)
+	if st := f.mustPlan("impl-session", "continue", PlanArgs{PlanID: "impl"}); st.Action != plan.ActionContinueTask || st.Task != "1" {
+		t.Errorf("continue with a subtask pending: %s %s\n%s", st.Action, st.Task, st.Message)
+	}
+	f.write("impl", "task-1.md", "# Task 1\n\n## Subtask 1.1\n**Status**: done\n\n## Subtask 1.2\n**Status**: done\n")
+	if st := f.mustPlan("impl-session", "continue", PlanArgs{}); st.Action != plan.ActionStop {
+		t.Errorf("continue with every subtask done: %s\n%s", st.Action, st.Message)
+	}
+}
+
 // TestPlanContinuePicksTheNewestPlan runs `drover plan continue` without a
 // plan id in a new session, with two plan folders: it takes over the one
 // whose state.json changed last, whatever the folders' names.

@@ -47,6 +47,9 @@ type Env struct {
 	Log   *zap.Logger
 	// Reviewers caps reviewer processes across every session (nil: no cap).
 	Reviewers *reviewer.Limiter
+	// ReviewerTag is reviewer.Spec.OwnerTag for every reviewer the
+	// sessions start (empty: none).
+	ReviewerTag string
 }
 
 func (e Env) now() time.Time {
@@ -286,7 +289,7 @@ func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) *HookResult
 			// Nothing was committed, so nothing may be decided: let the
 			// agent go on and say why.
 			a.log.Error("saving session", zap.Error(err))
-			return &HookResult{Output: hook.Output{SystemMessage: fmt.Sprintf("drover: could not save the state of session %s (%v); letting the agent stop.", a.id, err)}}
+			return &HookResult{Output: hook.Output{SystemMessage: a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})}}
 		}
 		a.rec, a.found = next, true
 	}

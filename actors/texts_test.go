@@ -6,8 +6,10 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/templates"
 )
 
@@ -66,5 +68,62 @@ func TestStopTextFallsBackToTheBuiltIn(t *testing.T) {
 	f.add("q", "a task")
 	if c := f.command("q", "stop"); c.Err != nil || c.Response.Message != "[drover] Stopped session q at iteration 0. The agent may stop now." {
 		t.Errorf("stop with broken templates: %+v", c)
+	}
+}
+
+// failingStore is a store whose saves fail once fail is set.
+type failingStore struct {
+	Store
+	fail atomic.Bool
+}
+
+func (s *failingStore) Save(ctx context.Context, rec session.Record) error {
+	if s.fail.Load() {
+		return errors.New("disk full")
+	}
+	return s.Store.Save(ctx, rec)
+}
+
+// A hook whose decision could not be saved lets the agent stop with the
+// save_failed text, the built-in one or a project's rewording of it.
+func TestSaveFailureTextComesFromTemplates(t *testing.T) {
+	tests := []struct {
+		name     string
+		override string
+		want     string
+	}{
+		{"built-in", "", "drover: could not save the state of session q (disk full); letting the agent stop."},
+		{"override", "SAVE FAILED {{session_id}}: {{error}}", "SAVE FAILED q: disk full"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.override != "" {
+				if err := os.WriteFile(filepath.Join(dir, templates.SaveFailed+".md"), []byte(tt.override+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var fs *failingStore
+			f := newFixture(t, SessionsOptions{RestartMax: 3}, func(e *Env) {
+				fs = &failingStore{Store: e.Store}
+				e.Store = fs
+				e.Templates = func() (templates.Set, error) { return templates.Load(dir) }
+			})
+			f.add("q", "a task")
+			if c := f.command("q", "start"); c.Err != nil {
+				t.Fatal(c.Err)
+			}
+			fs.fail.Store(true)
+			r := f.stop("q", "s1")
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			if r.Output.SystemMessage != tt.want {
+				t.Errorf("system message %q, want %q", r.Output.SystemMessage, tt.want)
+			}
+			if r.Output.Decision != "" {
+				t.Errorf("decision %q: an unsaved decision must let the agent stop", r.Output.Decision)
+			}
+		})
 	}
 }

@@ -97,6 +97,11 @@ type Spec struct {
 	// Limiter, when set, caps how many reviewer processes run at once
 	// across every caller sharing it. Run waits for a slot (or for ctx).
 	Limiter *Limiter
+	// OwnerTag, when set, is one more "KEY=VALUE" entry for the
+	// environment of the reviewer and all it starts, shared by every
+	// reviewer of one supervisor: the supervisor's watchdog ends what
+	// carries it if the supervisor dies without doing so.
+	OwnerTag string
 }
 
 // Outcome is how a run ended.

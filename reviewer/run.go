@@ -73,6 +73,12 @@ func Run(ctx context.Context, s Spec) Result {
 
 	stdout, stderr := &capBuffer{limit: limit}, &capBuffer{limit: limit}
 	start := time.Now()
+	if s.OwnerTag != "" {
+		if env == nil {
+			env = os.Environ()
+		}
+		env = append(slices.Clip(env), s.OwnerTag)
+	}
 	state, waitErr, startErr := execute(tctx, name, args, env, s.Dir, stdout, stderr)
 	res.Duration = time.Since(start)
 	res.Stdout, res.StdoutTruncated = stdout.buf, stdout.dropped > 0

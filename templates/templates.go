@@ -39,6 +39,10 @@ const (
 	// Quarantined tells the user, once, that a session's stored state
 	// could not be read and the session starts clean.
 	Quarantined = "quarantined"
+	// SaveFailed tells the user that a hook's decision could not be
+	// saved, so drover let the agent stop rather than decide on state it
+	// did not keep.
+	SaveFailed = "save_failed"
 )
 
 // BuiltIn is what Source reports for a template that is not overridden.

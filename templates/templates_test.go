@@ -11,7 +11,7 @@ import (
 var allNames = []string{
 	Compact, Context, Loop, MaxIterations, Review, ReviewContext,
 	ReviewFound, ReviewStart, Start, StuckReminder, Uncommitted,
-	Stopped, Quarantined,
+	Stopped, Quarantined, SaveFailed,
 }
 
 func TestNames(t *testing.T) {
@@ -42,6 +42,7 @@ func TestDefaultsContent(t *testing.T) {
 		{MaxIterations, []string{"[drover]", "{{max_iterations}}"}},
 		{Stopped, []string{"[drover] Stopped session {{session_id}} at iteration {{iteration}}.", "The agent may stop now."}},
 		{Quarantined, []string{"{{session_id}}", "could not be read", "quarantined", "starts clean"}},
+		{SaveFailed, []string{"drover: could not save the state of session {{session_id}} ({{error}}); letting the agent stop."}},
 	}
 	d := Defaults()
 	seen := map[string]bool{}

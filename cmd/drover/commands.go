@@ -68,6 +68,7 @@ stop when review adds nothing or the iteration budget is spent.`,
 		a.reflectCmd(g),
 		a.convergeCmd(g),
 		a.routeCmd(g),
+		a.watchdogCmd(),
 	)
 	return root
 }

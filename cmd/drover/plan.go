@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -565,11 +566,13 @@ func (a *app) planFindingsCmd(g *globalFlags) *cobra.Command {
 	var asJSON bool
 	cmd := &cobra.Command{
 		Use:   "findings",
-		Short: "List the findings of the current review cycle",
+		Short: "List the findings of the plan's review cycles",
 		Long: `findings lists every finding the reviews of the current cycle reported,
 deduplicated: the reviews that first and last reported it, and whether the
 latest review still does (open). The next review is asked to re-check the
-open ones rather than review everything again.`,
+open ones rather than review everything again. The findings of the plan's
+earlier cycles follow, newest cycle first, each labelled with what it
+reviewed; open there means the cycle ended with it still reported.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			st, err := a.planCall(cmd.Context(), g, "findings", actors.PlanArgs{})
@@ -579,31 +582,72 @@ open ones rather than review everything again.`,
 			if asJSON {
 				return a.printJSON(st.Findings)
 			}
-			if len(st.Findings) == 0 {
-				fmt.Fprintf(a.stdout, "No findings in review cycle %d of plan %s.\n", st.Cycle, st.PlanID)
-				return nil
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "STATE\tSEVERITY\tWHERE\tREVIEWS\tSUMMARY")
-			for _, f := range st.Findings {
-				state := "resolved"
-				if f.Open {
-					state = "open"
-				}
-				where := f.File
-				if f.Line > 0 {
-					where += ":" + strconv.Itoa(f.Line)
-				}
-				if where == "" {
-					where = "-"
-				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d-%d (%dx)\t%s\n", state, f.Severity, where, f.FirstReview, f.LastReview, f.Times, f.Summary)
-			}
-			return tw.Flush()
+			return a.printFindings(st)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return cmd
+}
+
+// printFindings prints the findings of st one cycle at a time, as the
+// actor lists them: the current cycle, then the earlier ones.
+func (a *app) printFindings(st actors.PlanStatus) error {
+	var groups [][]actors.PlanFinding
+	for i, f := range st.Findings {
+		if i == 0 || f.Cycle != st.Findings[i-1].Cycle || f.Current != st.Findings[i-1].Current {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], f)
+	}
+	if len(groups) == 0 || !groups[0][0].Current {
+		fmt.Fprintf(a.stdout, "No findings in review cycle %d of plan %s.\n", st.Cycle, st.PlanID)
+	}
+	for i, g := range groups {
+		if i > 0 || !g[0].Current {
+			fmt.Fprintln(a.stdout)
+		}
+		label := cycleLabel(g[0].Kind, g[0].Task)
+		switch {
+		case g[0].Current && label != "":
+			fmt.Fprintf(a.stdout, "Review cycle %d of plan %s (current: %s):\n", g[0].Cycle, st.PlanID, label)
+		case g[0].Current:
+			fmt.Fprintf(a.stdout, "Review cycle %d of plan %s (current):\n", g[0].Cycle, st.PlanID)
+		default:
+			fmt.Fprintf(a.stdout, "Review cycle %d (%s):\n", g[0].Cycle, cmp.Or(label, "review"))
+		}
+		tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "STATE\tSEVERITY\tWHERE\tREVIEWS\tSUMMARY")
+		for _, f := range g {
+			state := "resolved"
+			if f.Open {
+				state = "open"
+			}
+			where := f.File
+			if f.Line > 0 {
+				where += ":" + strconv.Itoa(f.Line)
+			}
+			if where == "" {
+				where = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d-%d (%dx)\t%s\n", state, f.Severity, where, f.FirstReview, f.LastReview, f.Times, f.Summary)
+		}
+		if err := tw.Flush(); err != nil {
+			return fmt.Errorf("printing findings: %w", err)
+		}
+	}
+	return nil
+}
+
+// cycleLabel names what a review cycle reviewed ("code review of task 2");
+// empty when it is not known.
+func cycleLabel(kind, task string) string {
+	switch {
+	case kind == "":
+		return ""
+	case task != "":
+		return kind + " review of task " + task
+	}
+	return kind + " review"
 }
 
 // planWaitPoll bounds the pause between two questions of plan wait.

@@ -2,13 +2,17 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -368,5 +372,282 @@ func TestPlanAdvanceTakesEveryIssuePhase(t *testing.T) {
 		if !strings.Contains(advance.Long, phase) {
 			t.Errorf("advance's help does not list %s", phase)
 		}
+	}
+}
+
+// planScriptedReviewer is a review.cli custom reviewer that answers run n
+// with the structured output in the file answer-n beside it (a clean PASS
+// when there is none).
+const planScriptedReviewer = `#!/bin/sh
+d=$(dirname "$0")
+n=$(( $(cat "$d/count" 2>/dev/null || echo 0) + 1 ))
+echo "$n" > "$d/count"
+a='{"verdict":"PASS","findings":[]}'
+[ -f "$d/answer-$n" ] && a=$(cat "$d/answer-$n")
+printf '{"type":"result","subtype":"success","is_error":false,"structured_output":%s,"total_cost_usd":0.1}\n' "$a"
+`
+
+// TestPlanFindingsThroughTheCLI runs reviews with blocking and minor
+// findings through the binary and reads them back with drover plan
+// findings, as text and as JSON: the current cycle's ledger first, then
+// the earlier cycle's, labelled with what it reviewed.
+func TestPlanFindingsThroughTheCLI(t *testing.T) {
+	p := newProj(t)
+	fake := t.TempDir()
+	script := filepath.Join(fake, "fake-reviewer")
+	answers := map[string]string{
+		"answer-1": `{"verdict":"FAIL","findings":[{"severity":"blocking","file":"plan.md","line":3,"summary":"the error path is not planned"},{"severity":"minor","file":"plan.md","summary":"name the constant"}]}`,
+		"answer-2": `{"verdict":"PASS","findings":[{"severity":"minor","file":"plan.md","summary":"name the constant"}]}`,
+		"answer-4": `{"verdict":"FAIL","findings":[{"severity":"blocking","file":"tasks.md","summary":"tasks 1 and 2 overlap"}]}`,
+	}
+	answers["fake-reviewer"] = planScriptedReviewer
+	for name, content := range answers {
+		if err := os.WriteFile(filepath.Join(fake, name), []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "review:\n  cli: custom\n  command: \"'" + script + "' {{model}} {{prompt}}\"\n"
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const id = "ffffffff-2222-3333-4444-555555555555"
+	dir := filepath.Join(p.root, ".drover", "plans", "found")
+	p.must("", "plan", "new", "--session", id, "found")
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Found\n\n## Overview\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// review runs one review to its answer and returns the stop after it.
+	review := func(n int) hook.Output {
+		t.Helper()
+		if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() {
+			t.Fatalf("stop before review %d: %+v", n, h)
+		}
+		p.must("", "plan", "wait", "--session", id)
+		return p.hook(hook.Stop, stopInput(id))
+	}
+
+	if out := p.must("", "plan", "findings", "--session", id); !strings.Contains(out, "No findings in review cycle 1 of plan found.") {
+		t.Errorf("findings before any review:\n%s", out)
+	}
+	if h := review(1); !h.IsBlock() || !strings.Contains(h.Reason, "FAIL, 1 blocking, 1 minor") {
+		t.Fatalf("stop after review 1: %+v", h)
+	}
+	out := p.must("", "plan", "findings", "--session", id)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^Review cycle 1 of plan found \(current: plan review\):$`),
+		regexp.MustCompile(`(?m)^STATE\s+SEVERITY\s+WHERE\s+REVIEWS\s+SUMMARY$`),
+		regexp.MustCompile(`(?m)^open\s+blocking\s+plan\.md:3\s+1-1 \(1x\)\s+the error path is not planned$`),
+		regexp.MustCompile(`(?m)^open\s+minor\s+plan\.md\s+1-1 \(1x\)\s+name the constant$`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("findings after review 1 do not match %s:\n%s", want, out)
+		}
+	}
+	// The blocking finding goes first (the ledger keeps the reviewer's
+	// order; the reviewer listed it first).
+	if strings.Index(out, "blocking") > strings.Index(out, "minor") {
+		t.Errorf("findings out of order:\n%s", out)
+	}
+
+	p.must("", "plan", "post-review-done", "--session", id)
+	review(2) // PASS with the minor nit again: clean
+	p.must("", "plan", "post-review-done", "--session", id)
+	if h := review(3); h.IsBlock() || !strings.Contains(h.SystemMessage, "passed") {
+		t.Fatalf("stop after review 3: %+v", h)
+	}
+	for name, content := range map[string]string{
+		"tasks.md":  "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | pending | one |\n| 2 | pending | two |\n",
+		"task-1.md": "# Task 1\n",
+		"task-2.md": "# Task 2\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.must("", "plan", "create-tasks", "--session", id)
+	if h := review(4); !h.IsBlock() || !strings.Contains(h.Reason, "tasks review (iteration 1)") {
+		t.Fatalf("stop after the first tasks review: %+v", h)
+	}
+
+	out = p.must("", "plan", "findings", "--session", id)
+	current := strings.Index(out, "Review cycle 2 of plan found (current: tasks review):")
+	earlier := strings.Index(out, "Review cycle 1 (plan review):")
+	if current < 0 || earlier < current {
+		t.Fatalf("findings after the second cycle's first review: want cycle 2, then cycle 1:\n%s", out)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^open\s+blocking\s+tasks\.md\s+1-1 \(1x\)\s+tasks 1 and 2 overlap$`),
+		regexp.MustCompile(`(?m)^resolved\s+blocking\s+plan\.md:3\s+1-1 \(1x\)\s+the error path is not planned$`),
+		regexp.MustCompile(`(?m)^resolved\s+minor\s+plan\.md\s+1-2 \(2x\)\s+name the constant$`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("findings after the second cycle's first review do not match %s:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out[:earlier], "plan.md") || strings.Contains(out[earlier:], "tasks.md") {
+		t.Errorf("a finding under the wrong cycle:\n%s", out)
+	}
+
+	var found []actors.PlanFinding
+	out = p.must("", "plan", "findings", "--session", id, "--json")
+	if err := json.Unmarshal([]byte(out), &found); err != nil {
+		t.Fatalf("plan findings --json: %v\n%s", err, out)
+	}
+	type row struct {
+		Cycle            int
+		Kind, Severity   string
+		Open, Current    bool
+		First, Last, Num int
+		Summary          string
+	}
+	var got []row
+	for _, f := range found {
+		got = append(got, row{f.Cycle, f.Kind, f.Severity, f.Open, f.Current, f.FirstReview, f.LastReview, f.Times, f.Summary})
+	}
+	want := []row{
+		{2, "tasks", "blocking", true, true, 1, 1, 1, "tasks 1 and 2 overlap"},
+		{1, "plan", "blocking", false, false, 1, 1, 1, "the error path is not planned"},
+		{1, "plan", "minor", false, false, 1, 2, 2, "name the constant"},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("plan findings --json:\n got %+v\nwant %+v\n%s", got, want, out)
+	}
+	// The raw JSON keeps the documented names.
+	var raw []map[string]any
+	if err := json.Unmarshal([]byte(out), &raw); err != nil || len(raw) != 3 {
+		t.Fatalf("plan findings --json: %v\n%s", err, out)
+	}
+	for key, v := range map[string]any{"cycle": 2.0, "kind": "tasks", "current": true, "open": true, "severity": "blocking", "first_review": 1.0, "last_review": 1.0, "times": 1.0, "file": "tasks.md", "summary": "tasks 1 and 2 overlap"} {
+		if raw[0][key] != v {
+			t.Errorf("plan findings --json: %s is %v, want %v", key, raw[0][key], v)
+		}
+	}
+}
+
+// planSleepyReviewer is a review.cli custom reviewer whose first run
+// starts a child in its process group and sleeps with it until the file
+// "sleep" beside it is gone; every run records its pid, its child's,
+// its prompt and its model, then answers PASS.
+const planSleepyReviewer = `#!/bin/sh
+d=$(dirname "$0")
+n=$(( $(cat "$d/count" 2>/dev/null || echo 0) + 1 ))
+echo "$n" > "$d/count"
+printf '%s' "$1" > "$d/model-$n"
+printf '%s' "$2" > "$d/prompt-$n"
+if [ -f "$d/sleep" ]; then
+  sleep 3600 &
+  echo $! > "$d/child-$n"
+  echo $$ > "$d/pid-$n"
+  wait
+fi
+printf '{"type":"result","subtype":"success","is_error":false,"structured_output":{"verdict":"PASS","findings":[]},"total_cost_usd":0.25}\n'
+`
+
+// TestPlanReviewSurvivesKill9 kills the real supervisor with SIGKILL in
+// the middle of a plan review: the reviewer and every process of its
+// group die with it, and the next drover command starts a new supervisor
+// that runs review 1 again, at the same iteration and with the same
+// model, after which the cycle goes on.
+func TestPlanReviewSurvivesKill9(t *testing.T) {
+	p := newProj(t)
+	fake := t.TempDir()
+	script := filepath.Join(fake, "fake-reviewer")
+	for name, content := range map[string]string{"fake-reviewer": planSleepyReviewer, "sleep": "1"} {
+		if err := os.WriteFile(filepath.Join(fake, name), []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := "review:\n  cli: custom\n  command: \"'" + script + "' {{model}} {{prompt}}\"\n"
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	read := func(name string) string {
+		b, _ := os.ReadFile(filepath.Join(fake, name))
+		return strings.TrimSpace(string(b))
+	}
+	const id = "99999999-2222-3333-4444-555555555555"
+	p.must("", "plan", "new", "--session", id, "crash")
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "plans", "crash", "plan.md"), []byte("# Crash\n\n## Overview\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() || !strings.Contains(h.Reason, "drover plan wait") {
+		t.Fatalf("first stop: want the wait block, got %+v", h)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for read("pid-1") == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("the reviewer never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	rpid, _ := strconv.Atoi(read("pid-1"))
+	cpid, _ := strconv.Atoi(read("child-1"))
+	if rpid <= 0 || cpid <= 0 {
+		t.Fatalf("reviewer pid %q, child pid %q", read("pid-1"), read("child-1"))
+	}
+	t.Cleanup(func() {
+		_ = syscall.Kill(-rpid, syscall.SIGKILL)
+		_ = syscall.Kill(cpid, syscall.SIGKILL)
+	})
+
+	pid := p.supervisorPID()
+	if pid == 0 {
+		t.Fatal("no supervisor running")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	// Nothing of the review outlives the supervisor: not the reviewer,
+	// not the child in its group.
+	waitGone(t, rpid)
+	waitGone(t, cpid)
+	if err := syscall.Kill(-rpid, 0); !errors.Is(err, syscall.ESRCH) {
+		t.Errorf("the reviewer's process group %d is still there: %v", rpid, err)
+	}
+
+	// The next command starts a new supervisor, which runs review 1 again.
+	if err := os.Remove(filepath.Join(fake, "sleep")); err != nil {
+		t.Fatal(err)
+	}
+	if out := p.must("", "plan", "wait", "--session", id); !strings.Contains(out, "is done: PASS") {
+		t.Fatalf("plan wait after kill -9 printed:\n%s", out)
+	}
+	if npid := p.supervisorPID(); npid == 0 || npid == pid {
+		t.Errorf("no new supervisor (old %d, new %d)", pid, npid)
+	}
+	if read("count") != "2" || read("model-2") != "opus" || !strings.Contains(read("prompt-2"), "plan-review-1.md") {
+		t.Errorf("the rerun: %s runs, model %q, prompt %q", read("count"), read("model-2"), read("prompt-2"))
+	}
+	h := p.hook(hook.Stop, stopInput(id))
+	if !h.IsBlock() || !strings.Contains(h.Reason, "plan-review-1.md") || !strings.Contains(h.Reason, "drover plan post-review-done") {
+		t.Fatalf("stop after the rerun: %+v", h)
+	}
+	var st struct {
+		PhaseIteration   int `json:"phase_iteration"`
+		ConsecutiveClean int `json:"consecutive_clean"`
+	}
+	if out := p.must("", "plan", "status", "--session", id, "--json"); json.Unmarshal([]byte(out), &st) != nil || st.PhaseIteration != 1 || st.ConsecutiveClean != 1 {
+		t.Errorf("status after the rerun: %+v\n%s", st, out)
+	}
+
+	// The cycle goes on: review 2 (sonnet) passes it.
+	p.must("", "plan", "post-review-done", "--session", id)
+	if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() {
+		t.Fatalf("stop before review 2: %+v", h)
+	}
+	p.must("", "plan", "wait", "--session", id)
+	if h := p.hook(hook.Stop, stopInput(id)); h.IsBlock() || !strings.Contains(h.SystemMessage, "passed: 2 clean review(s) in a row") {
+		t.Fatalf("stop after review 2: %+v", h)
+	}
+	if read("count") != "3" || read("model-3") != "sonnet" {
+		t.Errorf("review 2: %s runs, model %q", read("count"), read("model-3"))
 	}
 }

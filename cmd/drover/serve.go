@@ -10,11 +10,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
 	"github.com/drover-dev/drover/internal/client"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/logging"
 	"github.com/drover-dev/drover/internal/tasks"
+	"github.com/drover-dev/drover/internal/watchdog"
 	"github.com/drover-dev/drover/supervisor"
 )
 
@@ -70,12 +72,20 @@ With --detach it starts in the background and returns once it answers.`,
 				return err
 			}
 			defer lg.Close()
+			tag, closeWatchdog, err := a.startWatchdog(lg)
+			if err != nil {
+				// Without a watchdog a kill -9 leaves the reviewers'
+				// children behind; the supervisor still works.
+				lg.Zap().Warn("no watchdog: a supervisor that dies may leave reviewer processes behind", zap.Error(err))
+			}
+			defer closeWatchdog()
 			err = supervisor.Run(cmd.Context(), supervisor.Options{
-				Paths:   p,
-				Config:  cfg,
-				Sources: &src,
-				Log:     lg,
-				Version: version,
+				Paths:    p,
+				Config:   cfg,
+				Sources:  &src,
+				Log:      lg,
+				Version:  version,
+				ChildTag: tag,
 			})
 			if errors.Is(err, supervisor.ErrAlreadyRunning) {
 				// Several hooks may race to start one; the losers are not
@@ -91,6 +101,45 @@ With --detach it starts in the background and returns once it answers.`,
 	// Every config key is also a flag, the last layer: --queue.max_iterations=20.
 	config.AddFlags(cmd.Flags())
 	return cmd
+}
+
+// startWatchdog starts this supervisor's watchdog (internal/watchdog) and
+// returns the tag for what the supervisor starts, and the function that
+// ends the watchdog when serve returns (a no-op when it did not start).
+func (a *app) startWatchdog(lg *logging.Logger) (string, func(), error) {
+	none := func() {}
+	tag, err := watchdog.NewTag()
+	if err != nil {
+		return "", none, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", none, fmt.Errorf("finding the drover binary for the watchdog: %w", err)
+	}
+	wd, err := watchdog.Start(exe, tag, a.environ)
+	if err != nil {
+		return "", none, err
+	}
+	return tag, func() {
+		if err := wd.Close(); err != nil {
+			lg.Zap().Warn("closing the watchdog", zap.Error(err))
+		}
+	}, nil
+}
+
+// watchdogCmd is the hidden `drover __watchdog TAG` that startWatchdog
+// runs: it waits for its supervisor to go, then ends what carries TAG.
+func (a *app) watchdogCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    watchdog.Command + " TAG",
+		Short:  "End what a supervisor started once it is gone (started by drover serve)",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			_, err := watchdog.Watch(a.stdin, args[0])
+			return err
+		},
+	}
 }
 
 func (a *app) initCmd(g *globalFlags) *cobra.Command {

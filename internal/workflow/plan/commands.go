@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
+	"strings"
 
 	"github.com/drover-dev/drover/templates"
 )
@@ -282,9 +284,15 @@ type Route struct {
 // Next is `drover plan continue` (seed 001's continue-plan): it reads
 // next_phase first (what should happen) and phase only when next_phase is
 // null (what was last done), and says what to do, with the prompt of the
-// action it routes to. A next_phase of complete finishes the plan. A task
-// action with no task to work on (none left in tasks.md, or no current
-// task) routes to ask-user.
+// action it routes to. When a review comes next and phase is not a
+// post-review, the work under review is checked first, as the seed says: a
+// plan.md that is missing or looks unfinished (PlanComplete) routes to
+// new-plan, a tasks.md without rows (TasksHaveRows) to create-tasks, and a
+// current task whose subtasks are not all marked complete (TaskComplete) to
+// continue-task; otherwise the agent is to stop so the review runs. A
+// next_phase of complete finishes the plan. A task action with no task to
+// work on (none left in tasks.md, or no current task or task file) routes
+// to ask-user.
 func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
 	if !s.Active() {
 		return s, Route{}, nil, errors.New("plan continue: this session has no plan; start one with drover plan new")
@@ -300,15 +308,19 @@ func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
 		r.Task = task
 		r.File = path.Join(f.PlanDir, ReviewFile(kind, task, s.Iteration))
 	} else if kind, ok := s.NextPhase.ReviewKind(); ok {
+		// The review runs at the next stop; the seed's two-level
+		// heuristic says whether work is outstanding before it.
 		r.Action = ActionStop
 		_, afterPost := s.Phase.PostReviewKind()
 		switch {
 		case s.Review != nil || afterPost:
-		case kind == KindPlan && !hasFile(f, "plan.md"):
+			// Level 1: the post-review was done (or, drover's own
+			// case, the review is running already): stop.
+		case kind == KindPlan && !PlanComplete(f):
 			r.Action, r.Phase = ActionNewPlan, PhaseNewPlan
-		case kind == KindTasks && (!hasFile(f, "tasks.md") || checkTable(f.TasksMD) != ""):
+		case kind == KindTasks && !TasksHaveRows(f):
 			r.Action, r.Phase = ActionCreateTasks, PhaseCreateTasks
-		case kind == KindCode && s.Phase == PhaseContinueTask:
+		case (kind == KindCode || kind == KindAllCode) && s.CurrentTask != "" && !TaskComplete(s, f):
 			r.Action, r.Phase, r.Task = ActionContinueTask, PhaseContinueTask, s.CurrentTask
 		}
 	} else {
@@ -366,6 +378,74 @@ func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
 	}
 	r.Text = text + "\n\n" + prompt
 	return n, r, viewEffects(n, f), nil
+}
+
+// The artifact checks of seed 001's continue-plan, for a review that comes
+// next while phase is not a post-review: each says whether the work the
+// review is about was finished, or was cut off by a crash.
+
+// PlanComplete reports whether plan.md exists and appears complete: it has
+// an "## Overview" heading or more than 50 lines.
+func PlanComplete(f Facts) bool {
+	if !hasFile(f, "plan.md") {
+		return false
+	}
+	lines := strings.Split(strings.TrimRight(f.PlanMD, "\n"), "\n")
+	if len(lines) > 50 {
+		return true
+	}
+	for _, line := range lines {
+		if h, ok := strings.CutPrefix(strings.TrimSpace(line), "## Overview"); ok && (h == "" || !isWordByte(h[0])) {
+			return true
+		}
+	}
+	return false
+}
+
+// TasksHaveRows reports whether tasks.md exists and holds actual table
+// rows: at least one row after the header (and its separator).
+func TasksHaveRows(f Facts) bool {
+	if !hasFile(f, "tasks.md") {
+		return false
+	}
+	_, rows := Table(f.TasksMD)
+	return len(rows) > 0
+}
+
+// TaskComplete reports whether the current task's file exists and marks
+// every subtask complete (SubtasksDone).
+func TaskComplete(s State, f Facts) bool {
+	return s.CurrentTask != "" && hasFile(f, "task-"+s.CurrentTask+".md") && SubtasksDone(f.TaskMD)
+}
+
+// checkbox matches a Markdown task-list item and captures its mark.
+var checkbox = regexp.MustCompile(`^\s*(?:[-*+]|[0-9]+[.)])\s+\[([ xX])\]`)
+
+// statusLine matches a status line such as "**Status**: pending",
+// "**Status:** done" or "- Status: in progress" and captures the status.
+var statusLine = regexp.MustCompile(`(?i)^\s*(?:[-*+]\s+)?[*_]*status[*_]*\s*:[*_]*\s*(.*)$`)
+
+// SubtasksDone reports whether a task file marks all its subtasks
+// complete. A subtask is marked by a task-list item ("- [ ]" open, "- [x]"
+// done) or by a status line ("**Status**: done"; the words TaskRow.Done
+// accepts). A file that marks no subtask has none open.
+func SubtasksDone(taskMD string) bool {
+	for _, line := range strings.Split(taskMD, "\n") {
+		if m := checkbox.FindStringSubmatch(line); m != nil {
+			if m[1] == " " {
+				return false
+			}
+			continue
+		}
+		if m := statusLine.FindStringSubmatch(line); m != nil && !statusDone(strings.Trim(m[1], "*_` ")) {
+			return false
+		}
+	}
+	return true
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
 
 // routePrompt is the ActionPrompt of route r. A task action with no task

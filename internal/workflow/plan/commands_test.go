@@ -237,9 +237,21 @@ func TestCommandErrorsLeaveStateAlone(t *testing.T) {
 	}
 }
 
+// TestNext is seed 001's continue-plan, rule by rule: rule quotes the rule
+// each case exercises.
 func TestNext(t *testing.T) {
+	const (
+		overview  = "# P\n\n## Overview\n\nshort\n"
+		noHeading = "# P\n\nhalf a plan\n"
+		openSub   = "# Task 2\n\n## Subtask 2.1\n**Status**: done\n\n## Subtask 2.2\n**Status**: pending\n"
+		doneSubs  = "# Task 2\n\n## Subtask 2.1\n**Status**: done\n\n## Subtask 2.2\n**Status:** completed\n"
+		openBox   = "# Task 2\n\n- [x] parse\n- [ ] report\n"
+		doneBoxes = "# Task 2\n\n- [x] parse\n- [X] report\n"
+	)
+	long := "# P\n" + strings.Repeat("line\n", 50) // 51 lines, no Overview
 	tests := []struct {
 		name   string
+		rule   string
 		in     State
 		facts  Facts
 		action string
@@ -247,22 +259,89 @@ func TestNext(t *testing.T) {
 		target string
 		done   bool
 	}{
-		{name: "post-code-review", in: st(phase(PhaseCodeReview, PhasePostCodeReview), task("2"), iter(3)), facts: facts(), action: ActionPostReview, phase: PhasePostCodeReview, target: planDir + "/task-2-review-3.md"},
-		{name: "post-plan-review", in: st(phase(PhasePlanReview, PhasePostPlanReview), iter(1)), facts: facts(), action: ActionPostReview, phase: PhasePostPlanReview, target: planDir + "/plan-review-1.md"},
-		{name: "post-tasks-review", in: st(phase(PhaseTasksReview, PhasePostTasksReview), iter(2)), facts: facts(), action: ActionPostReview, phase: PhasePostTasksReview, target: "tasks-review-2.md"},
-		{name: "post-all-code-review", in: st(phase(PhaseAllCodeReview, PhasePostAllCodeReview), iter(1)), facts: facts(), action: ActionPostReview, phase: PhasePostAllCodeReview, target: "all-code-review-1.md"},
-		{name: "review after a post-review: stop", in: st(phase(PhasePostCodeReview, PhaseCodeReview), task("1"), iter(1)), facts: facts(), action: ActionStop, phase: PhaseCodeReview},
-		{name: "plan review with a half-written plan: new-plan", in: st(phase(PhaseNewPlan, PhasePlanReview)), facts: facts(files()), action: ActionNewPlan, phase: PhaseNewPlan},
-		{name: "plan review with a plan: stop", in: st(phase(PhaseNewPlan, PhasePlanReview)), facts: facts(), action: ActionStop, phase: PhasePlanReview},
-		{name: "tasks review with broken tasks.md: create-tasks", in: st(phase(PhaseCreateTasks, PhaseTasksReview)), facts: facts(tasksMD("")), action: ActionCreateTasks, phase: PhaseCreateTasks},
-		{name: "code review of an interrupted task: continue-task", in: st(phase(PhaseContinueTask, PhaseCodeReview), task("2")), facts: facts(), action: ActionContinueTask, phase: PhaseContinueTask, target: planDir + "/task-2.md"},
-		{name: "next task", in: st(phase(PhaseCodeReview, PhaseCompleteTask), task("1")), facts: facts(tasksMD("| Id | Status |\n|--|--|\n| 1 | done |\n| 2 | pending |\n")), action: ActionCompleteTask, phase: PhaseCompleteTask, target: planDir + "/task-2.md"},
-		{name: "next task tdd", in: st(phase(PhaseCodeReview, PhaseCompleteTaskTDD), task("1"), tdd), facts: facts(), action: ActionCompleteTask, phase: PhaseCompleteTaskTDD, target: "task-1.md"},
-		{name: "create-tasks", in: st(phase(PhasePlanReview, PhaseCreateTasks)), facts: facts(), action: ActionCreateTasks, phase: PhaseCreateTasks},
-		{name: "complete finishes the plan", in: st(phase(PhaseAllCodeReview, PhaseComplete)), facts: facts(), action: ActionDone, phase: PhaseComplete, done: true},
-		{name: "interrupted standalone task", in: st(phase(PhaseNextTask, PhaseNone), task("2")), facts: facts(), action: ActionContinueTask, phase: PhaseContinueTask},
-		{name: "already complete", in: st(phase(PhaseComplete, PhaseNone)), facts: facts(), action: ActionDone, phase: PhaseComplete, done: true},
-		{name: "anything else: ask the user", in: st(phase(PhaseCodeReview, PhaseNone), task("1")), facts: facts(), action: ActionAskUser, phase: PhaseCodeReview},
+		{name: "post-code-review", rule: `next_phase = "post-code-review" → execute post-code-review.md`,
+			in: st(phase(PhaseCodeReview, PhasePostCodeReview), task("2"), iter(3)), facts: facts(), action: ActionPostReview, phase: PhasePostCodeReview, target: planDir + "/task-2-review-3.md"},
+		{name: "post-plan-review", rule: `next_phase = "post-plan-review" → execute post-plan-review.md`,
+			in: st(phase(PhasePlanReview, PhasePostPlanReview), iter(1)), facts: facts(), action: ActionPostReview, phase: PhasePostPlanReview, target: planDir + "/plan-review-1.md"},
+		{name: "post-tasks-review", rule: `next_phase = "post-tasks-review" → execute post-tasks-review.md`,
+			in: st(phase(PhaseTasksReview, PhasePostTasksReview), iter(2)), facts: facts(), action: ActionPostReview, phase: PhasePostTasksReview, target: "tasks-review-2.md"},
+		{name: "post-all-code-review", rule: `next_phase = "post-all-code-review" → execute post-all-code-review.md`,
+			in: st(phase(PhaseAllCodeReview, PhasePostAllCodeReview), iter(1)), facts: facts(), action: ActionPostReview, phase: PhasePostAllCodeReview, target: "all-code-review-1.md"},
+
+		// next_phase a review, level 1: phase a post-review → stop.
+		{name: "code review after a post-review: stop", rule: "phase is a post-review value: the post-review was completed, simply stop to trigger the hook",
+			in: st(phase(PhasePostCodeReview, PhaseCodeReview), task("2"), iter(1)), facts: facts(taskMD(openSub)), action: ActionStop, phase: PhaseCodeReview},
+		{name: "plan review after a post-review: stop", rule: "phase is a post-review value: simply stop",
+			in: st(phase(PhasePostPlanReview, PhasePlanReview), iter(1)), facts: facts(planMD(noHeading)), action: ActionStop, phase: PhasePlanReview},
+		{name: "tasks review after a post-review: stop", rule: "phase is a post-review value: simply stop",
+			in: st(phase(PhasePostTasksReview, PhaseTasksReview), iter(1)), facts: facts(tasksMD("")), action: ActionStop, phase: PhaseTasksReview},
+		{name: "all-code review after a post-review: stop", rule: "phase is a post-review value: simply stop",
+			in: st(phase(PhasePostAllCodeReview, PhaseAllCodeReview), task("3"), iter(1)), facts: facts(taskMD(openBox)), action: ActionStop, phase: PhaseAllCodeReview},
+
+		// Level 2, plan-review.
+		{name: "plan review, plan.md missing: new-plan", rule: "plan-review: plan.md missing → execute new-plan.md",
+			in: st(phase(PhaseNewPlan, PhasePlanReview)), facts: facts(files(), planMD("")), action: ActionNewPlan, phase: PhaseNewPlan},
+		{name: "plan review, half-written plan: new-plan", rule: "plan-review: no ## Overview heading and not > 50 lines → execute new-plan.md to continue the existing plan",
+			in: st(phase(PhaseNewPlan, PhasePlanReview)), facts: facts(planMD(noHeading)), action: ActionNewPlan, phase: PhaseNewPlan},
+		{name: "plan review, 50 lines exactly: new-plan", rule: "plan-review: complete only when > 50 lines",
+			in: st(phase(PhaseNewPlan, PhasePlanReview)), facts: facts(planMD(strings.Repeat("line\n", 50))), action: ActionNewPlan, phase: PhaseNewPlan},
+		{name: "plan review, an Overview heading: stop", rule: "plan-review: contains an ## Overview heading → simply stop",
+			in: st(phase(PhaseNewPlan, PhasePlanReview)), facts: facts(planMD(overview)), action: ActionStop, phase: PhasePlanReview},
+		{name: "plan review, a long plan: stop", rule: "plan-review: > 50 lines → simply stop",
+			in: st(phase(PhaseNewPlan, PhasePlanReview)), facts: facts(planMD(long)), action: ActionStop, phase: PhasePlanReview},
+
+		// Level 2, tasks-review.
+		{name: "tasks review, tasks.md missing: create-tasks", rule: "tasks-review: tasks.md missing → execute create-tasks.md",
+			in: st(phase(PhaseCreateTasks, PhaseTasksReview)), facts: facts(files("plan.md"), tasksMD("")), action: ActionCreateTasks, phase: PhaseCreateTasks},
+		{name: "tasks review, header only: create-tasks", rule: "tasks-review: no | line after the header → execute create-tasks.md",
+			in: st(phase(PhaseCreateTasks, PhaseTasksReview)), facts: facts(tasksMD("| Id | Status | Description |\n|----|--------|-------------|\n")), action: ActionCreateTasks, phase: PhaseCreateTasks},
+		{name: "tasks review, table rows: stop", rule: "tasks-review: at least one table row → simply stop",
+			in: st(phase(PhaseCreateTasks, PhaseTasksReview)), facts: facts(), action: ActionStop, phase: PhaseTasksReview},
+
+		// Level 2, code-review and all-code-review.
+		{name: "code review, a subtask pending: continue-task", rule: "code-review: subtasks incomplete → the agent crashed mid-implementation, execute continue-task.md",
+			in: st(phase(PhaseCompleteTask, PhaseCodeReview), task("2")), facts: facts(taskMD(openSub)), action: ActionContinueTask, phase: PhaseContinueTask, target: planDir + "/task-2.md"},
+		{name: "code review, a box unticked: continue-task", rule: "code-review: subtasks incomplete → execute continue-task.md",
+			in: st(phase(PhaseContinueTask, PhaseCodeReview), task("2")), facts: facts(taskMD(openBox)), action: ActionContinueTask, phase: PhaseContinueTask, target: planDir + "/task-2.md"},
+		{name: "code review, every subtask done: stop", rule: "code-review: all subtasks complete → simply stop",
+			in: st(phase(PhaseContinueTask, PhaseCodeReview), task("2")), facts: facts(taskMD(doneSubs)), action: ActionStop, phase: PhaseCodeReview},
+		{name: "code review tdd, every box ticked: stop", rule: "code-review: all subtasks complete → simply stop",
+			in: st(phase(PhaseCompleteTaskTDD, PhaseCodeReview), task("2"), tdd), facts: facts(taskMD(doneBoxes)), action: ActionStop, phase: PhaseCodeReview},
+		{name: "code review, task file missing: ask the user", rule: "code-review: the task file is not complete → continue-task, which has no file to continue (drover: ask the user)",
+			in: st(phase(PhaseCompleteTask, PhaseCodeReview), task("7")), facts: facts(), action: ActionAskUser, phase: PhaseCompleteTask},
+		{name: "all-code review, a subtask pending: continue-task", rule: "all-code-review: subtasks of the current task incomplete → execute continue-task.md",
+			in: st(phase(PhaseCodeReview, PhaseAllCodeReview), task("3")), facts: facts(taskMD(openSub)), action: ActionContinueTask, phase: PhaseContinueTask, target: planDir + "/task-3.md"},
+		{name: "all-code review, every subtask done: stop", rule: "all-code-review: all subtasks complete → simply stop",
+			in: st(phase(PhaseCodeReview, PhaseAllCodeReview), task("3")), facts: facts(taskMD(doneBoxes)), action: ActionStop, phase: PhaseAllCodeReview},
+
+		{name: "next task", rule: `next_phase = "complete-task" → execute the next task with the automation entry point`,
+			in: st(phase(PhaseCodeReview, PhaseCompleteTask), task("1")), facts: facts(tasksMD("| Id | Status |\n|--|--|\n| 1 | done |\n| 2 | pending |\n")), action: ActionCompleteTask, phase: PhaseCompleteTask, target: planDir + "/task-2.md"},
+		{name: "next task tdd", rule: `next_phase = "complete-task-tdd" → execute the next task with the automation entry point`,
+			in: st(phase(PhaseCodeReview, PhaseCompleteTaskTDD), task("1"), tdd), facts: facts(), action: ActionCompleteTask, phase: PhaseCompleteTaskTDD, target: "task-1.md"},
+		{name: "create-tasks", rule: `next_phase = "create-tasks" → execute create-tasks.md`,
+			in: st(phase(PhasePlanReview, PhaseCreateTasks)), facts: facts(), action: ActionCreateTasks, phase: PhaseCreateTasks},
+		{name: "complete finishes the plan", rule: `next_phase = "complete" → set phase: "complete", next_phase: null, inform user all tasks are done`,
+			in: st(phase(PhaseAllCodeReview, PhaseComplete)), facts: facts(), action: ActionDone, phase: PhaseComplete, done: true},
+
+		// next_phase null.
+		{name: "interrupted standalone task", rule: `next_phase null, phase "next-task" → execute continue-task.md`,
+			in: st(phase(PhaseNextTask, PhaseNone), task("2")), facts: facts(), action: ActionContinueTask, phase: PhaseContinueTask},
+		{name: "interrupted standalone tdd task", rule: `next_phase null, phase "next-task-tdd" → execute continue-task.md`,
+			in: st(phase(PhaseNextTaskTDD, PhaseNone), task("2")), facts: facts(), action: ActionContinueTask, phase: PhaseContinueTask},
+		{name: "interrupted continue-task", rule: `next_phase null, phase "continue-task" → execute continue-task.md`,
+			in: st(phase(PhaseContinueTask, PhaseNone), task("2")), facts: facts(), action: ActionContinueTask, phase: PhaseContinueTask},
+		{name: "interrupted complete-task, reviews stopped", rule: `next_phase null, phase "complete-task" → execute continue-task.md`,
+			in: st(phase(PhaseCompleteTask, PhaseNone), task("2")), facts: facts(), action: ActionContinueTask, phase: PhaseContinueTask},
+		{name: "interrupted complete-task-tdd, reviews stopped", rule: `next_phase null, phase "complete-task-tdd" → execute continue-task.md`,
+			in: st(phase(PhaseCompleteTaskTDD, PhaseNone), task("2"), tdd), facts: facts(), action: ActionContinueTask, phase: PhaseContinueTask},
+		{name: "already complete", rule: `next_phase null, phase "complete" → inform user all tasks are done`,
+			in: st(phase(PhaseComplete, PhaseNone)), facts: facts(), action: ActionDone, phase: PhaseComplete, done: true},
+		{name: "a standalone code review: ask the user", rule: "catch-all: any other phase with next_phase null → show phase and current_task, ask what to do",
+			in: st(phase(PhaseCodeReview, PhaseNone), task("1")), facts: facts(), action: ActionAskUser, phase: PhaseCodeReview},
+		{name: "a standalone plan review: ask the user", rule: "catch-all: any other phase with next_phase null → ask the user",
+			in: st(phase(PhasePlanReview, PhaseNone)), facts: facts(), action: ActionAskUser, phase: PhasePlanReview},
+		{name: "an interrupted post-review: ask the user", rule: "catch-all: any other phase with next_phase null → ask the user",
+			in: st(phase(PhasePostCodeReview, PhaseNone), task("1")), facts: facts(), action: ActionAskUser, phase: PhasePostCodeReview},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -271,7 +350,7 @@ func TestNext(t *testing.T) {
 				t.Fatal(err)
 			}
 			if r.Action != tt.action || r.Phase != tt.phase {
-				t.Errorf("route %s (%s), want %s (%s)", r.Action, r.Phase, tt.action, tt.phase)
+				t.Errorf("route %s (%s), want %s (%s); seed rule: %s", r.Action, r.Phase, tt.action, tt.phase, tt.rule)
 			}
 			if !strings.Contains(r.Text, tt.target) || !strings.Contains(r.Text, "Next action: "+r.Action) {
 				t.Errorf("text lacks %q:\n%s", tt.target, r.Text)
@@ -289,4 +368,29 @@ func TestNext(t *testing.T) {
 	}
 	_, r, _, _ := Next(st(phase(PhaseCodeReview, PhasePostCodeReview), task("2"), iter(3)), facts(), tm)
 	golden(t, r.Text+"\n")
+}
+
+func TestSubtasksDone(t *testing.T) {
+	tests := []struct {
+		name string
+		md   string
+		want bool
+	}{
+		{"no subtask marked", "# Task 1\n\nParse the config.\n", true},
+		{"empty", "", true},
+		{"every status done", "**Status**: done\n**Status:** completed\nStatus: ✅\n", true},
+		{"a status pending", "**Status**: done\n**Status**: pending\n", false},
+		{"in progress", "- Status: in progress\n", false},
+		{"not done", "Status: not done\n", false},
+		{"every box ticked", "- [x] a\n* [X] b\n1. [x] c\n", true},
+		{"a box open", "- [x] a\n2) [ ] b\n", false},
+		{"a box open under done statuses", "**Status**: done\n- [ ] c\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SubtasksDone(tt.md); got != tt.want {
+				t.Errorf("SubtasksDone(%q) = %v, want %v", tt.md, got, tt.want)
+			}
+		})
+	}
 }

@@ -30,6 +30,13 @@ const tasksTable = `| Id | Status | Description |
 | 3 | pending | write the docs |
 `
 
+const planText = `# Config loading
+
+## Overview
+
+Read the config from one file and report what is wrong with it.
+`
+
 // facts builds the Facts of plan p1 with plan.md, a three-task tasks.md and
 // the three task files; mods adjust it.
 func facts(mods ...func(*Facts)) Facts {
@@ -37,6 +44,7 @@ func facts(mods ...func(*Facts)) Facts {
 		PlanID: planID, PlanDir: planDir, DirExists: true,
 		Files:   []string{"plan.md", "tasks.md", "task-1.md", "task-2.md", "task-3.md"},
 		TasksMD: tasksTable,
+		PlanMD:  planText,
 		Head:    "abc123",
 	}
 	for _, m := range mods {
@@ -50,6 +58,8 @@ func addFiles(names ...string) func(*Facts) {
 	return func(f *Facts) { f.Files = append(slices.Clone(f.Files), names...) }
 }
 func tasksMD(s string) func(*Facts)   { return func(f *Facts) { f.TasksMD = s } }
+func planMD(s string) func(*Facts)    { return func(f *Facts) { f.PlanMD = s } }
+func taskMD(s string) func(*Facts)    { return func(f *Facts) { f.TaskMD = s } }
 func viewOf(v string) func(*Facts)    { return func(f *Facts) { f.View = []byte(v) } }
 func models(m ...string) func(*Facts) { return func(f *Facts) { f.Models = m } }
 func hookActive(f *Facts)             { f.StopHookActive = true }

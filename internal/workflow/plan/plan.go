@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -305,6 +306,7 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 		next.ConsecutiveClean = 0
 	}
 	next.Ledger.Add(r.Iteration, o.Findings)
+	next.LedgerKind, next.LedgerTask = r.Kind, r.Task
 
 	v := reviewVars(next, f, r)
 	addVerdictVars(v, o)
@@ -382,7 +384,8 @@ func taskPhase(tdd bool) Phase {
 }
 
 // newCycle resets the review counters: a new cycle starts at iteration 0
-// with the strongest model and an empty ledger.
+// with the strongest model and an empty ledger. The ledger of the cycle
+// that ends is kept in PastLedgers when it holds findings.
 func newCycle(s State) State {
 	s.Iteration = 0
 	s.ModelIndex = 0
@@ -390,7 +393,12 @@ func newCycle(s State) State {
 	s.Review = nil
 	s.ReviewHead = ""
 	s.Standalone = false
+	if len(s.Ledger.Findings) > 0 {
+		past := append(slices.Clone(s.PastLedgers), CycleLedger{Kind: s.LedgerKind, Task: s.LedgerTask, Ledger: s.Ledger})
+		s.PastLedgers = past[max(0, len(past)-MaxPastLedgers):]
+	}
 	s.Ledger = reviewer.Ledger{Cycle: s.Ledger.Cycle + 1}
+	s.LedgerKind, s.LedgerTask = "", ""
 	return s
 }
 

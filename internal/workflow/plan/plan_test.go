@@ -402,3 +402,70 @@ func TestViewCarriesTheBudget(t *testing.T) {
 		t.Errorf("the view of a plan with a budget:\n%s", v)
 	}
 }
+
+// TestPastCycleLedgers checks that a cycle's findings outlive it, labelled
+// with what the cycle reviewed, while a cycle without findings leaves
+// nothing behind and the oldest go past MaxPastLedgers.
+func TestPastCycleLedgers(t *testing.T) {
+	f := facts()
+	review := func(s State, answer *ReviewOutcome) State {
+		t.Helper()
+		r := stop(t, s, f, answer)
+		if _, ok := r.state.NextPhase.PostReviewKind(); !ok {
+			return r.state
+		}
+		n, _, err := PostReviewDone(r.state, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// Plan cycle (1): FAIL, then two clean reviews.
+	s := st(phase(PhaseNewPlan, PhasePlanReview))
+	for _, a := range []*ReviewOutcome{fail, pass, pass} {
+		s = review(s, a)
+	}
+	if s.NextPhase != PhaseCreateTasks || len(s.PastLedgers) != 0 {
+		t.Fatalf("after the plan cycle: %s, past %+v", formatState(s), s.PastLedgers)
+	}
+	s, _, err := CreateTasks(s, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.PastLedgers) != 1 || s.Ledger.Cycle != 2 || len(s.Ledger.Findings) != 0 || s.LedgerKind != "" {
+		t.Fatalf("after create-tasks: cycle %d, ledger %+v, past %+v", s.Ledger.Cycle, s.Ledger, s.PastLedgers)
+	}
+	p := s.PastLedgers[0]
+	if p.Kind != KindPlan || p.Task != "" || p.Ledger.Cycle != 1 || len(p.Ledger.Findings) != 2 || p.Ledger.Latest != 3 || len(p.Ledger.Open()) != 0 {
+		t.Errorf("plan cycle's ledger: %+v", p)
+	}
+
+	// Tasks cycle (2): clean at once, so nothing is kept.
+	s = review(review(s, pass), pass)
+	if s, _, err = CompleteTask(s, f, "1", false); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.PastLedgers) != 1 {
+		t.Fatalf("a cycle without findings was kept: %+v", s.PastLedgers)
+	}
+	// Code cycle of task 1 (3): FAIL, then clean.
+	for _, a := range []*ReviewOutcome{fail, pass, pass} {
+		s = review(s, a)
+	}
+	if s, _, err = CompleteTask(s, f, "2", false); err != nil {
+		t.Fatal(err)
+	}
+	if len(s.PastLedgers) != 2 || s.PastLedgers[1].Kind != KindCode || s.PastLedgers[1].Task != "1" || s.PastLedgers[1].Ledger.Cycle != 3 {
+		t.Errorf("code cycle's ledger: %+v", s.PastLedgers)
+	}
+
+	// The oldest go first past the cap.
+	for i := range MaxPastLedgers {
+		s.Ledger = reviewer.Ledger{Cycle: 100 + i}
+		s.Ledger.Add(1, fail.Findings)
+		s = newCycle(s)
+	}
+	if len(s.PastLedgers) != MaxPastLedgers || s.PastLedgers[0].Ledger.Cycle != 100 {
+		t.Errorf("%d past ledgers, oldest cycle %d", len(s.PastLedgers), s.PastLedgers[0].Ledger.Cycle)
+	}
+}

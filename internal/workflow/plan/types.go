@@ -136,11 +136,32 @@ type State struct {
 	// supervisor that restarts runs it again (or adopts its result).
 	Review *InFlight `json:"review,omitempty"`
 	// Ledger holds the current cycle's findings, for the next review's
-	// re-check prompt.
-	Ledger reviewer.Ledger `json:"ledger"`
+	// re-check prompt. LedgerKind and LedgerTask say what its reviews
+	// were about (set by each answered review), to label the ledger once
+	// the cycle is over.
+	Ledger     reviewer.Ledger `json:"ledger"`
+	LedgerKind Kind            `json:"ledger_kind,omitempty"`
+	LedgerTask string          `json:"ledger_task,omitempty"`
+	// PastLedgers are the ledgers of the plan's earlier cycles that had
+	// findings, oldest first, at most MaxPastLedgers: drover plan
+	// findings shows them after the current one.
+	PastLedgers []CycleLedger `json:"past_ledgers,omitempty"`
 	// ReviewHead is the git HEAD when the last answered review of this
 	// cycle started: the actor diffs against it for the next review.
 	ReviewHead string `json:"review_head,omitempty"`
+}
+
+// MaxPastLedgers bounds State.PastLedgers; the oldest cycles go first. A
+// plan has a few cycles per task, so this keeps every cycle of a plan of
+// about ten tasks while keeping the session record small.
+const MaxPastLedgers = 32
+
+// CycleLedger is the findings ledger of a finished review cycle and what
+// the cycle reviewed (Task for code reviews).
+type CycleLedger struct {
+	Kind   Kind            `json:"kind,omitempty"`
+	Task   string          `json:"task,omitempty"`
+	Ledger reviewer.Ledger `json:"ledger"`
 }
 
 // Active reports whether the session has a plan.
@@ -171,6 +192,12 @@ type Facts struct {
 	Files []string
 	// TasksMD is the content of tasks.md (empty when it is missing).
 	TasksMD string
+	// PlanMD is the content of plan.md, and TaskMD that of the current
+	// task's file (task-<State.CurrentTask>.md); each is empty when the
+	// file is missing. drover plan continue judges from them whether the
+	// plan or the task was left half-written (seed 001's continue-plan).
+	PlanMD string
+	TaskMD string
 	// View is the content of state.json as found; nil when missing.
 	View []byte
 

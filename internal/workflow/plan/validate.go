@@ -210,8 +210,12 @@ func isSeparator(cells []string) bool {
 }
 
 // Done reports whether a task's status says it is finished.
-func (r TaskRow) Done() bool {
-	s := strings.ToLower(r.Status)
+func (r TaskRow) Done() bool { return statusDone(r.Status) }
+
+// statusDone reports whether a status (of a task or a subtask) says it is
+// finished.
+func statusDone(status string) bool {
+	s := strings.ToLower(status)
 	for _, w := range []string{"done", "complete", "finished", "skipped", "cancelled", "canceled", "✅"} {
 		if strings.Contains(s, w) {
 			return !strings.Contains(s, "incomplete") && !strings.Contains(s, "not done")
