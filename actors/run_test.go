@@ -124,6 +124,83 @@ func TestResumeRunKeepsDoneTasks(t *testing.T) {
 	}
 }
 
+func TestResumeRunKeepsBudgets(t *testing.T) {
+	created := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	resumed := created.Add(20 * time.Minute) // the last resume
+	saved := created.Add(30 * time.Minute)   // the last save before the end
+	now := created.Add(2 * time.Hour)
+	last := &api.TestResult{Command: "go test ./a", Output: "--- FAIL: TestA\nFAIL\n"}
+	tasks := func() []api.RunTask {
+		return []api.RunTask{
+			// Started before the last resume, worked 5 minutes before it.
+			{ID: "early", State: api.TaskRunning, Iteration: 2, Runs: 3, Role: "debugger", Status: "progressing", LastTest: last,
+				CostUSD: 0.9, BudgetFromUSD: 0.1, StartedAt: created, WorkedBefore: 5 * time.Minute},
+			// Started after the last resume, between iterations.
+			{ID: "late", State: api.TaskPending, Iteration: 1, Runs: 1, Role: "developer", CostUSD: 0.5, StartedAt: resumed.Add(4 * time.Minute)},
+			// Failed 2 minutes after it started.
+			{ID: "failed", State: api.TaskFailed, Iteration: 3, Runs: 3, Role: "architect", CostUSD: 1.5, Error: "budget",
+				StartedAt: resumed.Add(time.Minute), EndedAt: resumed.Add(3 * time.Minute)},
+			{ID: "new", State: api.TaskPending},
+		}
+	}
+	type want struct {
+		state      api.TaskState
+		iteration  int
+		role       string
+		budgetFrom float64
+		worked     time.Duration
+	}
+	wantTasks := map[string]want{
+		"early":  {api.TaskPending, 0, "", 0.1, 15 * time.Minute},
+		"late":   {api.TaskPending, 1, "developer", 0, 6 * time.Minute},
+		"failed": {api.TaskPending, 0, "", 1.5, 0},
+		"new":    {api.TaskPending, 0, "", 0, 0},
+	}
+	cases := []struct {
+		name       string
+		state      api.RunState
+		runWorked  time.Duration
+		budgetFrom float64
+	}{
+		// A crash: the run's budgets go on, counting the 10 minutes worked
+		// since the last resume, not the time no supervisor worked it.
+		{"crashed", api.RunRunning, 10*time.Minute + 20*time.Minute, 0.2},
+		// A failed run resumed by a person begins its budgets again.
+		{"failed", api.RunFailed, 0, 2.9},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := api.Run{State: c.state, CostUSD: 2.9, BudgetFromUSD: 0.2, WorkedBefore: 20 * time.Minute,
+				CreatedAt: created, ResumedAt: resumed, UpdatedAt: saved, Tasks: tasks()}
+			got := resumeRun(rec, now)
+			if got.WorkedBefore != c.runWorked || got.BudgetFromUSD != c.budgetFrom || !got.ResumedAt.Equal(now) {
+				t.Errorf("run budget: worked %s from $%v resumed %s; want %s from $%v resumed %s", got.WorkedBefore, got.BudgetFromUSD, got.ResumedAt, c.runWorked, c.budgetFrom, now)
+			}
+			for _, g := range got.Tasks {
+				w := wantTasks[g.ID]
+				if g.State != w.state || g.Iteration != w.iteration || g.Role != w.role ||
+					g.BudgetFromUSD != w.budgetFrom || g.WorkedBefore != w.worked {
+					t.Errorf("task %s: %+v; want %+v", g.ID, g, w)
+				}
+			}
+			// The minutes of early go on from 15: 5 more are its budget of 20.
+			early := got.Tasks[0]
+			if why := taskBudgetSpent(api.RunOptions{TaskMaxMinutes: 20}, taskClock(early, got.ResumedAt), now.Add(4*time.Minute), 0); why != "" {
+				t.Errorf("early within its minutes: %q", why)
+			}
+			if why := taskBudgetSpent(api.RunOptions{TaskMaxMinutes: 20}, taskClock(early, got.ResumedAt), now.Add(5*time.Minute), 0); !strings.Contains(why, "20m0s elapsed") {
+				t.Errorf("early past its minutes: %q", why)
+			}
+			if d := iterationDeadline(api.RunOptions{TaskMaxMinutes: 20, MaxMinutes: 60}, taskClock(early, got.ResumedAt), runClock(got)); !d.Equal(now.Add(5 * time.Minute)) {
+				t.Errorf("deadline of early: %s, want %s", d, now.Add(5*time.Minute))
+			}
+			if el := now.Sub(runClock(got)); el != c.runWorked {
+				t.Errorf("run worked %s at its resume, want %s", el, c.runWorked)
+			}
+		})
+	}
+}
+
 func TestNewRunWaves(t *testing.T) {
 	g, err := rungraph.Parse([]byte("tasks:\n  - {id: a, description: A}\n  - {id: b, description: B, depends-on: [a]}\n  - {id: c, description: C}\n"), "t.yaml")
 	if err != nil {

@@ -271,16 +271,7 @@ func TestRunResumesAfterKill9(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	pid := f.supervisorPID()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, pid)
-	// The agent of c outlived its supervisor (its own process group);
-	// end it as a person would.
-	if agent, err := strconv.Atoi(f.read("pid-c")); err == nil {
-		_ = syscall.Kill(-agent, syscall.SIGKILL)
-	}
+	f.killSupervisor("c")
 
 	if out := f.must("", "run", "status", id); !strings.Contains(out, "interrupted") {
 		t.Errorf("status after kill -9 does not say the run was interrupted:\n%s", out)
@@ -297,6 +288,59 @@ func TestRunResumesAfterKill9(t *testing.T) {
 	}
 	for _, task := range []string{"a", "b", "c", "d"} {
 		f.git("cat-file", "-e", "main:"+task+".txt")
+	}
+}
+
+// killSupervisor kills the supervisor with -9, and the agent of task,
+// which outlives it in its own process group, as a person would.
+func (f *runFixture) killSupervisor(task string) {
+	f.t.Helper()
+	pid := f.supervisorPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		f.t.Fatal(err)
+	}
+	waitGone(f.t, pid)
+	if agent, err := strconv.Atoi(f.read("pid-" + task)); err == nil {
+		_ = syscall.Kill(-agent, syscall.SIGKILL)
+	}
+}
+
+func TestRunResumeKeepsBudgets(t *testing.T) {
+	cases := []struct {
+		name, flag, want string
+	}{
+		{"task", "--task-max-usd", "task a is failed: the task budget of $0.50 (--task-max-usd) is spent: its agents cost $0.60 after 1 iterations"},
+		{"run", "--max-usd", "run stopped: the run budget of $0.50 (--max-usd) is spent: the agents cost $0.60"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newRunFixture(t)
+			// a's agent spends $0.30 and waits for a release that never comes.
+			f.touch("usage-a")
+			f.touch("block-a")
+			id := runIDFrom(t, f.must("", append(f.args, "--detach", c.flag, "0.5")...))
+			f.waitTask(id, "a", api.TaskRunning, 1, 0.30)
+			f.killSupervisor("a")
+
+			// The agent of the resumed iteration spends $0.30 more: $0.60
+			// in all is past the budget of $0.50, which ends it. Counted
+			// afresh, $0.30 would not be, and the agent would wait.
+			r := f.drover("", "run", "resume", id)
+			if r.code == 0 {
+				t.Fatalf("a run past its dollar budget across a crash exited 0:\n%s", r.stdout)
+			}
+			if !strings.Contains(r.stdout, c.want) {
+				t.Errorf("the report does not say the spend before the crash counted:\n%s", r.stdout)
+			}
+			run := f.runStatus(id)
+			if a := taskByID(run, "a"); run.State != api.RunFailed || a.State != api.TaskFailed || a.Runs != 2 || a.Iteration != 1 ||
+				math.Abs(a.CostUSD-0.60) > 1e-9 || math.Abs(run.CostUSD-0.60) > 1e-9 || a.ToolCalls != 2 {
+				t.Errorf("run %s cost $%v, task a %+v; want a failed after 2 runs of iteration 1 and $0.60", run.State, run.CostUSD, a)
+			}
+			if f.read("end-a") != "" || f.count("a") != 2 {
+				t.Errorf("task a ran %d times (ended: %q); want its second agent ended by the budget", f.count("a"), f.read("end-a"))
+			}
+		})
 	}
 }
 

@@ -158,6 +158,14 @@ type RunTask struct {
 	Conflict  []string  `json:"conflict,omitempty"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
+	// BudgetFromUSD is what the task had cost when its budget began (it
+	// begins again only when a failed task is resumed): --task-max-usd
+	// counts CostUSD less this, across supervisors.
+	BudgetFromUSD float64 `json:"budget_from_usd,omitempty"`
+	// WorkedBefore is how long earlier supervisors of the run worked the
+	// task within its budget: --task-max-minutes counts it and the time
+	// since StartedAt or the run's ResumedAt, whichever is later.
+	WorkedBefore time.Duration `json:"worked_before_ns,omitempty"`
 }
 
 // Run is the stored state of one run, and its status on the wire.
@@ -186,6 +194,15 @@ type Run struct {
 	CostUSD   float64     `json:"cost_usd"`
 	CreatedAt time.Time   `json:"created_at"`
 	UpdatedAt time.Time   `json:"updated_at"`
+	// ResumedAt is when the supervisor working the run began to: when it
+	// started the run, or resumed it.
+	ResumedAt time.Time `json:"resumed_at,omitzero"`
+	// BudgetFromUSD and WorkedBefore are what the run had cost when its
+	// budget began, and how long earlier supervisors worked it since:
+	// --max-usd and --max-minutes count from them, across crashes. The
+	// budget begins again only when a failed run is resumed.
+	BudgetFromUSD float64       `json:"budget_from_usd,omitempty"`
+	WorkedBefore  time.Duration `json:"worked_before_ns,omitempty"`
 	// Active is set by the supervisor when it answers: true while a run
 	// actor works the run. A running run that is not active was cut short
 	// (a crash) and waits for `drover run resume`.
