@@ -366,9 +366,10 @@ func newRun(id, file, graph string, opts api.RunOptions, target string, g rungra
 }
 
 // resumeRun is the state a run goes on from. Done tasks stay done. A task
-// its supervisor's end cut short (a crash) starts its iterations over,
-// but what it spent of its budgets (dollars, including an estimate of its
-// killed agent's, and time worked) still counts. A failed task starts over with
+// its supervisor's end cut short (a crash) goes on where it was: its
+// iteration is worked again under the same number and role, and what it
+// spent of its budgets (dollars, including an estimate of its killed
+// agent's, and time worked) still counts. A failed task starts over with
 // fresh budgets (its branch keeps its commits): a person resumed it after
 // fixing the cause. A conflicting branch is merged again (a person may
 // have resolved it). The run's own budgets likewise go on after a crash
@@ -405,12 +406,11 @@ func resumeRun(rec api.Run, now time.Time) api.Run {
 		}
 		switch t.State {
 		case api.TaskRunning:
-			t.State, t.Iteration = api.TaskPending, 0
-			t.Role, t.Status, t.StatusReason = "", "", ""
+			t.State, t.Interrupted = api.TaskPending, true
 		case api.TaskFailed:
 			// Fresh budgets: iterations, minutes, dollars and
 			// convergence history start over.
-			t.State, t.Iteration, t.Error = api.TaskPending, 0, ""
+			t.State, t.Iteration, t.Error, t.Interrupted, t.Feedback = api.TaskPending, 0, "", false, ""
 			t.StartedAt, t.EndedAt, t.Role, t.Status, t.StatusReason = time.Time{}, time.Time{}, "", "", ""
 			t.WorkedBefore, t.BudgetFromUSD = 0, t.CostUSD
 		case api.TaskNeedsReview:
@@ -467,11 +467,9 @@ type runActor struct {
 	worktrees sync.Mutex
 	inflight  int
 	merging   bool
-	// feedback is what the next iteration of a task is told about the
-	// last one.
-	feedback map[string]string
 	// history holds the convergence metrics of each task's iterations
-	// since it (re)started, oldest first.
+	// since it (re)started, oldest first; a resumed run knows only the
+	// last one, from the task's last test.
 	history map[string][]convergence.Metrics
 	// live is what the running iteration of each task has added to its
 	// cost and tool calls so far, from its agent's progress; the
@@ -497,10 +495,22 @@ func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *r
 	if rec.ResumedAt.IsZero() {
 		rec.ResumedAt = env.now()
 	}
+	history := map[string][]convergence.Metrics{}
+	for _, t := range rec.Tasks {
+		// The routing of a resumed task's next iteration goes by how its
+		// last tests went.
+		if t.State != api.TaskDone && t.Iteration > 0 && t.LastTest != nil {
+			n := t.Iteration
+			if t.Interrupted {
+				n--
+			}
+			history[t.ID] = []convergence.Metrics{iterationMetrics(n, t.LastTest)}
+		}
+	}
 	return &runActor{
 		env: env, log: env.Log.With(zap.String("run", rec.ID)), rec: rec, graph: g, set: set,
 		ctx: ctx, cancel: cancel, iterCtx: iterCtx, iterCancel: iterCancel,
-		feedback: map[string]string{}, history: map[string][]convergence.Metrics{}, live: map[string]agentProgress{}, endIteration: map[string]context.CancelFunc{},
+		history: history, live: map[string]agentProgress{}, endIteration: map[string]context.CancelFunc{},
 	}
 }
 
@@ -792,8 +802,15 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	if t.StartedAt.IsZero() {
 		t.StartedAt = now
 	}
-	t.Iteration++
-	t.Role = string(routeIteration(a.set.rules, t.Iteration, a.history[t.ID], t.Status))
+	// An iteration a crash cut short is worked again as it was: its
+	// number and role.
+	if !t.Interrupted || t.Iteration == 0 {
+		t.Iteration++
+	}
+	if !t.Interrupted || t.Role == "" {
+		t.Role = string(routeIteration(a.set.rules, t.Iteration, a.history[t.ID], t.Status))
+	}
+	t.Interrupted = false
 	a.inflight++
 	job := iterationJob{
 		root: a.env.Root, runID: a.rec.ID, task: gt, iteration: t.Iteration, base: t.Base,
@@ -802,7 +819,7 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	}
 	tmpl, err := a.env.templates()
 	if err == nil {
-		job.prompt, err = taskPrompt(tmpl, gt, t.Branch, rungraph.TargetedTests(gt, goTestTree(a.rec.Options, a.env.Root)), t.Iteration, a.rec.Options.MaxIterations, router.Role(t.Role), a.feedback[t.ID])
+		job.prompt, err = taskPrompt(tmpl, gt, t.Branch, rungraph.TargetedTests(gt, goTestTree(a.rec.Options, a.env.Root)), t.Iteration, a.rec.Options.MaxIterations, router.Role(t.Role), t.Feedback)
 	}
 	if err == nil && a.set.review != nil {
 		// The base is known only once the work tree is; the job fills it in.
@@ -874,8 +891,7 @@ func (a *runActor) iterationDone(m *iterationDone) {
 	taskBudget := taskBudgetSpent(a.rec.Options, taskClock(*t, a.rec.ResumedAt), a.env.now(), t.CostUSD-t.BudgetFromUSD)
 	switch {
 	case done:
-		t.State, t.Error, t.EndedAt = api.TaskDone, "", a.env.now()
-		delete(a.feedback, t.ID)
+		t.State, t.Error, t.EndedAt, t.Feedback = api.TaskDone, "", a.env.now(), ""
 	case a.stop != "":
 		t.State, t.EndedAt = api.TaskFailed, a.env.now()
 		t.Error = "stopped with the run: " + a.stop
@@ -894,8 +910,7 @@ func (a *runActor) iterationDone(m *iterationDone) {
 		t.State, t.EndedAt = api.TaskFailed, a.env.now()
 		t.Error = fmt.Sprintf("not done after %d iterations: %s", t.Iteration, firstLine(feedback))
 	default:
-		t.State = api.TaskPending
-		a.feedback[t.ID] = feedback
+		t.State, t.Feedback = api.TaskPending, feedback
 	}
 	fields := []zap.Field{zap.String("task", t.ID), zap.Int("iteration", m.iteration), zap.String("state", string(t.State)), zap.String("status", t.Status), zap.Float64("cost_usd", cost)}
 	if r := t.LastReview; m.review != nil && r != nil {

@@ -105,7 +105,7 @@ func TestResumeRunKeepsDoneTasks(t *testing.T) {
 	got := resumeRun(rec, time.Unix(0, 0))
 	want := []api.RunTask{
 		{ID: "a", State: api.TaskDone, Iteration: 2, Runs: 2},
-		{ID: "b", State: api.TaskPending, Runs: 1},
+		{ID: "b", State: api.TaskPending, Iteration: 1, Runs: 1},
 		{ID: "c", State: api.TaskPending, Runs: 3},
 		{ID: "d", State: api.TaskDone},
 		{ID: "e", State: api.TaskPending},
@@ -134,27 +134,29 @@ func TestResumeRunKeepsBudgets(t *testing.T) {
 		return []api.RunTask{
 			// Started before the last resume, worked 5 minutes before it.
 			{ID: "early", State: api.TaskRunning, Iteration: 2, Runs: 3, Role: "debugger", Status: "progressing", LastTest: last,
-				CostUSD: 0.9, BudgetFromUSD: 0.1, StartedAt: created, WorkedBefore: 5 * time.Minute},
+				CostUSD: 0.9, BudgetFromUSD: 0.1, StartedAt: created, WorkedBefore: 5 * time.Minute, Feedback: "tests failed"},
 			// Started after the last resume, between iterations.
 			{ID: "late", State: api.TaskPending, Iteration: 1, Runs: 1, Role: "developer", CostUSD: 0.5, StartedAt: resumed.Add(4 * time.Minute)},
 			// Failed 2 minutes after it started.
 			{ID: "failed", State: api.TaskFailed, Iteration: 3, Runs: 3, Role: "architect", CostUSD: 1.5, Error: "budget",
-				StartedAt: resumed.Add(time.Minute), EndedAt: resumed.Add(3 * time.Minute)},
+				StartedAt: resumed.Add(time.Minute), EndedAt: resumed.Add(3 * time.Minute), Feedback: "old"},
 			{ID: "new", State: api.TaskPending},
 		}
 	}
 	type want struct {
-		state      api.TaskState
-		iteration  int
-		role       string
-		budgetFrom float64
-		worked     time.Duration
+		state       api.TaskState
+		iteration   int
+		interrupted bool
+		role        string
+		budgetFrom  float64
+		worked      time.Duration
+		feedback    string
 	}
 	wantTasks := map[string]want{
-		"early":  {api.TaskPending, 0, "", 0.1, 15 * time.Minute},
-		"late":   {api.TaskPending, 1, "developer", 0, 6 * time.Minute},
-		"failed": {api.TaskPending, 0, "", 1.5, 0},
-		"new":    {api.TaskPending, 0, "", 0, 0},
+		"early":  {api.TaskPending, 2, true, "debugger", 0.1, 15 * time.Minute, "tests failed"},
+		"late":   {api.TaskPending, 1, false, "developer", 0, 6 * time.Minute, ""},
+		"failed": {api.TaskPending, 0, false, "", 1.5, 0, ""},
+		"new":    {api.TaskPending, 0, false, "", 0, 0, ""},
 	}
 	cases := []struct {
 		name       string
@@ -178,8 +180,8 @@ func TestResumeRunKeepsBudgets(t *testing.T) {
 			}
 			for _, g := range got.Tasks {
 				w := wantTasks[g.ID]
-				if g.State != w.state || g.Iteration != w.iteration || g.Role != w.role ||
-					g.BudgetFromUSD != w.budgetFrom || g.WorkedBefore != w.worked {
+				if g.State != w.state || g.Iteration != w.iteration || g.Interrupted != w.interrupted || g.Role != w.role ||
+					g.BudgetFromUSD != w.budgetFrom || g.WorkedBefore != w.worked || g.Feedback != w.feedback {
 					t.Errorf("task %s: %+v; want %+v", g.ID, g, w)
 				}
 			}

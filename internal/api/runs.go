@@ -158,6 +158,13 @@ type RunTask struct {
 	Conflict  []string  `json:"conflict,omitempty"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
+	// Interrupted is set on a task whose iteration ended with its
+	// supervisor (a crash): the resumed run works that iteration again,
+	// under the same number and role.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Feedback is what the task's next iteration is told about its last
+	// one; it is kept so that a resumed run tells it too.
+	Feedback string `json:"feedback,omitempty"`
 	// BudgetFromUSD is what the task had cost when its budget began (it
 	// begins again only when a failed task is resumed): --task-max-usd
 	// counts CostUSD less this, across supervisors.
