@@ -45,6 +45,12 @@ const commandTimeout = 30 * time.Minute
 // and each save is a write to the store.
 const progressSaveEvery = time.Second
 
+// heartbeatEvery is how often a run whose agents work is saved even when
+// nothing changed, unless RunsEnv.Heartbeat says otherwise: the time
+// worked since the last save is lost to the budgets when the supervisor
+// dies.
+const heartbeatEvery = 15 * time.Second
+
 // maxTestOutput is how much of a test command's output (its end) is kept
 // in the run's state and fed back to the agent.
 const maxTestOutput = 4000
@@ -75,6 +81,9 @@ type RunsEnv struct {
 	// Reviewers caps reviewer processes, shared with the sessions' plan
 	// and loop reviews (nil: no cap).
 	Reviewers *reviewer.Limiter
+	// Heartbeat is how often a run whose agents work is saved even when
+	// nothing changed (zero: heartbeatEvery).
+	Heartbeat time.Duration
 }
 
 func (e RunsEnv) config() config.Config {
@@ -482,6 +491,8 @@ type runActor struct {
 	// progress save put off until progressSaveEvery has passed.
 	savedAt time.Time
 	flush   *time.Timer
+	// beat is the timer of the next heartbeat.
+	beat *time.Timer
 	// stop says which run budget ended the run; no iteration starts once
 	// it is set.
 	stop string
@@ -534,6 +545,11 @@ type taskProgress struct {
 // progressFlush saves progress whose save was put off.
 type progressFlush struct{}
 
+// heartbeat saves a run whose agents work, so that its stored UpdatedAt,
+// which a resume takes as the last time the run was worked, stays recent
+// while the agents run quiet tools.
+type heartbeat struct{}
+
 // iterationDone is what one iteration's goroutine reports.
 type iterationDone struct {
 	task      string
@@ -565,7 +581,15 @@ func (a *runActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		a.log.Info("run started", zap.Int("tasks", len(a.rec.Tasks)), zap.Int("waves", a.rec.Waves))
+		a.armHeartbeat(ctx)
 		a.advance(ctx)
+	case *heartbeat:
+		if a.inflight > 0 || a.merging {
+			a.save()
+		}
+		if a.rec.State == api.RunRunning {
+			a.armHeartbeat(ctx)
+		}
 	case *iterationDone:
 		a.inflight--
 		a.iterationDone(msg)
@@ -583,6 +607,9 @@ func (a *runActor) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		if a.flush != nil {
 			a.flush.Stop()
+		}
+		if a.beat != nil {
+			a.beat.Stop()
 		}
 		a.cancel()
 		a.wg.Wait()
@@ -617,6 +644,16 @@ func (a *runActor) progress(m *taskProgress) {
 		end()
 		delete(a.endIteration, t.ID)
 	}
+}
+
+// armHeartbeat sets the timer of the next heartbeat.
+func (a *runActor) armHeartbeat(ctx actor.Context) {
+	system, self := ctx.ActorSystem(), ctx.Self()
+	every := a.env.Heartbeat
+	if every <= 0 {
+		every = heartbeatEvery
+	}
+	a.beat = time.AfterFunc(every, func() { system.Root.Send(self, &heartbeat{}) })
 }
 
 // saveProgress saves the run after progress, or when it was saved less

@@ -1,8 +1,10 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,10 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/rungraph"
+	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/router"
 	"github.com/drover-dev/drover/templates"
@@ -550,5 +555,74 @@ func TestTestArgv(t *testing.T) {
 				t.Errorf("testArgv = %q, %v; want %q", got, err, c.want)
 			}
 		})
+	}
+}
+
+func TestRunHeartbeatSavesQuietAgent(t *testing.T) {
+	root := benchRepo(t)
+	db, err := store.Open(context.Background(), filepath.Join(root, ".drover", "state", "drover.db"), store.Options{MaxBatchDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := &endedStore{RunStore: db, ended: make(chan api.Run, 1)}
+	cfg := config.Defaults()
+	env := RunsEnv{Store: st, Root: root, Config: func() config.Config { return cfg }, Heartbeat: 5 * time.Millisecond}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	defer system.Shutdown()
+	pid, err := system.Root.SpawnNamed(NewRunsProps(env), RunsActorName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent prints nothing until it is told to stop: only the
+	// heartbeat saves the run meanwhile.
+	stop := filepath.Join(t.TempDir(), "stop")
+	t.Cleanup(func() { _ = os.WriteFile(stop, nil, 0o644) }) // should the test fail early
+	req := api.StartRunRequest{
+		File:  "quiet.yaml",
+		Graph: "tasks:\n  - {id: quiet, description: Say nothing., tests: [x]}\n",
+		Options: api.RunOptions{
+			Concurrency: 1, MaxIterations: 1, NoReview: true,
+			Agent:       `sh -c 'while [ ! -f "$0" ]; do sleep 0.01; done' '` + stop + `'`,
+			TestCommand: "true {{packages}}", SuiteCommand: "true",
+		},
+	}
+	res, err := system.Root.RequestFuture(pid, &StartRun{Request: req}, time.Minute).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := res.(*RunReply)
+	if rr.Err != nil {
+		t.Fatal(rr.Err)
+	}
+	var saves int64
+	var updated time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		run, _, err := db.LoadRun(context.Background(), rr.Run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Tasks[0].State == api.TaskRunning {
+			if saves == 0 {
+				saves, updated = st.saves.Load(), run.UpdatedAt
+			} else if st.saves.Load() >= saves+3 && run.UpdatedAt.After(updated) {
+				break
+			}
+		}
+		if time.Now().After(deadline) || run.State != api.RunRunning {
+			t.Fatalf("no save while the agent worked quietly: %d saves since it started; run %s", st.saves.Load()-saves, run.State)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if run := <-st.ended; run.State != api.RunFailed {
+		t.Errorf("run %s, want failed (its agent committed nothing): %s", run.State, run.Report)
+	}
+	runsIdle(t, system, pid)
+	if err := system.Root.StopFuture(pid).Wait(); err != nil {
+		t.Error(err)
 	}
 }
