@@ -45,6 +45,12 @@ const commandTimeout = 30 * time.Minute
 // and each save is a write to the store.
 const progressSaveEvery = time.Second
 
+// heartbeatEvery is how often a run whose agents work is saved even when
+// nothing changed, unless RunsEnv.Heartbeat says otherwise: the time
+// worked since the last save is lost to the budgets when the supervisor
+// dies.
+const heartbeatEvery = 15 * time.Second
+
 // maxTestOutput is how much of a test command's output (its end) is kept
 // in the run's state and fed back to the agent.
 const maxTestOutput = 4000
@@ -75,6 +81,9 @@ type RunsEnv struct {
 	// Reviewers caps reviewer processes, shared with the sessions' plan
 	// and loop reviews (nil: no cap).
 	Reviewers *reviewer.Limiter
+	// Heartbeat is how often a run whose agents work is saved even when
+	// nothing changed (zero: heartbeatEvery).
+	Heartbeat time.Duration
 }
 
 func (e RunsEnv) config() config.Config {
@@ -354,7 +363,7 @@ func newRunID(now time.Time) (string, error) {
 
 // newRun is the state of a run before anything ran.
 func newRun(id, file, graph string, opts api.RunOptions, target string, g rungraph.Graph, now time.Time) api.Run {
-	rec := api.Run{ID: id, File: file, Graph: graph, Options: opts, Target: target, State: api.RunRunning, CreatedAt: now, UpdatedAt: now}
+	rec := api.Run{ID: id, File: file, Graph: graph, Options: opts, Target: target, State: api.RunRunning, CreatedAt: now, UpdatedAt: now, ResumedAt: now}
 	waves := g.Waves()
 	rec.Waves = len(waves)
 	for i, w := range waves {
@@ -365,29 +374,82 @@ func newRun(id, file, graph string, opts api.RunOptions, target string, g rungra
 	return rec
 }
 
-// resumeRun is the state a run goes on from: done tasks stay done, a task
-// cut short or failed starts over with a fresh iteration budget (its
-// branch keeps its commits), and a conflicting branch is merged again (a
-// person may have resolved it).
+// resumeRun is the state a run goes on from. Done tasks stay done. A task
+// its supervisor's end cut short (a crash) goes on where it was: its
+// iteration is worked again under the same number and role, and what it
+// spent of its budgets (dollars, including an estimate of its killed
+// agent's, and time worked) still counts. A failed task starts over with
+// fresh budgets (its branch keeps its commits): a person resumed it after
+// fixing the cause. A conflicting branch is merged again (a person may
+// have resolved it). The run's own budgets likewise go on after a crash
+// and begin again after a failure.
 func resumeRun(rec api.Run, now time.Time) api.Run {
+	// The stored run was last known worked at its last save: the time
+	// from then to now, when no supervisor worked it, is no one's budget.
+	last, since := rec.UpdatedAt, rec.ResumedAt
+	if since.IsZero() {
+		since = rec.CreatedAt
+	}
+	failed := rec.State == api.RunFailed
+	if last.After(since) {
+		rec.WorkedBefore += last.Sub(since)
+	}
+	if failed {
+		rec.WorkedBefore, rec.BudgetFromUSD = 0, rec.CostUSD
+	}
 	rec.State = api.RunRunning
 	rec.Report = ""
 	rec.Suite = nil
-	rec.UpdatedAt = now
+	rec.UpdatedAt, rec.ResumedAt = now, now
 	rec.Tasks = append([]api.RunTask(nil), rec.Tasks...)
 	for i := range rec.Tasks {
 		t := &rec.Tasks[i]
+		if !t.StartedAt.IsZero() && t.State != api.TaskDone {
+			from, to := laterOf(t.StartedAt, since), last
+			if t.State == api.TaskFailed && !t.EndedAt.IsZero() && t.EndedAt.Before(to) {
+				to = t.EndedAt
+			}
+			if to.After(from) {
+				t.WorkedBefore += to.Sub(from)
+			}
+		}
 		switch t.State {
-		case api.TaskRunning, api.TaskFailed:
-			// A fresh budget: iterations, minutes and convergence
-			// history start over.
-			t.State, t.Iteration, t.Error = api.TaskPending, 0, ""
-			t.StartedAt, t.Role, t.Status, t.StatusReason = time.Time{}, "", "", ""
+		case api.TaskRunning:
+			t.State, t.Interrupted = api.TaskPending, true
+		case api.TaskFailed:
+			// Fresh budgets: iterations, minutes, dollars and
+			// convergence history start over.
+			t.State, t.Iteration, t.Error, t.Interrupted, t.Feedback = api.TaskPending, 0, "", false, ""
+			t.StartedAt, t.EndedAt, t.Role, t.Status, t.StatusReason = time.Time{}, time.Time{}, "", "", ""
+			t.WorkedBefore, t.BudgetFromUSD = 0, t.CostUSD
 		case api.TaskNeedsReview:
 			t.State, t.Error, t.Conflict = api.TaskDone, "", nil
 		}
 	}
 	return rec
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// taskClock is when a task's time budget would have begun had its
+// supervisors worked it without a break: its minutes count from there.
+// resumedAt is when the run's current supervisor began working it. It is
+// zero for a task not started yet.
+func taskClock(t api.RunTask, resumedAt time.Time) time.Time {
+	if t.StartedAt.IsZero() {
+		return time.Time{}
+	}
+	return laterOf(t.StartedAt, resumedAt).Add(-t.WorkedBefore)
+}
+
+// runClock is taskClock for the run's own time budget.
+func runClock(r api.Run) time.Time {
+	return r.ResumedAt.Add(-r.WorkedBefore)
 }
 
 // runActor works one run: it starts the tasks of the current wave, at
@@ -414,22 +476,10 @@ type runActor struct {
 	worktrees sync.Mutex
 	inflight  int
 	merging   bool
-	// feedback is what the next iteration of a task is told about the
-	// last one.
-	feedback map[string]string
 	// history holds the convergence metrics of each task's iterations
-	// since it (re)started, oldest first.
+	// since it (re)started, oldest first; a resumed run knows only the
+	// last one, from the task's last test.
 	history map[string][]convergence.Metrics
-	// started and costAtStart are when this actor began working the run
-	// and what the run had cost then: the run's budgets count from them,
-	// so a resumed run gets a fresh budget.
-	started     time.Time
-	costAtStart float64
-	// taskCostAtStart is what each task had cost when its budget started
-	// in this actor (its first iteration, or the first one since the run
-	// resumed): its dollar budget counts from it, as its minutes count
-	// from its StartedAt.
-	taskCostAtStart map[string]float64
 	// live is what the running iteration of each task has added to its
 	// cost and tool calls so far, from its agent's progress; the
 	// iteration's end adds the rest.
@@ -441,6 +491,8 @@ type runActor struct {
 	// progress save put off until progressSaveEvery has passed.
 	savedAt time.Time
 	flush   *time.Timer
+	// beat is the timer of the next heartbeat.
+	beat *time.Timer
 	// stop says which run budget ended the run; no iteration starts once
 	// it is set.
 	stop string
@@ -451,12 +503,25 @@ type runActor struct {
 func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *runActor {
 	ctx, cancel := context.WithCancel(context.Background())
 	iterCtx, iterCancel := context.WithCancel(ctx)
+	if rec.ResumedAt.IsZero() {
+		rec.ResumedAt = env.now()
+	}
+	history := map[string][]convergence.Metrics{}
+	for _, t := range rec.Tasks {
+		// The routing of a resumed task's next iteration goes by how its
+		// last tests went.
+		if t.State != api.TaskDone && t.Iteration > 0 && t.LastTest != nil {
+			n := t.Iteration
+			if t.Interrupted {
+				n--
+			}
+			history[t.ID] = []convergence.Metrics{iterationMetrics(n, t.LastTest)}
+		}
+	}
 	return &runActor{
 		env: env, log: env.Log.With(zap.String("run", rec.ID)), rec: rec, graph: g, set: set,
 		ctx: ctx, cancel: cancel, iterCtx: iterCtx, iterCancel: iterCancel,
-		feedback: map[string]string{}, history: map[string][]convergence.Metrics{}, taskCostAtStart: map[string]float64{},
-		live: map[string]agentProgress{}, endIteration: map[string]context.CancelFunc{},
-		started: env.now(), costAtStart: rec.CostUSD,
+		history: history, live: map[string]agentProgress{}, endIteration: map[string]context.CancelFunc{},
 	}
 }
 
@@ -479,6 +544,11 @@ type taskProgress struct {
 
 // progressFlush saves progress whose save was put off.
 type progressFlush struct{}
+
+// heartbeat saves a run whose agents work, so that its stored UpdatedAt,
+// which a resume takes as the last time the run was worked, stays recent
+// while the agents run quiet tools.
+type heartbeat struct{}
 
 // iterationDone is what one iteration's goroutine reports.
 type iterationDone struct {
@@ -511,7 +581,15 @@ func (a *runActor) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case *actor.Started:
 		a.log.Info("run started", zap.Int("tasks", len(a.rec.Tasks)), zap.Int("waves", a.rec.Waves))
+		a.armHeartbeat(ctx)
 		a.advance(ctx)
+	case *heartbeat:
+		if a.inflight > 0 || a.merging {
+			a.save()
+		}
+		if a.rec.State == api.RunRunning {
+			a.armHeartbeat(ctx)
+		}
 	case *iterationDone:
 		a.inflight--
 		a.iterationDone(msg)
@@ -529,6 +607,9 @@ func (a *runActor) Receive(ctx actor.Context) {
 	case *actor.Stopping:
 		if a.flush != nil {
 			a.flush.Stop()
+		}
+		if a.beat != nil {
+			a.beat.Stop()
 		}
 		a.cancel()
 		a.wg.Wait()
@@ -558,11 +639,21 @@ func (a *runActor) progress(m *taskProgress) {
 	}
 	// The task's dollars, unlike its minutes, have no deadline to end the
 	// iteration with; iterationDone fails the task and says why.
-	if end := a.endIteration[t.ID]; end != nil && taskBudgetSpent(a.rec.Options, time.Time{}, a.env.now(), t.CostUSD-a.taskCostAtStart[t.ID]) != "" {
+	if end := a.endIteration[t.ID]; end != nil && taskBudgetSpent(a.rec.Options, time.Time{}, a.env.now(), t.CostUSD-t.BudgetFromUSD) != "" {
 		a.log.Warn("task budget spent; ending its agent", zap.String("task", t.ID), zap.Float64("cost_usd", t.CostUSD))
 		end()
 		delete(a.endIteration, t.ID)
 	}
+}
+
+// armHeartbeat sets the timer of the next heartbeat.
+func (a *runActor) armHeartbeat(ctx actor.Context) {
+	system, self := ctx.ActorSystem(), ctx.Self()
+	every := a.env.Heartbeat
+	if every <= 0 {
+		every = heartbeatEvery
+	}
+	a.beat = time.AfterFunc(every, func() { system.Root.Send(self, &heartbeat{}) })
 }
 
 // saveProgress saves the run after progress, or when it was saved less
@@ -677,7 +768,7 @@ func (a *runActor) fail(report string) {
 // budget is spent.
 func (a *runActor) checkRunBudget() {
 	o := a.rec.Options
-	why := runBudgetSpent(o, a.env.now().Sub(a.started), a.rec.CostUSD-a.costAtStart)
+	why := runBudgetSpent(o, a.env.now().Sub(runClock(a.rec)), a.rec.CostUSD-a.rec.BudgetFromUSD)
 	if why == "" {
 		return
 	}
@@ -744,24 +835,28 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	gt, _ := a.graph.Task(t.ID)
 	now := a.env.now()
 	t.State = api.TaskRunning
-	t.Iteration++
 	t.Runs++
 	if t.StartedAt.IsZero() {
 		t.StartedAt = now
 	}
-	if _, ok := a.taskCostAtStart[t.ID]; !ok || t.Iteration == 1 {
-		a.taskCostAtStart[t.ID] = t.CostUSD
+	// An iteration a crash cut short is worked again as it was: its
+	// number and role.
+	if !t.Interrupted || t.Iteration == 0 {
+		t.Iteration++
 	}
-	t.Role = string(routeIteration(a.set.rules, t.Iteration, a.history[t.ID], t.Status))
+	if !t.Interrupted || t.Role == "" {
+		t.Role = string(routeIteration(a.set.rules, t.Iteration, a.history[t.ID], t.Status))
+	}
+	t.Interrupted = false
 	a.inflight++
 	job := iterationJob{
 		root: a.env.Root, runID: a.rec.ID, task: gt, iteration: t.Iteration, base: t.Base,
-		opts: a.rec.Options, deadline: iterationDeadline(a.rec.Options, t.StartedAt, a.started),
+		opts: a.rec.Options, deadline: iterationDeadline(a.rec.Options, taskClock(*t, a.rec.ResumedAt), runClock(a.rec)),
 		worktrees: &a.worktrees,
 	}
 	tmpl, err := a.env.templates()
 	if err == nil {
-		job.prompt, err = taskPrompt(tmpl, gt, t.Branch, rungraph.TargetedTests(gt, goTestTree(a.rec.Options, a.env.Root)), t.Iteration, a.rec.Options.MaxIterations, router.Role(t.Role), a.feedback[t.ID])
+		job.prompt, err = taskPrompt(tmpl, gt, t.Branch, rungraph.TargetedTests(gt, goTestTree(a.rec.Options, a.env.Root)), t.Iteration, a.rec.Options.MaxIterations, router.Role(t.Role), t.Feedback)
 	}
 	if err == nil && a.set.review != nil {
 		// The base is known only once the work tree is; the job fills it in.
@@ -830,11 +925,10 @@ func (a *runActor) iterationDone(m *iterationDone) {
 	if a.stop == "" {
 		a.checkRunBudget()
 	}
-	taskBudget := taskBudgetSpent(a.rec.Options, t.StartedAt, a.env.now(), t.CostUSD-a.taskCostAtStart[t.ID])
+	taskBudget := taskBudgetSpent(a.rec.Options, taskClock(*t, a.rec.ResumedAt), a.env.now(), t.CostUSD-t.BudgetFromUSD)
 	switch {
 	case done:
-		t.State, t.Error, t.EndedAt = api.TaskDone, "", a.env.now()
-		delete(a.feedback, t.ID)
+		t.State, t.Error, t.EndedAt, t.Feedback = api.TaskDone, "", a.env.now(), ""
 	case a.stop != "":
 		t.State, t.EndedAt = api.TaskFailed, a.env.now()
 		t.Error = "stopped with the run: " + a.stop
@@ -853,8 +947,7 @@ func (a *runActor) iterationDone(m *iterationDone) {
 		t.State, t.EndedAt = api.TaskFailed, a.env.now()
 		t.Error = fmt.Sprintf("not done after %d iterations: %s", t.Iteration, firstLine(feedback))
 	default:
-		t.State = api.TaskPending
-		a.feedback[t.ID] = feedback
+		t.State, t.Feedback = api.TaskPending, feedback
 	}
 	fields := []zap.Field{zap.String("task", t.ID), zap.Int("iteration", m.iteration), zap.String("state", string(t.State)), zap.String("status", t.Status), zap.Float64("cost_usd", cost)}
 	if r := t.LastReview; m.review != nil && r != nil {

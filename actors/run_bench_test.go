@@ -59,7 +59,7 @@ func cpuTimes(b *testing.B) (self, children time.Duration) {
 }
 
 // benchRepo makes a git repository on branch main with one commit.
-func benchRepo(b *testing.B) string {
+func benchRepo(b testing.TB) string {
 	b.Helper()
 	root := b.TempDir()
 	for _, args := range [][]string{
@@ -149,7 +149,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0,"
 
 // runsIdle waits until the runs actor works no run: a run's actor stops a
 // little after it saved the run's end.
-func runsIdle(b *testing.B, system *actor.ActorSystem, pid *actor.PID) {
+func runsIdle(b testing.TB, system *actor.ActorSystem, pid *actor.PID) {
 	b.Helper()
 	for {
 		res, err := system.Root.RequestFuture(pid, &LiveRuns{}, time.Minute).Result()

@@ -1,8 +1,10 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"flag"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,10 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/rungraph"
+	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/router"
 	"github.com/drover-dev/drover/templates"
@@ -105,7 +110,7 @@ func TestResumeRunKeepsDoneTasks(t *testing.T) {
 	got := resumeRun(rec, time.Unix(0, 0))
 	want := []api.RunTask{
 		{ID: "a", State: api.TaskDone, Iteration: 2, Runs: 2},
-		{ID: "b", State: api.TaskPending, Runs: 1},
+		{ID: "b", State: api.TaskPending, Iteration: 1, Runs: 1},
 		{ID: "c", State: api.TaskPending, Runs: 3},
 		{ID: "d", State: api.TaskDone},
 		{ID: "e", State: api.TaskPending},
@@ -121,6 +126,85 @@ func TestResumeRunKeepsDoneTasks(t *testing.T) {
 	}
 	if rec.Tasks[1].State != api.TaskRunning {
 		t.Errorf("resumeRun changed its argument")
+	}
+}
+
+func TestResumeRunKeepsBudgets(t *testing.T) {
+	created := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
+	resumed := created.Add(20 * time.Minute) // the last resume
+	saved := created.Add(30 * time.Minute)   // the last save before the end
+	now := created.Add(2 * time.Hour)
+	last := &api.TestResult{Command: "go test ./a", Output: "--- FAIL: TestA\nFAIL\n"}
+	tasks := func() []api.RunTask {
+		return []api.RunTask{
+			// Started before the last resume, worked 5 minutes before it.
+			{ID: "early", State: api.TaskRunning, Iteration: 2, Runs: 3, Role: "debugger", Status: "progressing", LastTest: last,
+				CostUSD: 0.9, BudgetFromUSD: 0.1, StartedAt: created, WorkedBefore: 5 * time.Minute, Feedback: "tests failed"},
+			// Started after the last resume, between iterations.
+			{ID: "late", State: api.TaskPending, Iteration: 1, Runs: 1, Role: "developer", CostUSD: 0.5, StartedAt: resumed.Add(4 * time.Minute)},
+			// Failed 2 minutes after it started.
+			{ID: "failed", State: api.TaskFailed, Iteration: 3, Runs: 3, Role: "architect", CostUSD: 1.5, Error: "budget",
+				StartedAt: resumed.Add(time.Minute), EndedAt: resumed.Add(3 * time.Minute), Feedback: "old"},
+			{ID: "new", State: api.TaskPending},
+		}
+	}
+	type want struct {
+		state       api.TaskState
+		iteration   int
+		interrupted bool
+		role        string
+		budgetFrom  float64
+		worked      time.Duration
+		feedback    string
+	}
+	wantTasks := map[string]want{
+		"early":  {api.TaskPending, 2, true, "debugger", 0.1, 15 * time.Minute, "tests failed"},
+		"late":   {api.TaskPending, 1, false, "developer", 0, 6 * time.Minute, ""},
+		"failed": {api.TaskPending, 0, false, "", 1.5, 0, ""},
+		"new":    {api.TaskPending, 0, false, "", 0, 0, ""},
+	}
+	cases := []struct {
+		name       string
+		state      api.RunState
+		runWorked  time.Duration
+		budgetFrom float64
+	}{
+		// A crash: the run's budgets go on, counting the 10 minutes worked
+		// since the last resume, not the time no supervisor worked it.
+		{"crashed", api.RunRunning, 10*time.Minute + 20*time.Minute, 0.2},
+		// A failed run resumed by a person begins its budgets again.
+		{"failed", api.RunFailed, 0, 2.9},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := api.Run{State: c.state, CostUSD: 2.9, BudgetFromUSD: 0.2, WorkedBefore: 20 * time.Minute,
+				CreatedAt: created, ResumedAt: resumed, UpdatedAt: saved, Tasks: tasks()}
+			got := resumeRun(rec, now)
+			if got.WorkedBefore != c.runWorked || got.BudgetFromUSD != c.budgetFrom || !got.ResumedAt.Equal(now) {
+				t.Errorf("run budget: worked %s from $%v resumed %s; want %s from $%v resumed %s", got.WorkedBefore, got.BudgetFromUSD, got.ResumedAt, c.runWorked, c.budgetFrom, now)
+			}
+			for _, g := range got.Tasks {
+				w := wantTasks[g.ID]
+				if g.State != w.state || g.Iteration != w.iteration || g.Interrupted != w.interrupted || g.Role != w.role ||
+					g.BudgetFromUSD != w.budgetFrom || g.WorkedBefore != w.worked || g.Feedback != w.feedback {
+					t.Errorf("task %s: %+v; want %+v", g.ID, g, w)
+				}
+			}
+			// The minutes of early go on from 15: 5 more are its budget of 20.
+			early := got.Tasks[0]
+			if why := taskBudgetSpent(api.RunOptions{TaskMaxMinutes: 20}, taskClock(early, got.ResumedAt), now.Add(4*time.Minute), 0); why != "" {
+				t.Errorf("early within its minutes: %q", why)
+			}
+			if why := taskBudgetSpent(api.RunOptions{TaskMaxMinutes: 20}, taskClock(early, got.ResumedAt), now.Add(5*time.Minute), 0); !strings.Contains(why, "20m0s elapsed") {
+				t.Errorf("early past its minutes: %q", why)
+			}
+			if d := iterationDeadline(api.RunOptions{TaskMaxMinutes: 20, MaxMinutes: 60}, taskClock(early, got.ResumedAt), runClock(got)); !d.Equal(now.Add(5 * time.Minute)) {
+				t.Errorf("deadline of early: %s, want %s", d, now.Add(5*time.Minute))
+			}
+			if el := now.Sub(runClock(got)); el != c.runWorked {
+				t.Errorf("run worked %s at its resume, want %s", el, c.runWorked)
+			}
+		})
 	}
 }
 
@@ -471,5 +555,74 @@ func TestTestArgv(t *testing.T) {
 				t.Errorf("testArgv = %q, %v; want %q", got, err, c.want)
 			}
 		})
+	}
+}
+
+func TestRunHeartbeatSavesQuietAgent(t *testing.T) {
+	root := benchRepo(t)
+	db, err := store.Open(context.Background(), filepath.Join(root, ".drover", "state", "drover.db"), store.Options{MaxBatchDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	st := &endedStore{RunStore: db, ended: make(chan api.Run, 1)}
+	cfg := config.Defaults()
+	env := RunsEnv{Store: st, Root: root, Config: func() config.Config { return cfg }, Heartbeat: 5 * time.Millisecond}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	defer system.Shutdown()
+	pid, err := system.Root.SpawnNamed(NewRunsProps(env), RunsActorName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent prints nothing until it is told to stop: only the
+	// heartbeat saves the run meanwhile.
+	stop := filepath.Join(t.TempDir(), "stop")
+	t.Cleanup(func() { _ = os.WriteFile(stop, nil, 0o644) }) // should the test fail early
+	req := api.StartRunRequest{
+		File:  "quiet.yaml",
+		Graph: "tasks:\n  - {id: quiet, description: Say nothing., tests: [x]}\n",
+		Options: api.RunOptions{
+			Concurrency: 1, MaxIterations: 1, NoReview: true,
+			Agent:       `sh -c 'while [ ! -f "$0" ]; do sleep 0.01; done' '` + stop + `'`,
+			TestCommand: "true {{packages}}", SuiteCommand: "true",
+		},
+	}
+	res, err := system.Root.RequestFuture(pid, &StartRun{Request: req}, time.Minute).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rr := res.(*RunReply)
+	if rr.Err != nil {
+		t.Fatal(rr.Err)
+	}
+	var saves int64
+	var updated time.Time
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		run, _, err := db.LoadRun(context.Background(), rr.Run.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if run.Tasks[0].State == api.TaskRunning {
+			if saves == 0 {
+				saves, updated = st.saves.Load(), run.UpdatedAt
+			} else if st.saves.Load() >= saves+3 && run.UpdatedAt.After(updated) {
+				break
+			}
+		}
+		if time.Now().After(deadline) || run.State != api.RunRunning {
+			t.Fatalf("no save while the agent worked quietly: %d saves since it started; run %s", st.saves.Load()-saves, run.State)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if run := <-st.ended; run.State != api.RunFailed {
+		t.Errorf("run %s, want failed (its agent committed nothing): %s", run.State, run.Report)
+	}
+	runsIdle(t, system, pid)
+	if err := system.Root.StopFuture(pid).Wait(); err != nil {
+		t.Error(err)
 	}
 }

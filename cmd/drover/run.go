@@ -58,7 +58,8 @@ review off. A FAIL sends the findings to the task's next iteration.
 
 Budgets end tasks and runs that will not finish: --max-iterations and
 --task-max-minutes and --task-max-usd fail a task, --max-minutes and --max-usd stop the run
-(a resumed run gets a fresh budget); a task whose targeted tests are stuck
+(spending and time count across crashes and resumes; a failed run or task
+that is resumed gets a fresh budget); a task whose targeted tests are stuck
 on a plateau or keep failing the same way fails early (loop.plateau_window,
 loop.thrash_repeats). Iterations are routed to the developer, debugger or
 architect role by the loop's rules (loop.routes).

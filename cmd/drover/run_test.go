@@ -24,7 +24,8 @@ import (
 // task d (which leaves the file uncommitted, so drover must ask again).
 // Files in its folder steer it: "barrier" makes b and c each wait until
 // both have started (they can only both finish if they ran at the same
-// time); "block-<task>" makes that task wait for "release"; "usage-<task>"
+// time); "block-<task>" makes that task wait for "release", and
+// "block-<task>-<iteration>" that iteration of it; "usage-<task>"
 // makes it print, first, an assistant message with one tool call and
 // 100,000 sonnet input tokens ($0.30 at list prices); "shared" makes every
 // task also write its id as the one line of shared.txt; "overlap" makes
@@ -49,7 +50,7 @@ fi
 if [ -f "$d/usage-$t" ]; then
   printf '{"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"tu1","name":"Bash","input":{"command":"go test ./..."}}],"usage":{"input_tokens":100000,"output_tokens":0}}}\n'
 fi
-if [ -f "$d/block-$t" ]; then
+if [ -f "$d/block-$t" ] || [ -f "$d/block-$t-$DROVER_ITERATION" ]; then
   i=0
   while [ ! -f "$d/release" ]; do i=$((i+1)); [ $i -gt 600 ] && exit 3; sleep 0.1; done
 fi
@@ -271,32 +272,171 @@ func TestRunResumesAfterKill9(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	pid := f.supervisorPID()
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	waitGone(t, pid)
-	// The agent of c outlived its supervisor (its own process group);
-	// end it as a person would.
-	if agent, err := strconv.Atoi(f.read("pid-c")); err == nil {
-		_ = syscall.Kill(-agent, syscall.SIGKILL)
-	}
+	f.killSupervisor("c")
+	before := f.runStatus(id)
 
-	if out := f.must("", "run", "status", id); !strings.Contains(out, "interrupted") {
-		t.Errorf("status after kill -9 does not say the run was interrupted:\n%s", out)
+	table := f.must("", "run", "status", id)
+	if !strings.Contains(table, "interrupted") || !tableRow(table, "b 2 done 1/3 developer passed 0 $0.50") || !tableRow(table, "c 2 running 1/3 developer - 0 $0.00") {
+		t.Errorf("status after kill -9 does not say the run was interrupted, or where b and c were:\n%s", table)
+	}
+	out := f.must("", "run", "resume", id, "--detach")
+	if !strings.Contains(out, "run "+id+" resumed") {
+		t.Fatalf("resume did not say so:\n%s", out)
+	}
+	// The resumed run shows every task as it was: c's cut-short iteration
+	// is worked again, under its number and role.
+	sameProgress(t, before, f.runStatus(id), "a", "b", "c", "d")
+	// The run's report says the same of them.
+	if table := f.must("", "run", "status", id); !tableRow(table, "b 2 done 1/3 developer passed 0 $0.50") || (!tableRow(table, "c 2 pending 1/3 developer - 0 $0.00") && !tableRow(table, "c 2 running 1/3 developer - 0 $0.00")) {
+		t.Errorf("status after resume does not show b and c where they were:\n%s", table)
 	}
 	f.touch("release")
-	out := f.must("", "run", "resume", id)
-	if !strings.Contains(out, "run "+id+" done") {
-		t.Fatalf("resume did not finish the run:\n%s", out)
+	final := f.waitRun(id)
+	if final.State != api.RunDone {
+		t.Fatalf("the resumed run did not finish: %s: %s", final.State, final.Report)
 	}
 	for task, want := range map[string]int{"a": 1, "b": 1, "c": 2, "d": 2} {
 		if got := f.count(task); got != want {
 			t.Errorf("task %s ran %d times, want %d", task, got, want)
 		}
 	}
+	// c worked its first iteration again rather than a second one.
+	if c := taskByID(final, "c"); c.Iteration != 1 || c.Runs != 2 || c.Interrupted {
+		t.Errorf("task c after the resumed run: %+v; want iteration 1 run twice", c)
+	}
+	if b, fb := taskByID(before, "b"), taskByID(final, "b"); fb.Iteration != b.Iteration || fb.Role != b.Role || fb.CostUSD != b.CostUSD || !sameTest(fb.LastTest, b.LastTest) {
+		t.Errorf("task b after the resumed run: %+v\nbefore: %+v", fb, b)
+	}
 	for _, task := range []string{"a", "b", "c", "d"} {
 		f.git("cat-file", "-e", "main:"+task+".txt")
+	}
+}
+
+// sameProgress checks that tasks are where they were before a crash in
+// a resumed run: the same iteration, role, last test and cost, and the
+// same state (or, for a task the crash cut short, at work again).
+func sameProgress(t *testing.T, before, after api.Run, tasks ...string) {
+	t.Helper()
+	for _, task := range tasks {
+		b, a := taskByID(before, task), taskByID(after, task)
+		sameState := a.State == b.State || (b.State == api.TaskRunning && a.State == api.TaskPending)
+		if a.Iteration != b.Iteration || a.Role != b.Role || a.CostUSD != b.CostUSD || !sameTest(a.LastTest, b.LastTest) || !sameState {
+			t.Errorf("task %s after resume: %+v\nbefore: %+v", task, a, b)
+		}
+	}
+}
+
+// sameTest says whether two last test results are the same one.
+func sameTest(a, b *api.TestResult) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Command == b.Command && a.Passed == b.Passed && a.Output == b.Output && a.At.Equal(b.At)
+}
+
+// killSupervisor kills the supervisor with -9, and the agent of task,
+// which outlives it in its own process group, as a person would.
+func (f *runFixture) killSupervisor(task string) {
+	f.t.Helper()
+	pid := f.supervisorPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		f.t.Fatal(err)
+	}
+	waitGone(f.t, pid)
+	if agent, err := strconv.Atoi(f.read("pid-" + task)); err == nil {
+		_ = syscall.Kill(-agent, syscall.SIGKILL)
+	}
+}
+
+// waitRun polls the run until it is no longer running.
+func (f *runFixture) waitRun(id string) api.Run {
+	f.t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		r := f.runStatus(id)
+		if r.State != api.RunRunning {
+			return r
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("run %s still running: %+v", id, r)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestRunResumeTellsLastFeedback(t *testing.T) {
+	f := newRunFixture(t)
+	// d's first iteration commits nothing; its second waits.
+	f.touch("block-d-2")
+	id := runIDFrom(t, f.must("", append(f.args, "--detach")...))
+	deadline := time.Now().Add(45 * time.Second)
+	for f.read("prompt-d-2") == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("d's second iteration never started: %+v", f.runStatus(id))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	f.killSupervisor("d")
+	before := f.runStatus(id)
+	if d := taskByID(before, "d"); d.State != api.TaskRunning || d.Iteration != 2 || d.LastTest == nil || d.Feedback == "" {
+		t.Fatalf("task d before the crash: %+v", d)
+	}
+	if err := os.Remove(filepath.Join(f.dir, "prompt-d-2")); err != nil {
+		t.Fatal(err)
+	}
+	f.must("", "run", "resume", id, "--detach")
+	// d's second iteration waits again: the run shows it as it was.
+	sameProgress(t, before, f.runStatus(id), "a", "b", "c", "d")
+	f.touch("release")
+	if r := f.waitRun(id); r.State != api.RunDone {
+		t.Fatalf("the resumed run did not finish: %s: %s", r.State, r.Report)
+	}
+	// The second iteration, worked again, was told again why the first
+	// did not count.
+	if p := f.read("prompt-d-2"); !strings.Contains(p, "iteration 2 of 3") || !strings.Contains(p, "no commit") {
+		t.Errorf("prompt of d's second iteration after the resume:\n%s", p)
+	}
+	if d := taskByID(f.runStatus(id), "d"); f.count("d") != 3 || d.Iteration != 2 || d.Runs != 3 || d.Feedback != "" {
+		t.Errorf("task d ran %d times: %+v; want iteration 2 done after 3 runs", f.count("d"), d)
+	}
+}
+
+func TestRunResumeKeepsBudgets(t *testing.T) {
+	cases := []struct {
+		name, flag, want string
+	}{
+		{"task", "--task-max-usd", "task a is failed: the task budget of $0.50 (--task-max-usd) is spent: its agents cost $0.60 after 1 iterations"},
+		{"run", "--max-usd", "run stopped: the run budget of $0.50 (--max-usd) is spent: the agents cost $0.60"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newRunFixture(t)
+			// a's agent spends $0.30 and waits for a release that never comes.
+			f.touch("usage-a")
+			f.touch("block-a")
+			id := runIDFrom(t, f.must("", append(f.args, "--detach", c.flag, "0.5")...))
+			f.waitTask(id, "a", api.TaskRunning, 1, 0.30)
+			f.killSupervisor("a")
+
+			// The agent of the resumed iteration spends $0.30 more: $0.60
+			// in all is past the budget of $0.50, which ends it. Counted
+			// afresh, $0.30 would not be, and the agent would wait.
+			r := f.drover("", "run", "resume", id)
+			if r.code == 0 {
+				t.Fatalf("a run past its dollar budget across a crash exited 0:\n%s", r.stdout)
+			}
+			if !strings.Contains(r.stdout, c.want) {
+				t.Errorf("the report does not say the spend before the crash counted:\n%s", r.stdout)
+			}
+			run := f.runStatus(id)
+			if a := taskByID(run, "a"); run.State != api.RunFailed || a.State != api.TaskFailed || a.Runs != 2 || a.Iteration != 1 ||
+				math.Abs(a.CostUSD-0.60) > 1e-9 || math.Abs(run.CostUSD-0.60) > 1e-9 || a.ToolCalls != 2 {
+				t.Errorf("run %s cost $%v, task a %+v; want a failed after 2 runs of iteration 1 and $0.60", run.State, run.CostUSD, a)
+			}
+			if f.read("end-a") != "" || f.count("a") != 2 {
+				t.Errorf("task a ran %d times (ended: %q); want its second agent ended by the budget", f.count("a"), f.read("end-a"))
+			}
+		})
 	}
 }
 

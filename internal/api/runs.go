@@ -158,6 +158,21 @@ type RunTask struct {
 	Conflict  []string  `json:"conflict,omitempty"`
 	StartedAt time.Time `json:"started_at,omitzero"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
+	// Interrupted is set on a task whose iteration ended with its
+	// supervisor (a crash): the resumed run works that iteration again,
+	// under the same number and role.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// Feedback is what the task's next iteration is told about its last
+	// one; it is kept so that a resumed run tells it too.
+	Feedback string `json:"feedback,omitempty"`
+	// BudgetFromUSD is what the task had cost when its budget began (it
+	// begins again only when a failed task is resumed): --task-max-usd
+	// counts CostUSD less this, across supervisors.
+	BudgetFromUSD float64 `json:"budget_from_usd,omitempty"`
+	// WorkedBefore is how long earlier supervisors of the run worked the
+	// task within its budget: --task-max-minutes counts it and the time
+	// since StartedAt or the run's ResumedAt, whichever is later.
+	WorkedBefore time.Duration `json:"worked_before_ns,omitempty"`
 }
 
 // Run is the stored state of one run, and its status on the wire.
@@ -186,6 +201,15 @@ type Run struct {
 	CostUSD   float64     `json:"cost_usd"`
 	CreatedAt time.Time   `json:"created_at"`
 	UpdatedAt time.Time   `json:"updated_at"`
+	// ResumedAt is when the supervisor working the run began to: when it
+	// started the run, or resumed it.
+	ResumedAt time.Time `json:"resumed_at,omitzero"`
+	// BudgetFromUSD and WorkedBefore are what the run had cost when its
+	// budget began, and how long earlier supervisors worked it since:
+	// --max-usd and --max-minutes count from them, across crashes. The
+	// budget begins again only when a failed run is resumed.
+	BudgetFromUSD float64       `json:"budget_from_usd,omitempty"`
+	WorkedBefore  time.Duration `json:"worked_before_ns,omitempty"`
 	// Active is set by the supervisor when it answers: true while a run
 	// actor works the run. A running run that is not active was cut short
 	// (a crash) and waits for `drover run resume`.
