@@ -105,6 +105,26 @@ func BenchmarkProcessFloor(b *testing.B) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("building the floor program: %v\n%s", err, out)
 	}
+	benchProgram(b, bin)
+}
+
+// BenchmarkProcessActorFloor starts a program that links only
+// protoactor-go's actor package (testdata/actorfloor): the part of
+// BenchmarkHookStart that the actor library's dependency tree costs, since
+// one binary holds both the supervisor and the hook client.
+func BenchmarkProcessActorFloor(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "actorfloor")
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./testdata/actorfloor")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("building the actor floor program: %v\n%s", err, out)
+	}
+	benchProgram(b, bin)
+}
+
+// benchProgram runs bin b.N times and reports the median and p99 of its
+// run time; bin must print "{}".
+func benchProgram(b *testing.B, bin string) {
+	b.Helper()
 	durs := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -117,7 +137,7 @@ func BenchmarkProcessFloor(b *testing.B) {
 		}
 		durs = append(durs, time.Since(start))
 		if out.String() != "{}\n" {
-			b.Fatalf("the floor program printed %q", out.String())
+			b.Fatalf("%s printed %q", filepath.Base(bin), out.String())
 		}
 	}
 	b.StopTimer()
