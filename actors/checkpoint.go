@@ -81,7 +81,7 @@ func (a *sessionActor) startCheckpoint(actx actor.Context, s loop.State, status,
 	if err != nil {
 		return err
 	}
-	base := reviewer.Spec{CLI: cfg.Review.CLI, Prompt: prompt, Timeout: cfg.Review.Timeout, Dir: a.env.Root, Limiter: a.env.Reviewers, OwnerTag: a.env.ReviewerTag,
+	base := reviewer.Spec{CLI: cfg.Review.CLI, Prompt: prompt, Timeout: cfg.Review.Timeout, Dir: a.env.Root, Limiter: a.env.Reviewers, OwnerTag: a.env.ChildTag,
 		LogPath: fmt.Sprintf("%s/checkpoint-%d.log", a.sessionDir(), s.Iteration-1)}
 	if cfg.Review.CLI == reviewer.CLICustom {
 		if base.Command, err = argsplit.Split(cfg.Review.Command); err != nil {

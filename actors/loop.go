@@ -557,14 +557,14 @@ func (a *sessionActor) startMetrics(actx actor.Context, iteration int, commands 
 	a.stopMetrics()
 	parent, cancel := context.WithCancel(context.Background())
 	a.loop.metrics = &metricsRun{iteration: iteration, cancel: cancel}
-	root, self, system := a.env.Root, actx.Self(), actx.ActorSystem()
+	root, tag, self, system := a.env.Root, a.env.ChildTag, actx.Self(), actx.ActorSystem()
 	go func() {
 		defer cancel()
 		results := make([]convergence.CommandResult, len(commands))
 		var wg sync.WaitGroup
 		for i, command := range commands {
 			wg.Go(func() {
-				results[i] = runMetricCommand(parent, root, command, timeout)
+				results[i] = runMetricCommand(parent, root, command, tag, timeout)
 			})
 		}
 		wg.Wait()
@@ -577,10 +577,10 @@ func (a *sessionActor) startMetrics(actx actor.Context, iteration int, commands 
 
 // runMetricCommand runs one metric command with sh -c in root, killing its
 // process group past timeout.
-func runMetricCommand(parent context.Context, root, command string, timeout time.Duration) convergence.CommandResult {
+func runMetricCommand(parent context.Context, root, command, childTag string, timeout time.Duration) convergence.CommandResult {
 	ctx, cancel := context.WithTimeout(parent, timeout)
 	defer cancel()
-	out, err := runShell(ctx, root, command)
+	out, err := runShell(ctx, root, command, childTag)
 	output := string(out)
 	if len(output) > maxMetricOutput {
 		output = output[len(output)-maxMetricOutput:]
@@ -590,9 +590,14 @@ func runMetricCommand(parent context.Context, root, command string, timeout time
 
 // runShell runs command with sh -c in root, in a process group of its own
 // that is killed whole when ctx ends, and returns its combined output.
-func runShell(ctx context.Context, root, command string) ([]byte, error) {
+// childTag, when set, goes in its environment, for the supervisor's
+// watchdog: nothing else ends the group when the supervisor dies.
+func runShell(ctx context.Context, root, command, childTag string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, "sh", "-c", command)
 	cmd.Dir = root
+	if childTag != "" {
+		cmd.Env = append(cmd.Environ(), childTag)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second
@@ -644,10 +649,10 @@ func (a *sessionActor) startChecks(actx actor.Context, iteration int, command st
 	a.stopChecks()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	a.loop.checks = &checkRun{iteration: iteration, cancel: cancel}
-	root, self, system := a.env.Root, actx.Self(), actx.ActorSystem()
+	root, tag, self, system := a.env.Root, a.env.ChildTag, actx.Self(), actx.ActorSystem()
 	go func() {
 		defer cancel()
-		out, err := runShell(ctx, root, command)
+		out, err := runShell(ctx, root, command, tag)
 		summary := string(out)
 		if len(summary) > maxCheckOutput {
 			summary = "..." + summary[len(summary)-maxCheckOutput:]

@@ -277,3 +277,19 @@ func TestLoopTranscriptFallbackWaitsForTheFinalText(t *testing.T) {
 		})
 	}
 }
+
+// The loop's check and metric commands carry the supervisor's tag, for
+// its watchdog, and only when there is one.
+func TestRunShellCarriesTheTag(t *testing.T) {
+	const tag = "DROVER_SUPERVISOR_RUN=abc"
+	for _, want := range []string{tag, ""} {
+		out, err := runShell(context.Background(), t.TempDir(), `printf '%s' "${DROVER_SUPERVISOR_RUN+DROVER_SUPERVISOR_RUN=$DROVER_SUPERVISOR_RUN}"`, want)
+		if err != nil || string(out) != want {
+			t.Errorf("runShell with tag %q: %q, %v", want, out, err)
+		}
+	}
+	res := runMetricCommand(context.Background(), t.TempDir(), `printf '%s' "$DROVER_SUPERVISOR_RUN"`, tag, time.Minute)
+	if res.Failed || res.Output != "abc" {
+		t.Errorf("metric command with tag %q: %+v", tag, res)
+	}
+}

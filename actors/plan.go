@@ -1079,7 +1079,7 @@ func (a *sessionActor) reviewJob(cfg config.Config, id uint64, e plan.StartRevie
 		Dir:      a.env.Root,
 		LogPath:  strings.TrimSuffix(e.ReviewFile, ".md") + ".log",
 		Limiter:  a.env.Reviewers,
-		OwnerTag: a.env.ReviewerTag,
+		OwnerTag: a.env.ChildTag,
 	}
 	if cfg.Review.BudgetUSD != "" {
 		v, err := strconv.ParseFloat(cfg.Review.BudgetUSD, 64)

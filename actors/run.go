@@ -84,6 +84,11 @@ type RunsEnv struct {
 	// Heartbeat is how often a run whose agents work is saved even when
 	// nothing changed (zero: heartbeatEvery).
 	Heartbeat time.Duration
+	// ChildTag is one more "KEY=VALUE" entry for the environment of every
+	// agent, reviewer and test command of the runs, for the supervisor's
+	// watchdog to end them, and the tool calls agents run in sessions of
+	// their own, when the supervisor dies without doing so (empty: none).
+	ChildTag string
 }
 
 func (e RunsEnv) config() config.Config {
@@ -199,7 +204,7 @@ func (r *runsActor) start(ctx actor.Context, req api.StartRunRequest) *RunReply 
 	if err != nil {
 		return &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
 	}
-	set, err := newRunSettings(cfg, opts, r.env.Reviewers)
+	set, err := newRunSettings(cfg, opts, r.env.Reviewers, r.env.ChildTag)
 	if err != nil {
 		return &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
 	}
@@ -247,13 +252,14 @@ func (r *runsActor) resume(ctx actor.Context, id string) *RunReply {
 	}
 	// The options are the run's; the rest of the configuration is read
 	// anew, so that a fixed review.command or loop.routes applies.
-	set, err := newRunSettings(r.env.config(), rec.Options, r.env.Reviewers)
+	set, err := newRunSettings(r.env.config(), rec.Options, r.env.Reviewers, r.env.ChildTag)
 	if err != nil {
 		return &RunReply{Err: fmt.Errorf("%w: run %s: %w", ErrBadRequest, id, err)}
 	}
-	// A supervisor that died (kill -9) took its agents with it, but not
-	// the tool calls they ran in sessions of their own: they would go on
-	// in the run's work trees next to the new agents.
+	// A supervisor that died (kill -9) took its agents with it, and its
+	// watchdog the tool calls they ran in sessions of their own; without
+	// a watchdog (it failed to start) those would go on in the run's work
+	// trees next to the new agents.
 	if n, err := proctag.Kill("DROVER_RUN_ID=" + id); err != nil || n > 0 {
 		r.env.Log.Warn("killed processes left by the run's last supervisor", zap.String("run", id), zap.Int("count", n), zap.Error(err))
 	}
@@ -852,7 +858,7 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	job := iterationJob{
 		root: a.env.Root, runID: a.rec.ID, task: gt, iteration: t.Iteration, base: t.Base,
 		opts: a.rec.Options, deadline: iterationDeadline(a.rec.Options, taskClock(*t, a.rec.ResumedAt), runClock(a.rec)),
-		worktrees: &a.worktrees,
+		worktrees: &a.worktrees, childTag: a.env.ChildTag,
 	}
 	tmpl, err := a.env.templates()
 	if err == nil {
@@ -1130,8 +1136,9 @@ type runSettings struct {
 // options. The reviewer is the configured one (review.cli, review.command,
 // review.models, review.timeout, review.budget_usd) unless the options
 // turn it off or name another command; limiter caps the reviewer
-// processes of the whole supervisor.
-func newRunSettings(cfg config.Config, o api.RunOptions, limiter *reviewer.Limiter) (runSettings, error) {
+// processes of the whole supervisor, and childTag (when set) goes in the
+// environment of every reviewer, for the supervisor's watchdog.
+func newRunSettings(cfg config.Config, o api.RunOptions, limiter *reviewer.Limiter, childTag string) (runSettings, error) {
 	var set runSettings
 	rules, err := cfg.LoopRules()
 	if err != nil {
@@ -1148,7 +1155,7 @@ func newRunSettings(cfg config.Config, o api.RunOptions, limiter *reviewer.Limit
 	if o.NoReview {
 		return set, nil
 	}
-	spec := &reviewer.Spec{CLI: cfg.Review.CLI, Timeout: cfg.Review.Timeout, Limiter: limiter}
+	spec := &reviewer.Spec{CLI: cfg.Review.CLI, Timeout: cfg.Review.Timeout, Limiter: limiter, OwnerTag: childTag}
 	argv, err := reviewerCommand(o.Reviewer)
 	switch {
 	case err != nil:
@@ -1221,6 +1228,8 @@ type iterationJob struct {
 	// report sends the agent's progress to the run actor, without
 	// waiting: the agent's output is not read while it runs.
 	report func(agentProgress)
+	// childTag is RunsEnv.ChildTag, for the agent and the test command.
+	childTag string
 	// err is a failure met before the iteration could start.
 	err error
 }
@@ -1247,7 +1256,7 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 	if out.base == "" {
 		out.base = wt.Base
 	}
-	spec, err := agentSpec(j.opts, j.runID, j.task.ID, j.iteration, wt.Path, j.prompt)
+	spec, err := agentSpec(j.opts, j.runID, j.task.ID, j.iteration, wt.Path, j.prompt, j.childTag)
 	if err != nil {
 		out.err = err
 		return out
@@ -1272,7 +1281,7 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 		out.err = err
 		return out
 	}
-	tr := runCommand(ctx, wt.Path, argv)
+	tr := runCommand(ctx, wt.Path, argv, j.childTag)
 	out.test = &tr
 	if n, err := gitOut(ctx, wt.Path, "rev-list", "--count", out.base+"..HEAD"); err == nil {
 		c, _ := strconv.Atoi(n)
@@ -1311,7 +1320,7 @@ func (a *runActor) startCheckpoint(ctx actor.Context, wave int) func() {
 			branches = append(branches, t.Branch)
 		}
 	}
-	root, target, suite := a.env.Root, a.rec.Target, a.rec.Options.SuiteCommand
+	root, target, suite, tag := a.env.Root, a.rec.Target, a.rec.Options.SuiteCommand, a.env.ChildTag
 	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.ctx
 	return func() {
 		a.log.Info("wave checkpoint started", zap.Int("wave", wave), zap.Strings("branches", branches))
@@ -1325,7 +1334,7 @@ func (a *runActor) startCheckpoint(ctx actor.Context, wave int) func() {
 				if err != nil {
 					out.mergeErr = err
 				} else {
-					tr := runCommand(runCtx, root, argv)
+					tr := runCommand(runCtx, root, argv, tag)
 					out.suite = &tr
 				}
 			}
@@ -1413,9 +1422,14 @@ func taskPrompt(tmpl templates.Set, t rungraph.Task, branch string, tests []stri
 	return text, err
 }
 
-// agentSpec builds the agent process of one iteration.
-func agentSpec(o api.RunOptions, runID, taskID string, iteration int, dir, prompt string) (agentrun.Spec, error) {
+// agentSpec builds the agent process of one iteration. childTag, when
+// set, goes in its environment: the agent's tool calls, in sessions of
+// their own, inherit it, so the supervisor's watchdog ends them too.
+func agentSpec(o api.RunOptions, runID, taskID string, iteration int, dir, prompt, childTag string) (agentrun.Spec, error) {
 	env := []string{"DROVER_RUN_ID=" + runID, "DROVER_TASK_ID=" + taskID, "DROVER_ITERATION=" + strconv.Itoa(iteration)}
+	if childTag != "" {
+		env = append(env, childTag)
+	}
 	if o.Agent == "" {
 		return agentrun.Spec{Bin: "claude", Args: agentrun.ClaudeArgs("--dangerously-skip-permissions"), Prompt: prompt, Dir: dir, Env: env, Timeout: o.IterationTimeout}, nil
 	}
@@ -1510,12 +1524,17 @@ func expand(tmpl string, vars map[string][]string, used map[string]bool) ([]stri
 
 // runCommand runs argv in dir, without a shell, in its own process group
 // (killed whole on timeout or cancel), keeping the end of its output.
-func runCommand(ctx context.Context, dir string, argv []string) api.TestResult {
+// childTag, when set, goes in its environment, for the supervisor's
+// watchdog: nothing else ends the group when the supervisor dies.
+func runCommand(ctx context.Context, dir string, argv []string, childTag string) api.TestResult {
 	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
 	defer cancel()
 	cmdline := strings.Join(argv, " ")
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Dir = dir
+	if childTag != "" {
+		cmd.Env = append(cmd.Environ(), childTag)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 5 * time.Second

@@ -57,17 +57,30 @@ func TestExpand(t *testing.T) {
 }
 
 func TestAgentSpec(t *testing.T) {
-	claude, err := agentSpec(api.RunOptions{}, "r1", "t1", 2, "/wt", "the prompt")
-	if err != nil || claude.Bin != "claude" || claude.Prompt != "the prompt" || !slices.Contains(claude.Args, "--dangerously-skip-permissions") || !slices.Contains(claude.Env, "DROVER_ITERATION=2") {
+	const tag = "DROVER_SUPERVISOR_RUN=abc"
+	claude, err := agentSpec(api.RunOptions{}, "r1", "t1", 2, "/wt", "the prompt", tag)
+	if err != nil || claude.Bin != "claude" || claude.Prompt != "the prompt" || !slices.Contains(claude.Args, "--dangerously-skip-permissions") || !slices.Contains(claude.Env, "DROVER_ITERATION=2") || !slices.Contains(claude.Env, tag) {
 		t.Errorf("default agent: %+v, %v", claude, err)
 	}
-	custom, err := agentSpec(api.RunOptions{Agent: "my-agent --task {{task}} -p {{prompt}}"}, "r1", "t1", 1, "/wt", "hi")
-	if err != nil || custom.Bin != "my-agent" || custom.Prompt != "" || !slices.Equal(custom.Args, []string{"--task", "t1", "-p", "hi"}) {
+	custom, err := agentSpec(api.RunOptions{Agent: "my-agent --task {{task}} -p {{prompt}}"}, "r1", "t1", 1, "/wt", "hi", tag)
+	if err != nil || custom.Bin != "my-agent" || custom.Prompt != "" || !slices.Equal(custom.Args, []string{"--task", "t1", "-p", "hi"}) || !slices.Contains(custom.Env, tag) {
 		t.Errorf("custom agent with {{prompt}}: %+v, %v", custom, err)
 	}
-	last, err := agentSpec(api.RunOptions{Agent: "my-agent"}, "r1", "t1", 1, "/wt", "hi")
-	if err != nil || last.Prompt != "hi" || len(last.Args) != 0 {
-		t.Errorf("custom agent without {{prompt}}: %+v, %v", last, err)
+	last, err := agentSpec(api.RunOptions{Agent: "my-agent"}, "r1", "t1", 1, "/wt", "hi", "")
+	if err != nil || last.Prompt != "hi" || len(last.Args) != 0 || len(last.Env) != 3 {
+		t.Errorf("custom agent without {{prompt}} nor tag: %+v, %v", last, err)
+	}
+}
+
+// The test and suite commands carry the supervisor's tag, for its
+// watchdog, and only when there is one.
+func TestRunCommandCarriesTheTag(t *testing.T) {
+	const tag = "DROVER_SUPERVISOR_RUN=abc"
+	for _, want := range []string{tag, ""} {
+		argv := []string{"sh", "-c", `printf '%s' "${DROVER_SUPERVISOR_RUN+DROVER_SUPERVISOR_RUN=$DROVER_SUPERVISOR_RUN}"`}
+		if got := runCommand(context.Background(), t.TempDir(), argv, want); !got.Passed || got.Output != want {
+			t.Errorf("runCommand with tag %q: %+v", want, got)
+		}
 	}
 }
 
@@ -404,7 +417,7 @@ func TestBudgets(t *testing.T) {
 func TestRouteIterationByConfiguredRules(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.Loop.Routes = "phase=initial -> architect; last_outcome=tests_failed -> developer; anything -> debugger"
-	set, err := newRunSettings(cfg, api.RunOptions{NoReview: true}, nil)
+	set, err := newRunSettings(cfg, api.RunOptions{NoReview: true}, nil, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -472,7 +485,7 @@ func TestRunSettings(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			set, err := newRunSettings(c.cfg, c.opts, limiter)
+			set, err := newRunSettings(c.cfg, c.opts, limiter, "DROVER_SUPERVISOR_RUN=abc")
 			if c.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
 					t.Fatalf("error %v, want one with %q", err, c.wantErr)
@@ -495,8 +508,8 @@ func TestRunSettings(t *testing.T) {
 				return
 			}
 			r := set.review
-			if r == nil || r.CLI != c.cli || !slices.Equal(r.Command, c.command) || r.BudgetUSD != c.budget || r.Timeout != c.cfg.Review.Timeout || r.Limiter != limiter {
-				t.Errorf("review %+v; want CLI %s, command %q, budget %v, timeout %s and the shared limiter", r, c.cli, c.command, c.budget, c.cfg.Review.Timeout)
+			if r == nil || r.CLI != c.cli || !slices.Equal(r.Command, c.command) || r.BudgetUSD != c.budget || r.Timeout != c.cfg.Review.Timeout || r.Limiter != limiter || r.OwnerTag != "DROVER_SUPERVISOR_RUN=abc" {
+				t.Errorf("review %+v; want CLI %s, command %q, budget %v, timeout %s, the shared limiter and the supervisor's tag", r, c.cli, c.command, c.budget, c.cfg.Review.Timeout)
 			}
 			if !slices.Equal(set.models, c.models) {
 				t.Errorf("models %q, want %q", set.models, c.models)

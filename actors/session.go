@@ -47,9 +47,11 @@ type Env struct {
 	Log   *zap.Logger
 	// Reviewers caps reviewer processes across every session (nil: no cap).
 	Reviewers *reviewer.Limiter
-	// ReviewerTag is reviewer.Spec.OwnerTag for every reviewer the
-	// sessions start (empty: none).
-	ReviewerTag string
+	// ChildTag is one more "KEY=VALUE" entry for the environment of every
+	// process the sessions start (reviewers, check and metric commands),
+	// for the supervisor's watchdog to end them when the supervisor dies
+	// without doing so (empty: none).
+	ChildTag string
 }
 
 func (e Env) now() time.Time {

@@ -21,7 +21,8 @@ import (
 // Runs read what the sessions read, from the sessions' env: the project's
 // templates (with its .drover/templates overrides), the configuration as
 // last reloaded, and the one limiter of reviewer processes, so that run
-// reviews and plan reviews together stay within review.max_parallel.
+// reviews and plan reviews together stay within review.max_parallel; and
+// the tag of what the supervisor starts, for its watchdog.
 func (s *Server) startRuns(env actors.Env) func() {
 	pid, err := s.system.Root.SpawnNamed(actors.NewRunsProps(actors.RunsEnv{
 		Store:     s.store,
@@ -30,6 +31,7 @@ func (s *Server) startRuns(env actors.Env) func() {
 		Templates: env.Templates,
 		Config:    env.Config,
 		Reviewers: env.Reviewers,
+		ChildTag:  env.ChildTag,
 	}), actors.RunsActorName)
 	if err != nil {
 		s.log.Error("spawning the runs actor", zap.Error(err))

@@ -48,8 +48,10 @@ type Options struct {
 	// DirtyCheck overrides the git check (tests); nil means gitstatus.
 	DirtyCheck func(ctx context.Context, dir string) (bool, []string, error)
 	// ChildTag, when set, is a "KEY=VALUE" entry put in the environment of
-	// every reviewer the supervisor starts, for its watchdog to end them
-	// if the supervisor dies without doing so (internal/watchdog).
+	// every process the supervisor starts that may outlive it (reviewers,
+	// a run's agents and test commands, a loop's checks), for its watchdog
+	// to end them and what they started if the supervisor dies without
+	// doing so (internal/watchdog).
 	ChildTag string
 }
 
@@ -129,7 +131,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Dirty:       dirty,
 		Log:         s.log,
 		Reviewers:   s.reviewers,
-		ReviewerTag: opts.ChildTag,
+		ChildTag:    opts.ChildTag,
 	}
 	root, err := s.system.Root.SpawnNamed(actors.NewSessionsProps(env, actors.SessionsOptions{
 		IdleTimeout:   cfg.Supervisor.IdleTimeout,

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,8 +15,11 @@ import (
 	"github.com/spf13/cobra"
 	"gopkg.in/yaml.v3"
 
+	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/watchdog"
+	"github.com/drover-dev/drover/reviewer"
 )
 
 func TestAddStartDoStop(t *testing.T) {
@@ -286,6 +290,25 @@ func TestConfigLayersAndReload(t *testing.T) {
 func (p *proj) supervisorConfig() string {
 	p.t.Helper()
 	return p.must("", "config", "--from-supervisor")
+}
+
+// The tags drover puts in the environment of its agents and reviewers
+// reach the drover hooks and commands those run: the strict check of
+// DROVER_* variables must let them through, or every such hook falls back
+// to the default budgets and every such command fails.
+func TestProcessTagsAreNotConfigKeys(t *testing.T) {
+	for _, name := range []string{watchdog.TagKey, agentrun.TagEnv, reviewer.TagEnv} {
+		if !config.IsNonConfigEnv(name) {
+			t.Errorf("config.IsNonConfigEnv(%q) = false", name)
+		}
+	}
+	p := newProj(t)
+	env := append(p.env, "CLAUDE_PROJECT_DIR="+p.root, watchdog.TagKey+"=a", agentrun.TagEnv+"=b", reviewer.TagEnv+"=c")
+	cmd := exec.Command(droverBin, "config")
+	cmd.Dir, cmd.Env = p.root, env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("drover config with drover's process tags in the environment: %v\n%s", err, out)
+	}
 }
 
 func TestInitLiftsTheBlockCap(t *testing.T) {

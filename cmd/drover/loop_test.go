@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/internal/hook"
@@ -271,5 +274,72 @@ func TestStopEndsALoopAndQueueCommandsDoNotTakeOver(t *testing.T) {
 	}
 	if h := p.hook(hook.Stop, loopStop(id, "x")); h.IsBlock() {
 		t.Errorf("a stop after drover stop blocked: %+v", h)
+	}
+}
+
+// loopSlowCheck is a loop.check_command that records its pid in
+// check-pid, starts a sleeper in a session of its own that records its
+// pid in check-orphan-pid, and waits (boundedly) for "release".
+const loopSlowCheck = `#!/bin/sh
+d=$(dirname "$0")
+echo $$ > "$d/check-pid"
+setsid sh -c 'echo $$ > "$1/check-orphan-pid"; exec sleep 3600' sh "$d" </dev/null >/dev/null 2>&1 &
+i=0
+while [ ! -f "$d/release" ]; do i=$((i+1)); [ $i -gt 600 ] && exit 3; sleep 0.1; done
+`
+
+// TestLoopCheckKill9LeavesNothingRunning kills the real supervisor with
+// SIGKILL while a loop's check command runs with a child in a session of
+// its own: the watchdog ends both.
+func TestLoopCheckKill9LeavesNothingRunning(t *testing.T) {
+	p := newProj(t)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "check.sh")
+	if err := os.WriteFile(script, []byte(loopSlowCheck), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte("loop:\n  check_command: \"'"+script+"'\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	const id = "loop-kill9"
+	p.must("", "loop", "start", "--session", id, "--require-checks", "--completion-promise", "DONE", "make it work")
+	if h := p.hook(hook.Stop, loopStop(id, "<promise>DONE</promise>")); !h.IsBlock() || !strings.Contains(h.Reason, "running the project's checks") {
+		t.Fatalf("the promise did not start the checks: %+v", h)
+	}
+	pids := map[string]int{}
+	deadline := time.Now().Add(30 * time.Second)
+	for len(pids) < 2 {
+		for _, name := range []string{"check-pid", "check-orphan-pid"} {
+			b, _ := os.ReadFile(filepath.Join(dir, name))
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+				pids[name] = pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the check command never started its child: %v", pids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+
+	pid := p.supervisorPID()
+	if pid == 0 {
+		t.Fatal("no supervisor running")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	for name, pid := range pids {
+		if !gone(pid, 30*time.Second) {
+			t.Errorf("%s (pid %d) outlived the supervisor", name, pid)
+		}
 	}
 }

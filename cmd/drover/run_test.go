@@ -30,12 +30,18 @@ import (
 // 100,000 sonnet input tokens ($0.30 at list prices); "shared" makes every
 // task also write its id as the one line of shared.txt; "overlap" makes
 // each agent log "start <task>" when it starts and "end <task>" when it is
-// about to exit, in the file overlap-log, and take a little time between.
+// about to exit, in the file overlap-log, and take a little time between;
+// "orphan-<task>" makes that task's agent start a sleeper in a session of
+// its own, as Claude Code runs a tool call, which writes its pid in
+// orphan-pid-<task>.
 const runFakeAgent = `#!/bin/sh
 d=$(dirname "$0")
 t=$DROVER_TASK_ID
 echo x >> "$d/count-$t"
 echo $$ > "$d/pid-$t"
+if [ -f "$d/orphan-$t" ]; then
+  setsid sh -c 'echo $$ > "$1/orphan-pid-$2"; exec sleep 3600' sh "$d" "$t" </dev/null >/dev/null 2>&1 &
+fi
 date +%s%N > "$d/start-$t"
 [ -f "$d/overlap" ] && echo "start $t" >> "$d/overlap-log" && sleep 0.3
 for last; do :; done
@@ -310,6 +316,92 @@ func TestRunResumesAfterKill9(t *testing.T) {
 	for _, task := range []string{"a", "b", "c", "d"} {
 		f.git("cat-file", "-e", "main:"+task+".txt")
 	}
+}
+
+// runSlowTests is a --test-command ({{packages}} as its argument) that,
+// when the file slow-<test> exists, records its pid in test-pid-<test>,
+// starts a sleeper in a session of its own that records its pid in
+// test-orphan-pid-<test>, and waits for "release"; then it checks that
+// the test file exists.
+const runSlowTests = `#!/bin/sh
+d=$(dirname "$0")
+if [ -f "$d/slow-$1" ]; then
+  echo $$ > "$d/test-pid-$1"
+  setsid sh -c 'echo $$ > "$1/test-orphan-pid-$2"; exec sleep 3600' sh "$d" "$1" </dev/null >/dev/null 2>&1 &
+  i=0
+  while [ ! -f "$d/release" ]; do i=$((i+1)); [ $i -gt 600 ] && exit 3; sleep 0.1; done
+fi
+test -f "$1"
+`
+
+// TestRunKill9LeavesNothingRunning kills the real supervisor with SIGKILL
+// while one task's agent works and another task's test command runs, each
+// with a child in a session of its own (where neither a group kill nor
+// the parent-death signal reaches): the watchdog ends them all, without
+// waiting for a resume; then the resumed run finishes.
+func TestRunKill9LeavesNothingRunning(t *testing.T) {
+	f := newRunFixture(t)
+	tests := f.script("tests.sh", runSlowTests)
+	f.touch("orphan-b")
+	f.touch("block-b")
+	f.touch("slow-c.txt")
+	id := runIDFrom(t, f.must("", append(f.withFlag("--test-command", tests+" {{packages}}"), "--detach")...))
+
+	pidFiles := []string{"pid-b", "orphan-pid-b", "test-pid-c.txt", "test-orphan-pid-c.txt"}
+	pids := map[string]int{}
+	deadline := time.Now().Add(45 * time.Second)
+	for len(pids) < len(pidFiles) {
+		for _, name := range pidFiles {
+			if pid, err := strconv.Atoi(f.read(name)); err == nil && pid > 0 {
+				pids[name] = pid
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the agent of b and the test command of c never both started their children: %v, %+v", pids, f.runStatus(id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Cleanup(func() {
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+
+	pid := f.supervisorPID()
+	if pid == 0 {
+		t.Fatal("no supervisor running")
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	for _, name := range pidFiles {
+		if !gone(pids[name], 30*time.Second) {
+			t.Errorf("%s (pid %d) outlived the supervisor", strings.TrimSuffix(name, ".txt"), pids[name])
+		}
+	}
+
+	for _, name := range []string{"orphan-b", "block-b", "slow-c.txt"} {
+		if err := os.Remove(filepath.Join(f.dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.must("", "run", "resume", id, "--detach")
+	if r := f.waitRun(id); r.State != api.RunDone {
+		t.Fatalf("the resumed run did not finish: %s: %s", r.State, r.Report)
+	}
+}
+
+// gone waits up to limit for process pid to end, and says whether it did.
+func gone(pid int, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
 
 // sameProgress checks that tasks are where they were before a crash in

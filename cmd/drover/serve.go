@@ -74,9 +74,10 @@ With --detach it starts in the background and returns once it answers.`,
 			defer lg.Close()
 			tag, closeWatchdog, err := a.startWatchdog(lg)
 			if err != nil {
-				// Without a watchdog a kill -9 leaves the reviewers'
-				// children behind; the supervisor still works.
-				lg.Zap().Warn("no watchdog: a supervisor that dies may leave reviewer processes behind", zap.Error(err))
+				// Without a watchdog a kill -9 leaves the children of
+				// reviewers and agents, and test and check commands,
+				// behind; the supervisor still works.
+				lg.Zap().Warn("no watchdog: a supervisor that dies may leave reviewer, agent and test processes behind", zap.Error(err))
 			}
 			defer closeWatchdog()
 			err = supervisor.Run(cmd.Context(), supervisor.Options{

@@ -512,6 +512,12 @@ func IsNonConfigEnv(name string) bool {
 		// Set by `drover run` in the environment of its agents, where
 		// drover's own hooks and commands run too.
 		return true
+	case "DROVER_SUPERVISOR_RUN", "DROVER_AGENT_RUN", "DROVER_REVIEW_RUN":
+		// The tags by which the supervisor and its watchdog find what its
+		// agents and reviewers left behind (watchdog.TagKey,
+		// agentrun.TagEnv, reviewer.TagEnv), also inherited by the hooks
+		// and commands those run.
+		return true
 	}
 	return false
 }

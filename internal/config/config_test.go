@@ -123,16 +123,19 @@ func TestEnvName(t *testing.T) {
 
 func TestIsNonConfigEnv(t *testing.T) {
 	for name, want := range map[string]bool{
-		"DROVER_REVIEWER":     true,
-		"DROVER_SOCKET":       true,
-		"DROVER_BIN":          true,
-		"DROVER_HOOK_DISABLE": true,
-		"DROVER_RUN_ID":       true,
-		"DROVER_TASK_ID":      true,
-		"DROVER_ITERATION":    true,
-		"DROVER_LOG_LEVEL":    false,
-		"DROVER_":             false,
-		"drover_bin":          false,
+		"DROVER_REVIEWER":       true,
+		"DROVER_SOCKET":         true,
+		"DROVER_BIN":            true,
+		"DROVER_HOOK_DISABLE":   true,
+		"DROVER_RUN_ID":         true,
+		"DROVER_TASK_ID":        true,
+		"DROVER_ITERATION":      true,
+		"DROVER_SUPERVISOR_RUN": true,
+		"DROVER_AGENT_RUN":      true,
+		"DROVER_REVIEW_RUN":     true,
+		"DROVER_LOG_LEVEL":      false,
+		"DROVER_":               false,
+		"drover_bin":            false,
 	} {
 		if got := IsNonConfigEnv(name); got != want {
 			t.Errorf("IsNonConfigEnv(%q) = %v, want %v", name, got, want)

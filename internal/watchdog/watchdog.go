@@ -1,7 +1,8 @@
 // Package watchdog ends what a supervisor started when the supervisor dies
 // without ending it itself: kill -9, a crash, the OOM killer. The
-// parent-death signal reaches only a reviewer's own process, not the
-// processes of its group nor what it started in sessions of their own; so
+// parent-death signal reaches only a reviewer's or an agent's own process,
+// not the processes of its group nor what it started in sessions of their
+// own (an agent's tool calls), and test and check commands get none; so
 // the supervisor starts one small watchdog process (the drover binary,
 // run as `drover __watchdog TAG`) that holds the read end of a pipe whose
 // write end only the supervisor has. When the supervisor dies the kernel
