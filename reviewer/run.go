@@ -125,7 +125,7 @@ func Run(ctx context.Context, s Spec) Result {
 
 // TagEnv is set, to a value unique to the run, in the environment of
 // every reviewer process.
-const TagEnv = "DROVER_REVIEW_RUN"
+const TagEnv = proctag.ReviewKey
 
 // execute starts the process, waits for it, kills its group and drains its
 // output. Pipes are made here rather than by os/exec so that Wait returns

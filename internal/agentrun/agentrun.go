@@ -207,7 +207,7 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 // TagEnv is set, to a value unique to the run, in the environment of
 // every agent process, which all its descendants inherit: what the agent
 // left running in sessions of its own is found by it.
-const TagEnv = "DROVER_AGENT_RUN"
+const TagEnv = proctag.AgentKey
 
 // add folds one event into the result.
 func (r *Result) add(ev Event) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/proctag"
 )
 
 // Spawner starts a detached supervisor for one project.
@@ -37,7 +38,14 @@ func (s Spawner) Spawn() error {
 		}
 	}
 	cmd := exec.Command(exe, "serve", "--no-console", "--project", s.Root)
-	cmd.Env = s.Env
+	// A hook inside an agent or reviewer carries their tags: the new
+	// supervisor must not be killed with them (nor by the watchdog of a
+	// supervisor that died).
+	env := s.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	cmd.Env = proctag.Strip(env)
 	cmd.Dir = s.Root
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if s.OutFile != "" {

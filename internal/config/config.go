@@ -24,6 +24,7 @@ import (
 
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/proctag"
 	"github.com/drover-dev/drover/router"
 )
 
@@ -512,10 +513,9 @@ func IsNonConfigEnv(name string) bool {
 		// Set by `drover run` in the environment of its agents, where
 		// drover's own hooks and commands run too.
 		return true
-	case "DROVER_SUPERVISOR_RUN", "DROVER_AGENT_RUN", "DROVER_REVIEW_RUN":
+	case proctag.SupervisorKey, proctag.AgentKey, proctag.ReviewKey:
 		// The tags by which the supervisor and its watchdog find what its
-		// agents and reviewers left behind (watchdog.TagKey,
-		// agentrun.TagEnv, reviewer.TagEnv), also inherited by the hooks
+		// agents and reviewers left behind, also inherited by the hooks
 		// and commands those run.
 		return true
 	}

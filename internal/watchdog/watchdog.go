@@ -28,7 +28,7 @@ const Command = "__watchdog"
 
 // TagKey is the environment key of a supervisor's tag, which every process
 // the watchdog is to end carries.
-const TagKey = "DROVER_SUPERVISOR_RUN"
+const TagKey = proctag.SupervisorKey
 
 // closeWait bounds how long Close waits for the watchdog to exit.
 const closeWait = 5 * time.Second

@@ -1,0 +1,54 @@
+package client
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/proctag"
+)
+
+// TestSpawnStripsProcessTags: a supervisor started by a hook inside an
+// agent or reviewer does not carry their tags, so it is not killed with
+// them.
+func TestSpawnStripsProcessTags(t *testing.T) {
+	root := t.TempDir()
+	exe := filepath.Join(root, "fake-drover")
+	// The fake supervisor writes its arguments and environment, then exits.
+	script := "#!/bin/sh\necho \"$@\" > args.tmp && env > env.tmp && mv args.tmp args && mv env.tmp env\n"
+	if err := os.WriteFile(exe, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{
+		"PATH=" + os.Getenv("PATH"), "KEEP=1",
+		proctag.SupervisorKey + "=old", proctag.AgentKey + "=agent", proctag.ReviewKey + "=review",
+	}
+	if err := (Spawner{Exe: exe, Root: root, Env: env}).Spawn(); err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		b, err := os.ReadFile(filepath.Join(root, "env"))
+		if err == nil {
+			got = b
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the spawned process wrote no environment: %v", err)
+		}
+	}
+	if !strings.Contains(string(got), "KEEP=1") {
+		t.Errorf("the spawned environment lost KEEP=1:\n%s", got)
+	}
+	for _, k := range []string{proctag.SupervisorKey, proctag.AgentKey, proctag.ReviewKey} {
+		if strings.Contains(string(got), k+"=") {
+			t.Errorf("the spawned environment carries %s:\n%s", k, got)
+		}
+	}
+	args, err := os.ReadFile(filepath.Join(root, "args"))
+	if err != nil || strings.TrimSpace(string(args)) != "serve --no-console --project "+root {
+		t.Errorf("spawned with %q (%v)", args, err)
+	}
+}
