@@ -350,18 +350,19 @@ without .drover/state it says so without starting a supervisor.`,
 			fmt.Fprintf(a.stdout, "project %s (supervisor pid %d)\n", st.Project, st.PID)
 			if len(st.Sessions) == 0 {
 				fmt.Fprintln(a.stdout, "no sessions")
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tWORKFLOW\tSTATE\tITERATION\tPENDING\tDONE\tSTUCK\tCOST\tUPDATED")
-			for _, s := range st.Sessions {
-				upd := "-"
-				if !s.UpdatedAt.IsZero() {
-					upd = s.UpdatedAt.Local().Format(time.DateTime)
+			} else {
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "SESSION\tWORKFLOW\tSTATE\tITERATION\tPENDING\tDONE\tSTUCK\tCOST\tUPDATED")
+				for _, s := range st.Sessions {
+					upd := "-"
+					if !s.UpdatedAt.IsZero() {
+						upd = s.UpdatedAt.Local().Format(time.DateTime)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.2f\t%s\n", s.ID, s.Workflow, s.State, s.Iteration, s.Pending, s.Done, s.Stuck, s.CostUSD, upd)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.2f\t%s\n", s.ID, s.Workflow, s.State, s.Iteration, s.Pending, s.Done, s.Stuck, s.CostUSD, upd)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
+				if err := tw.Flush(); err != nil {
+					return err
+				}
 			}
 			if st.Quarantined > 0 {
 				fmt.Fprintf(a.stdout, "%d unreadable session record(s) were set aside (quarantined); see %s\n", st.Quarantined, p.LogFile)

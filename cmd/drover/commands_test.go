@@ -188,6 +188,10 @@ func TestCleanup(t *testing.T) {
 	if !strings.Contains(out, "Deleted 4 session") {
 		t.Errorf("cleanup -f printed:\n%s", out)
 	}
+	// With every session gone, status says so, with no table header after.
+	if out := p.must("", "status"); !strings.Contains(out, "no sessions") || strings.Contains(out, "SESSION") {
+		t.Errorf("status with no sessions printed:\n%s", out)
+	}
 	if r := p.drover("", "cleanup", "soon"); r.code == 0 || !strings.Contains(r.stderr, "DAYS") {
 		t.Errorf("cleanup with a bad DAYS: exit %d stderr %q", r.code, r.stderr)
 	}
