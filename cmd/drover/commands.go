@@ -319,7 +319,8 @@ func (a *app) statusCmd(g *globalFlags) *cobra.Command {
 state, iteration and its pending, done and stuck task counts, plus the
 number of quarantined store records. With --json it prints
 {"project","pid","sessions":[{"id","workflow","state","iteration","pending",
-"done","stuck","next_task","updated_at"}],"quarantined"}. In a project
+"done","stuck","next_task","cost_usd","updated_at"}],"quarantined"}
+(quarantined only when some records were set aside). In a project
 without .drover/state it says so without starting a supervisor, unless one
 still runs there (.drover/ was removed under it): that one is asked.`,
 		Args: cobra.NoArgs,

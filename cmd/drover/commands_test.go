@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/router"
 )
 
 func TestAddStartDoStop(t *testing.T) {
@@ -385,6 +386,15 @@ func TestReadmeNamesEveryCommandAndConfigKey(t *testing.T) {
 		if !strings.Contains(doc, k) {
 			t.Errorf("README.md does not mention the config key %q", k)
 		}
+	}
+}
+
+// The README's loop.routes row spells out the default rules exactly as
+// drover config would read them.
+func TestReadmeStatesTheDefaultRoutes(t *testing.T) {
+	want := "`" + router.FormatRules(router.DefaultRules()) + "`"
+	if !strings.Contains(readme(t), want) {
+		t.Errorf("README.md does not give the default loop.routes as %s", want)
 	}
 }
 
