@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/drover-dev/drover/internal/hook"
@@ -73,6 +75,54 @@ func TestLoopCheckpointConsensusGoesIntoTheNextBlockReason(t *testing.T) {
 	}
 	if ctx := compact.Output.HookSpecificOutput.AdditionalContext; !strings.Contains(ctx, "## Open findings") || !strings.Contains(ctx, "parser.go:3") || !strings.Contains(ctx, "build the parser") {
 		t.Errorf("the compaction context lacks the open findings:\n%s", ctx)
+	}
+	f.loop("s1", "cancel", nil)
+}
+
+// TestLoopRestartCancelsTheOldCheckpoint: drover loop start in a session
+// whose loop has a checkpoint review in flight replaces the loop, so that
+// review is cancelled and its reviewers killed, as drover loop cancel
+// does; left running, its consensus would land in the new loop.
+func TestLoopRestartCancelsTheOldCheckpoint(t *testing.T) {
+	f := newPlanFixture(t)
+	// Each reviewer records the pid of a long sleep it waits for, then
+	// fails the work; it only gets that far if nobody kills it.
+	script := "#!/bin/sh\nd=$(dirname \"$0\")\nsleep 30 &\necho \"$!\" > \"$d/ckpt-child-$1\"\nwait\n" +
+		`printf '{"type":"result","subtype":"success","is_error":false,"structured_output":{"verdict":"FAIL","findings":[{"severity":"blocking","file":"old.go","line":1,"summary":"a finding of the old loop"}]},"total_cost_usd":0.1}\n'` + "\n"
+	if err := os.WriteFile(filepath.Join(f.fake, "fake-reviewer"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.loop("s1", "start", LoopStartArgs{Prompt: "the old task", MaxIterations: 10, CheckpointEvery: 1})
+	if first := f.loopStop("s1", "a", "working"); first.Err != nil || !first.Output.IsBlock() {
+		t.Fatalf("first stop: %+v", first)
+	}
+	var children []int
+	if !waitUntil(func() bool {
+		children = children[:0]
+		for _, m := range []string{"opus", "sonnet"} {
+			pid, err := strconv.Atoi(f.fakeFile("ckpt-child-" + m))
+			if err != nil {
+				return false
+			}
+			children = append(children, pid)
+		}
+		return true
+	}) {
+		t.Fatal("the checkpoint reviewers never started")
+	}
+	t.Cleanup(func() {
+		for _, pid := range children {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+
+	f.loop("s1", "start", LoopStartArgs{Prompt: "the new task", MaxIterations: 10})
+	if !waitUntil(func() bool { return gone(children[0]) && gone(children[1]) }) {
+		t.Fatalf("the old loop's checkpoint reviewers %v still run after the loop was replaced", children)
+	}
+	next := f.loopStop("s1", "b", "working on the new task")
+	if !next.Output.IsBlock() || strings.Contains(next.Output.Reason, "a finding of the old loop") {
+		t.Errorf("the new loop's block reason:\n%s", next.Output.Reason)
 	}
 	f.loop("s1", "cancel", nil)
 }

@@ -164,7 +164,10 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 		if err != nil {
 			return &WorkflowResult{Err: err}
 		}
+		// The new loop replaces any loop still running: what that one
+		// started goes, or its results would land in this one.
 		a.stopChecks()
+		a.stopCheckpoint()
 		a.stopMetrics()
 		if err := a.saveRecord(ctx, rec); err != nil {
 			return &WorkflowResult{Err: err}

@@ -200,13 +200,20 @@ func Validate(rules []Rule) error {
 	}
 	// Every input drover can produce, through the rules: what is never
 	// chosen is dead, what finds no rule is a hole.
+	// Every input is routed, even after a hole: stopping at the first one
+	// would leave later rules unmarked and report them dead when they are
+	// not. One hole is reported, as the cure (a catch-all) is the same.
 	chosen := make([]bool, len(rules))
+	hole := false
 	for _, in := range Inputs() {
 		_, i := Route(rules, in)
 		if i < 0 {
-			errs = append(errs, fmt.Errorf("no rule matches phase=%s last_outcome=%s status=%s; end the rules with one that has only a role",
-				in.Phase, in.LastOutcome, orNone(in.Status)))
-			break
+			if !hole {
+				errs = append(errs, fmt.Errorf("no rule matches phase=%s last_outcome=%s status=%s; end the rules with one that has only a role",
+					in.Phase, in.LastOutcome, orNone(in.Status)))
+				hole = true
+			}
+			continue
 		}
 		chosen[i] = true
 	}

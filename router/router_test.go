@@ -316,3 +316,34 @@ func TestParseRulesRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateHoleDoesNotMakeRulesDead checks that a rule list with a hole
+// reports the hole and no rule as dead that some input does choose: the
+// check once stopped at the first hole and called every later rule dead.
+func TestValidateHoleDoesNotMakeRulesDead(t *testing.T) {
+	cases := []struct {
+		name  string
+		rules []Rule
+		want  string
+	}{
+		{"only a status rule", []Rule{{Status: "thrashing", Role: Architect}}, "no rule matches phase=initial"},
+		{"outcome and status rules", []Rule{{LastOutcome: "tests_failed", Role: Debugger}, {Status: "stuck_plateau", Role: Architect}}, "no rule matches"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := Validate(c.rules)
+			if err == nil {
+				t.Fatal("Validate accepted rules with no catch-all")
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error lacks %q:\n%v", c.want, err)
+			}
+			if strings.Contains(err.Error(), "never chosen") {
+				t.Errorf("error calls a chosen rule dead:\n%v", err)
+			}
+			if n := strings.Count(err.Error(), "no rule matches"); n != 1 {
+				t.Errorf("error reports %d holes, want 1:\n%v", n, err)
+			}
+		})
+	}
+}

@@ -319,24 +319,38 @@ func (a *app) statusCmd(g *globalFlags) *cobra.Command {
 state, iteration and its pending, done and stuck task counts, plus the
 number of quarantined store records. With --json it prints
 {"project","pid","sessions":[{"id","workflow","state","iteration","pending",
-"done","stuck","next_task","updated_at"}],"quarantined"}. In a project
-without .drover/state it says so without starting a supervisor.`,
+"done","stuck","next_task","cost_usd","updated_at"}],"quarantined"}
+(quarantined only when some records were set aside). In a project
+without .drover/state it says so without starting a supervisor, unless one
+still runs there (.drover/ was removed under it): that one is asked.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := a.paths(g)
 			if err != nil {
 				return err
 			}
+			var c *client.Client
 			if _, err := os.Stat(p.DB); errors.Is(err, os.ErrNotExist) {
-				if asJSON {
-					return json.NewEncoder(a.stdout).Encode(api.StatusResponse{Project: p.Root, Sessions: []api.SessionStatus{}})
+				// A supervisor can outlive a removed .drover/ (it goes on
+				// from memory): ask it, so its pid and sessions show, but
+				// never start one for a project with no state.
+				c = client.New(p.Socket)
+				hctx, cancel := context.WithTimeout(cmd.Context(), 2*time.Second)
+				_, herr := c.Health(hctx)
+				cancel()
+				if herr != nil {
+					if asJSON {
+						return json.NewEncoder(a.stdout).Encode(api.StatusResponse{Project: p.Root, Sessions: []api.SessionStatus{}})
+					}
+					fmt.Fprintf(a.stdout, "No drover state in %s yet (%s is missing): nothing has been queued here. `drover do \"task\"` starts a queue.\n", p.Root, p.StateDir)
+					return nil
 				}
-				fmt.Fprintf(a.stdout, "No drover state in %s yet (%s is missing): nothing has been queued here. `drover do \"task\"` starts a queue.\n", p.Root, p.StateDir)
-				return nil
-			}
-			c, err := a.connect(cmd.Context(), p)
-			if err != nil {
-				return err
+				fmt.Fprintf(a.stderr, "drover: %s is missing (was .drover/ removed?): the running supervisor still has its sessions in memory, but they will not survive its restart\n", p.DB)
+			} else {
+				c, err = a.connect(cmd.Context(), p)
+				if err != nil {
+					return err
+				}
 			}
 			st, err := c.Status(cmd.Context())
 			if err != nil {
@@ -350,18 +364,19 @@ without .drover/state it says so without starting a supervisor.`,
 			fmt.Fprintf(a.stdout, "project %s (supervisor pid %d)\n", st.Project, st.PID)
 			if len(st.Sessions) == 0 {
 				fmt.Fprintln(a.stdout, "no sessions")
-			}
-			tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "SESSION\tWORKFLOW\tSTATE\tITERATION\tPENDING\tDONE\tSTUCK\tCOST\tUPDATED")
-			for _, s := range st.Sessions {
-				upd := "-"
-				if !s.UpdatedAt.IsZero() {
-					upd = s.UpdatedAt.Local().Format(time.DateTime)
+			} else {
+				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "SESSION\tWORKFLOW\tSTATE\tITERATION\tPENDING\tDONE\tSTUCK\tCOST\tUPDATED")
+				for _, s := range st.Sessions {
+					upd := "-"
+					if !s.UpdatedAt.IsZero() {
+						upd = s.UpdatedAt.Local().Format(time.DateTime)
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.2f\t%s\n", s.ID, s.Workflow, s.State, s.Iteration, s.Pending, s.Done, s.Stuck, s.CostUSD, upd)
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.2f\t%s\n", s.ID, s.Workflow, s.State, s.Iteration, s.Pending, s.Done, s.Stuck, s.CostUSD, upd)
-			}
-			if err := tw.Flush(); err != nil {
-				return err
+				if err := tw.Flush(); err != nil {
+					return err
+				}
 			}
 			if st.Quarantined > 0 {
 				fmt.Fprintf(a.stdout, "%d unreadable session record(s) were set aside (quarantined); see %s\n", st.Quarantined, p.LogFile)

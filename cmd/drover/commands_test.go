@@ -20,6 +20,7 @@ import (
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/watchdog"
 	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/router"
 )
 
 func TestAddStartDoStop(t *testing.T) {
@@ -191,6 +192,10 @@ func TestCleanup(t *testing.T) {
 	out = p.must("", "cleanup", "--force")
 	if !strings.Contains(out, "Deleted 4 session") {
 		t.Errorf("cleanup -f printed:\n%s", out)
+	}
+	// With every session gone, status says so, with no table header after.
+	if out := p.must("", "status"); !strings.Contains(out, "no sessions") || strings.Contains(out, "SESSION") {
+		t.Errorf("status with no sessions printed:\n%s", out)
 	}
 	if r := p.drover("", "cleanup", "soon"); r.code == 0 || !strings.Contains(r.stderr, "DAYS") {
 		t.Errorf("cleanup with a bad DAYS: exit %d stderr %q", r.code, r.stderr)
@@ -404,6 +409,15 @@ func TestReadmeNamesEveryCommandAndConfigKey(t *testing.T) {
 		if !strings.Contains(doc, k) {
 			t.Errorf("README.md does not mention the config key %q", k)
 		}
+	}
+}
+
+// The README's loop.routes row spells out the default rules exactly as
+// drover config would read them.
+func TestReadmeStatesTheDefaultRoutes(t *testing.T) {
+	want := "`" + router.FormatRules(router.DefaultRules()) + "`"
+	if !strings.Contains(readme(t), want) {
+		t.Errorf("README.md does not give the default loop.routes as %s", want)
 	}
 }
 

@@ -35,9 +35,11 @@ func (a *app) loopStartCmd(g *globalFlags) *cobra.Command {
 		Use:   `start "PROMPT" [flags]`,
 		Short: "Start a loop in this session",
 		Long: `start begins a loop on PROMPT in this session and prints the instructions
-for the agent. With --args - the whole argument string (prompt and flags, as
-a shell would split them, nothing expanded) is read from stdin: that is how
-the /drover:loop slash command passes what the user typed.`,
+for the agent. A loop already running in the session is replaced, with its
+checks and checkpoint review. With --args - the whole argument string
+(prompt and flags, as a shell would split them, nothing expanded) is read
+from stdin: that is how the /drover:loop slash command passes what the user
+typed.`,
 		RunE: func(cmd *cobra.Command, rest []string) error {
 			if argsFrom == "-" {
 				data, err := io.ReadAll(io.LimitReader(a.stdin, maxPromptBytes+1))

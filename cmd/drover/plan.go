@@ -580,6 +580,10 @@ reviewed; open there means the cycle ended with it still reported.`,
 				return err
 			}
 			if asJSON {
+				if st.Findings == nil {
+					// A list for scripts to range over, never null.
+					st.Findings = []actors.PlanFinding{}
+				}
 				return a.printJSON(st.Findings)
 			}
 			return a.printFindings(st)

@@ -432,6 +432,10 @@ func TestPlanFindingsThroughTheCLI(t *testing.T) {
 	if out := p.must("", "plan", "findings", "--session", id); !strings.Contains(out, "No findings in review cycle 1 of plan found.") {
 		t.Errorf("findings before any review:\n%s", out)
 	}
+	// An empty ledger is an empty JSON list, not null.
+	if out := p.must("", "plan", "findings", "--session", id, "--json"); strings.TrimSpace(out) != "[]" {
+		t.Errorf("findings --json before any review: %q, want []", out)
+	}
 	if h := review(1); !h.IsBlock() || !strings.Contains(h.Reason, "FAIL, 1 blocking, 1 minor") {
 		t.Fatalf("stop after review 1: %+v", h)
 	}

@@ -339,6 +339,15 @@ func TestHookWithDroverDirRemovedUnderARunningSupervisor(t *testing.T) {
 	if !out.IsBlock() || !strings.Contains(out.SystemMessage, "is missing (was .drover/ removed?)") {
 		t.Fatalf("stop after .drover/ was removed: %+v", out)
 	}
+	// status still reaches the supervisor, so the user learns the pid to
+	// stop it by (and the test's cleanup can stop it).
+	if st := p.status(); st.PID == 0 || len(st.Sessions) != 1 || st.Sessions[0].ID != id {
+		t.Errorf("status --json after .drover/ was removed: %+v", st)
+	}
+	r := p.drover("", "status")
+	if r.code != 0 || !strings.Contains(r.stdout, id) || !strings.Contains(r.stderr, "was .drover/ removed?") {
+		t.Errorf("status after .drover/ was removed: exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
 }
 
 func TestCorruptStoreRecordIsQuarantined(t *testing.T) {
