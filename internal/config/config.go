@@ -111,7 +111,7 @@ type Review struct {
 	MaxParallel int           `koanf:"max_parallel" help:"reviewer processes at once across the whole supervisor (a reload resizes the limit; running reviewers are not stopped)"`
 	CLI         string        `koanf:"cli" help:"reviewer CLI: claude, codex, gemini or custom"`
 	Command     string        `koanf:"command" help:"custom reviewer command template, e.g. mycli --model {{model}} {{prompt}}"`
-	BudgetUSD   string        `koanf:"budget_usd" help:"dollar budget per reviewer run (empty: none)"`
+	BudgetUSD   string        `koanf:"budget_usd" number:"text" help:"dollar budget per reviewer run (empty: none)"`
 	CountMinor  bool          `koanf:"count_minor" help:"minor findings also make a plan review unclean (by default only blocking findings do)"`
 }
 
@@ -124,7 +124,7 @@ type Run struct {
 	TestCommand      string        `koanf:"test_command" help:"targeted test command of drover run, run in the task's work tree; {{packages}} stands for the task's tests"`
 	SuiteCommand     string        `koanf:"suite_command" help:"suite command of drover run, run in the main work tree after each wave"`
 	IterationTimeout time.Duration `koanf:"iteration_timeout" help:"time limit of one agent process of drover run; its process group is killed past it"`
-	TaskMaxUSD       string        `koanf:"task_max_usd" help:"dollars the agents of one task of drover run may cost, as they report it, before the task fails (empty or 0: no limit; drover run --task-max-usd)"`
+	TaskMaxUSD       string        `koanf:"task_max_usd" number:"text" help:"dollars the agents of one task of drover run may cost, as they report it, before the task fails (empty or 0: no limit; drover run --task-max-usd)"`
 	Review           bool          `koanf:"review" help:"a reviewer (review.cli, review.models) must pass each task of drover run before it is done (drover run --no-review turns it off for one run)"`
 }
 
@@ -570,6 +570,10 @@ type field struct {
 	help  string
 	// restart marks a key the supervisor reads only at start.
 	restart bool
+	// numberText marks a string key holding a number where empty means
+	// none (the dollar limits, tag number:"text"): a file may write it as
+	// a YAML number, as people write dollars.
+	numberText bool
 }
 
 func (f field) get(c Config) any {
@@ -599,7 +603,7 @@ func fields() []field {
 			case sf.Type.Kind() == reflect.Bool:
 				out = append(out, field{key: key, index: idx, kind: kindBool, help: sf.Tag.Get("help"), restart: restart})
 			case sf.Type.Kind() == reflect.String:
-				out = append(out, field{key: key, index: idx, kind: kindString, help: sf.Tag.Get("help"), restart: restart})
+				out = append(out, field{key: key, index: idx, kind: kindString, help: sf.Tag.Get("help"), restart: restart, numberText: sf.Tag.Get("number") == "text"})
 			case sf.Type.Kind() == reflect.Float64:
 				out = append(out, field{key: key, index: idx, kind: kindFloat, help: sf.Tag.Get("help"), restart: restart})
 			}

@@ -165,7 +165,7 @@ func readFile(path string, fields map[string]field) (map[string]any, error) {
 	for _, key := range keys {
 		v := raw[key]
 		if f, ok := fields[key]; ok {
-			tv, err := fromYAML(f.kind, v)
+			tv, err := fromYAML(f.kind, numberAsText(f, v))
 			if err != nil {
 				errs = append(errs, fmt.Errorf("config key %q in %s: %w", key, path, err))
 				continue
@@ -287,6 +287,25 @@ func loadFlags(k *koanf.Koanf, fs *pflag.FlagSet, fields map[string]field) error
 		return fmt.Errorf("loading config from flags: %w", err)
 	}
 	return errors.Join(errs...)
+}
+
+// numberAsText returns v as its decimal text when f is a string key that
+// holds a number and the file wrote one (budget_usd: 0.5), else v.
+func numberAsText(f field, v any) any {
+	if !f.numberText {
+		return v
+	}
+	switch n := v.(type) {
+	case float64:
+		return strconv.FormatFloat(n, 'f', -1, 64)
+	case int:
+		return strconv.Itoa(n)
+	case int64:
+		return strconv.FormatInt(n, 10)
+	case uint64:
+		return strconv.FormatUint(n, 10)
+	}
+	return v
 }
 
 // fromYAML checks a value parsed from a config file against its key's

@@ -334,3 +334,33 @@ func TestLoadNumbers(t *testing.T) {
 		t.Errorf("flag: %v %v", c.Loop.SuccessPassRate, err)
 	}
 }
+
+// The dollar keys are strings (empty means no limit) but a file writes
+// dollars as a YAML number, so a number is read as its decimal text.
+func TestLoadDollarKeysTakeNumbers(t *testing.T) {
+	tests := []struct {
+		name, content           string
+		wantBudget, wantTaskMax string
+	}{
+		{"float", "review:\n  budget_usd: 0.3\nrun:\n  task_max_usd: 2.5\n", "0.3", "2.5"},
+		{"integer", "review:\n  budget_usd: 2\nrun:\n  task_max_usd: 10\n", "2", "10"},
+		{"quoted", "review:\n  budget_usd: \"0.75\"\n", "0.75", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeFile(t, t.TempDir(), "config.yaml", tt.content)
+			c, err := Load(Sources{ProjectFile: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.Review.BudgetUSD != tt.wantBudget || c.Run.TaskMaxUSD != tt.wantTaskMax {
+				t.Errorf("review.budget_usd = %q, run.task_max_usd = %q; want %q, %q", c.Review.BudgetUSD, c.Run.TaskMaxUSD, tt.wantBudget, tt.wantTaskMax)
+			}
+		})
+	}
+	// Other string keys still refuse numbers.
+	path := writeFile(t, t.TempDir(), "config.yaml", "review:\n  cli: 3\n")
+	if _, err := Load(Sources{ProjectFile: path}); err == nil || !strings.Contains(err.Error(), "want a string") {
+		t.Errorf("review.cli: 3: err = %v, want a string error", err)
+	}
+}
