@@ -277,7 +277,7 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 		if d.out, err = validation(f, t); err != nil {
 			return d, err
 		}
-		v := reviewVars(s, f, r)
+		v := answerVars(s, f, r, o)
 		v["error"] = o.Err
 		if v["error"] == "" {
 			v["error"] = "the reviewer failed"
@@ -308,7 +308,7 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 	next.Ledger.Add(r.Iteration, o.Findings)
 	next.LedgerKind, next.LedgerTask = r.Kind, r.Task
 
-	v := reviewVars(next, f, r)
+	v := answerVars(next, f, r, o)
 	addVerdictVars(v, o)
 	body, err := t.Render(templates.PlanReviewFile, v)
 	if err != nil {
@@ -324,7 +324,7 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 		clean := next.ConsecutiveClean
 		next = advance(next, f, r.Kind)
 		d.state = next
-		av := reviewVars(next, f, r)
+		av := answerVars(next, f, r, o)
 		// The message is about the cycle that passed: after the last
 		// task, advance has already reset the counts for the all-code
 		// review's cycle.
@@ -553,6 +553,16 @@ func reviewVars(s State, f Facts, r InFlight) map[string]string {
 	v["review_file"] = path.Join(f.PlanDir, ReviewFile(r.Kind, task, r.Iteration))
 	v["post_review_file"] = path.Join(f.PlanDir, PostReviewFile(r.Kind, task, r.Iteration))
 	v["log_note"] = ""
+	return v
+}
+
+// answerVars is reviewVars for the answer o to review r: its model is the
+// one (or, for a parallel review, the ones) that answered.
+func answerVars(s State, f Facts, r InFlight, o ReviewOutcome) map[string]string {
+	v := reviewVars(s, f, r)
+	if o.Model != "" {
+		v["model"] = o.Model
+	}
 	return v
 }
 

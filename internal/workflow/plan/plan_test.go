@@ -469,3 +469,33 @@ func TestPastCycleLedgers(t *testing.T) {
 		t.Errorf("%d past ledgers, oldest cycle %d", len(s.PastLedgers), s.PastLedgers[0].Ledger.Cycle)
 	}
 }
+
+// TestParallelAnswerNamesEveryReviewer: a parallel review's answer comes
+// from all the models that ran at once, so the review file and the block
+// message name them all, not the model the alternation would have picked.
+func TestParallelAnswerNamesEveryReviewer(t *testing.T) {
+	in := InFlight{Kind: KindPlan, Iteration: 1, Model: "opus"}
+	s := st(phase(PhaseNewPlan, PhasePlanReview))
+	s.Review = &in
+	o := OutcomeOf(in, reviewer.Result{Model: "opus,sonnet,haiku", Outcome: reviewer.Fail, Verdict: "FAIL", Findings: fail.Findings}, "")
+	if o.Model != "opus,sonnet,haiku" {
+		t.Fatalf("OutcomeOf().Model = %q, want the models that ran", o.Model)
+	}
+	o.Reviewers, o.PassVotes = 3, 1
+	f := facts()
+	f.Review = &o
+	_, out, effects, err := Stop(s, f, tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, ok := find[WriteReview](effects)
+	if !ok {
+		t.Fatal("no review file written")
+	}
+	if !strings.Contains(string(w.Data), "Reviewer: opus,sonnet,haiku") {
+		t.Errorf("review file does not name every reviewer:\n%s", w.Data)
+	}
+	if !strings.Contains(out.Reason, "opus,sonnet,haiku: FAIL") {
+		t.Errorf("block message does not name every reviewer: %s", out.Reason)
+	}
+}

@@ -274,6 +274,10 @@ func OutcomeOf(r InFlight, res reviewer.Result, logPath string) ReviewOutcome {
 		Kind: r.Kind, Iteration: r.Iteration, Model: r.Model,
 		Outcome: res.Outcome, Verdict: res.Verdict, Findings: res.Findings, CostUSD: res.CostUSD,
 	}
+	if res.Model != "" {
+		// A parallel review's answer is every model that ran at once.
+		o.Model = res.Model
+	}
 	if res.Err != nil {
 		o.Err = res.Err.Error()
 		o.LogPath = logPath
