@@ -196,9 +196,6 @@ type planRuntime struct {
 	seq uint64
 	// run is the reviewer running now, nil when none.
 	run *reviewRun
-	// pending is the hook answer of the last applied review, for the
-	// next Stop while the state is still the one it was computed for.
-	pending *pendingAnswer
 	// last is the last finished run, for status.
 	last *PlanReviewRun
 	// idleOff is true while the receive timeout is off for a review.
@@ -216,11 +213,6 @@ type reviewRun struct {
 	logPath   string
 	started   time.Time
 	cancel    context.CancelFunc
-}
-
-type pendingAnswer struct {
-	state plan.State
-	out   hook.Output
 }
 
 // planEffects carries the effects of a Stop decision to the session actor
@@ -323,13 +315,6 @@ func (a *sessionActor) decidePlan(actx actor.Context, ctx context.Context, m *Ha
 	}
 	switch m.Event {
 	case hook.Stop:
-		if p := a.plan.pending; p != nil {
-			a.plan.pending = nil
-			if reflect.DeepEqual(p.state, s) {
-				d.Output = p.out
-				return d, true, nil
-			}
-		}
 		tmpl, err := a.env.Templates()
 		if err != nil {
 			return d, false, fmt.Errorf("loading templates: %w", err)
@@ -537,7 +522,6 @@ func (a *sessionActor) newPlan(ctx context.Context, args PlanArgs) (PlanStatus, 
 		return PlanStatus{}, err
 	}
 	a.cancelReview()
-	a.plan.pending = nil
 	a.writePlanView()
 
 	var b strings.Builder
@@ -796,7 +780,7 @@ func (a *sessionActor) planChange(actx actor.Context, ctx context.Context, what 
 		return PlanStatus{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	rec := a.rec
-	rec.Plan = next
+	rec.Plan = plan.DropAnswer(s, next)
 	if err := a.savePlan(ctx, rec); err != nil {
 		return PlanStatus{}, err
 	}
@@ -829,7 +813,7 @@ func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, arg
 	}
 	if !reflect.DeepEqual(next, s) {
 		rec := a.rec
-		rec.Plan = next
+		rec.Plan = plan.DropAnswer(s, next)
 		if err := a.savePlan(ctx, rec); err != nil {
 			return PlanStatus{}, err
 		}
@@ -887,7 +871,6 @@ func (a *sessionActor) adoptPlan(ctx context.Context, id string) (string, error)
 		return "", err
 	}
 	a.cancelReview()
-	a.plan.pending = nil
 	return id, nil
 }
 
@@ -1186,6 +1169,11 @@ func (a *sessionActor) reviewDone(actx actor.Context, m *reviewDone) {
 			return
 		}
 	}
+	if out != (hook.Output{}) {
+		// Saved, so that the next stop gives it even if this actor is
+		// passivated or the supervisor restarts before then.
+		next.Answer = &out
+	}
 	rec := a.rec
 	rec.Plan = next
 	if err := a.savePlan(ctx, rec); err != nil {
@@ -1194,7 +1182,6 @@ func (a *sessionActor) reviewDone(actx actor.Context, m *reviewDone) {
 	}
 	a.applyPlanEffects(actx, effects)
 	a.writePlanView()
-	a.plan.pending = &pendingAnswer{state: next, out: out}
 	a.log.Info("review applied", zap.String("plan", s.PlanID), zap.String("kind", string(run.kind)), zap.Int("iteration", run.iteration), zap.String("outcome", string(outcome.Outcome)), zap.String("next_phase", string(next.NextPhase)))
 }
 

@@ -1177,3 +1177,34 @@ func TestStateFromViewKeepsAStandaloneCycle(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanAnswerSurvivesTheActor: a review that finished between stops is
+// answered at the next stop even when the session actor went away in
+// between (idle passivation, a supervisor restart): the agent must still
+// get the post-review instructions.
+func TestPlanAnswerSurvivesTheActor(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-answer"
+	f.write("demo", "plan.md", "# Demo\n\nDo the thing.\n")
+	f.mustPlan(sid, "new", PlanArgs{PlanID: "demo"})
+	if err := os.WriteFile(filepath.Join(f.fake, "verdicts"), []byte("FAIL\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if r := f.stop(sid, "stop-1"); !r.Output.IsBlock() {
+		t.Fatalf("stop-1 did not start the review: %+v", r)
+	}
+	f.waitReview(sid)
+	f.system.Root.Send(f.pid, &Forget{SessionID: sid})
+	if !waitUntil(func() bool { return !f.hasChild("session-" + sid) }) {
+		t.Fatal("the session actor did not go away")
+	}
+
+	r := f.stop(sid, "stop-2")
+	if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "plan-review-1.md") || !strings.Contains(r.Output.Reason, "drover plan post-review-done") {
+		t.Fatalf("stop after the actor came back: %+v, want the post-review block", r)
+	}
+	// Given once: a later stop is the seed's ordinary one.
+	if r := f.stop(sid, "stop-3"); r.Output.IsBlock() {
+		t.Errorf("the answer was given twice: %+v", r)
+	}
+}

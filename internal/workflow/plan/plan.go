@@ -20,8 +20,9 @@ const ViewFile = "state.json"
 // Stop decides a Stop hook for a session that runs the plan workflow. It
 // follows seed 001's hook logic, with the reviewer as a child process:
 //
-//   - No plan in the session: allow, nothing to do. A missing plan folder:
-//     allow, with a warning.
+//   - No plan in the session: allow, nothing to do. An Answer saved for
+//     the next stop (a review that finished between stops): given, once.
+//     A missing plan folder: allow, with a warning.
 //   - A review in flight: its answer, when Facts.Review carries it, is
 //     applied (below); without an answer the agent is blocked to wait, and
 //     a review that is neither running nor answered (the supervisor
@@ -56,6 +57,13 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, []Effect, erro
 	}
 	if f.PlanID != s.PlanID {
 		return s, hook.Output{}, nil, fmt.Errorf("stop hook: the facts are for plan %q, the session's plan is %q", f.PlanID, s.PlanID)
+	}
+	if s.Answer != nil && f.Review == nil {
+		// A review finished since the last stop: this stop gives its
+		// answer, once.
+		next := s
+		next.Answer = nil
+		return next, *s.Answer, nil, nil
 	}
 	if !f.DirExists {
 		msg, err := t.Render(templates.PlanFolderMissing, vars(s, f, ""))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
 )
@@ -497,5 +498,32 @@ func TestParallelAnswerNamesEveryReviewer(t *testing.T) {
 	}
 	if !strings.Contains(out.Reason, "opus,sonnet,haiku: FAIL") {
 		t.Errorf("block message does not name every reviewer: %s", out.Reason)
+	}
+}
+
+// TestSavedAnswerIsGivenOnce: an Answer saved with the state is the next
+// stop's answer, given once; a command that changes the plan drops it.
+func TestSavedAnswerIsGivenOnce(t *testing.T) {
+	answer := hook.Block("read plan-review-1.md")
+	s := st(phase(PhasePlanReview, PhasePostPlanReview), iter(1), model(1))
+	s.Answer = &answer
+	next, out, _, err := Stop(s, facts(), tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != answer || next.Answer != nil {
+		t.Fatalf("first stop: %s, answer left %v", formatOutput(out), next.Answer)
+	}
+	if _, out, _, _ := Stop(next, facts(), tm); out.IsBlock() {
+		t.Errorf("the answer was given twice: %s", formatOutput(out))
+	}
+
+	if kept := DropAnswer(s, s); kept.Answer == nil {
+		t.Error("DropAnswer dropped the answer of an unchanged plan")
+	}
+	moved := s
+	moved.Phase, moved.NextPhase = PhasePostPlanReview, PhasePlanReview
+	if dropped := DropAnswer(s, moved); dropped.Answer != nil {
+		t.Error("DropAnswer kept the answer of a plan that moved on")
 	}
 }

@@ -23,6 +23,9 @@
 package plan
 
 import (
+	"reflect"
+
+	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/reviewer"
 )
 
@@ -149,6 +152,22 @@ type State struct {
 	// ReviewHead is the git HEAD when the last answered review of this
 	// cycle started: the actor diffs against it for the next review.
 	ReviewHead string `json:"review_head,omitempty"`
+	// Answer is the hook answer to a review that finished between stops
+	// (the post-review instructions, or why the review did not count):
+	// the next Stop gives it. It is saved with the rest, so an actor
+	// passivated or restarted before that stop still gives it; any other
+	// change to the plan drops it (see DropAnswer).
+	Answer *hook.Output `json:"answer,omitempty"`
+}
+
+// DropAnswer returns next without an Answer unless it is prev unchanged: an
+// answer belongs to the state it was made for, and a command that moved
+// the plan on (post-review-done, stop-reviews, ...) makes it stale.
+func DropAnswer(prev, next State) State {
+	if next.Answer != nil && !reflect.DeepEqual(prev, next) {
+		next.Answer = nil
+	}
+	return next
 }
 
 // MaxPastLedgers bounds State.PastLedgers; the oldest cycles go first. A
