@@ -490,6 +490,17 @@ func (a *sessionActor) newPlan(ctx context.Context, args PlanArgs) (PlanStatus, 
 		return PlanStatus{}, err
 	}
 	dir := a.planDir(id)
+	if s.PlanID != id {
+		// A state.json says the plan was started, maybe by a session
+		// that still drives it: starting it over here would reset it
+		// under that session. Only its own session may start it over.
+		view := filepath.Join(dir, plan.ViewFile)
+		if _, err := os.Stat(view); err == nil {
+			return PlanStatus{}, fmt.Errorf("%w: plan %s already exists (%s); take it up with drover plan continue %s, or remove %s to start it over", ErrBadRequest, id, view, id, dir)
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return PlanStatus{}, fmt.Errorf("checking plan view %q: %w", view, err)
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return PlanStatus{}, fmt.Errorf("creating plan folder %q: %w", dir, err)
 	}

@@ -1208,3 +1208,30 @@ func TestPlanAnswerSurvivesTheActor(t *testing.T) {
 		t.Errorf("the answer was given twice: %+v", r)
 	}
 }
+
+// TestPlanNewRefusesAnotherSessionsPlan: drover plan new on a folder that
+// already holds a started plan (its state.json) would reset that plan
+// under the session driving it; it is refused and points at plan continue.
+// The session that owns the plan may start it over.
+func TestPlanNewRefusesAnotherSessionsPlan(t *testing.T) {
+	f := newPlanFixture(t)
+	f.write("shared", "plan.md", "# Shared\n\n## Overview\n\nThe plan.\n")
+	f.mustPlan("owner", "new", PlanArgs{PlanID: "shared"})
+	f.mustPlan("owner", "stop-reviews", PlanArgs{})
+
+	_, err := f.plan("other", "new", PlanArgs{PlanID: "shared"})
+	if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "drover plan continue shared") {
+		t.Fatalf("plan new over another session's plan: %v, want a bad request naming plan continue", err)
+	}
+	if rec, found, err := f.store.Load(context.Background(), "other"); err != nil || found == store.Found && rec.Plan.Active() {
+		t.Errorf("the refused session has a plan: %+v (%v)", rec.Plan, err)
+	}
+	view, err := os.ReadFile(filepath.Join(f.planDir("shared"), plan.ViewFile))
+	if err != nil || !strings.Contains(string(view), `"next_phase": null`) {
+		t.Errorf("state.json of the owner's plan changed: %s (%v)", view, err)
+	}
+
+	if st := f.mustPlan("owner", "new", PlanArgs{PlanID: "shared"}); st.Phase != "new-plan" {
+		t.Errorf("the owner could not start its plan over: %+v", st)
+	}
+}
