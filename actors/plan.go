@@ -670,6 +670,10 @@ func (a *sessionActor) advanceMessage(n plan.State) string {
 		if n.MaxReviews == 0 {
 			return fmt.Sprintf("[drover] Plan %s: %s recorded. Reviews are off (max_reviews 0): the %s review is skipped when you stop.", n.PlanID, n.Phase, kind)
 		}
+		if n.Iteration >= n.MaxReviews {
+			// The stop will be the hard stop, not another review.
+			return fmt.Sprintf("[drover] Plan %s: %s recorded. The %s review cycle has reached its limit of %d review(s), so no review starts: stop now, and drover leaves the next step to the user.", n.PlanID, n.Phase, kind, n.MaxReviews)
+		}
 		return fmt.Sprintf("[drover] Plan %s: %s recorded. Stop now: drover starts the %s review (iteration %d of at most %d) and tells you what it found.", n.PlanID, n.Phase, kind, n.Iteration+1, n.MaxReviews)
 	}
 	if n.Phase == plan.PhaseComplete {

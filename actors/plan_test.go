@@ -472,7 +472,11 @@ func TestPlanMaxReviewsIsAHardStop(t *testing.T) {
 	if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "FAIL") {
 		t.Fatalf("stop after a failing review: %+v", r)
 	}
-	f.mustPlan(sid, "advance", PlanArgs{Phase: "post-plan-review"})
+	// The post-review of the last allowed review does not promise
+	// another one.
+	if st := f.mustPlan(sid, "advance", PlanArgs{Phase: "post-plan-review"}); strings.Contains(st.Message, "iteration 2 of at most 1") || !strings.Contains(st.Message, "limit of 1 review(s)") {
+		t.Errorf("post-review at the limit said: %s", st.Message)
+	}
 
 	// The limit is reached: no second review, the stop is allowed, and
 	// the plan waits for the user instead of advancing.
