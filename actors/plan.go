@@ -1400,7 +1400,7 @@ func (a *sessionActor) planDir(id string) string { return filepath.Join(a.plansD
 func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, git bool) (plan.Facts, error) {
 	dir := a.planDir(id)
 	cfg := a.env.Config()
-	f := plan.Facts{PlanID: id, PlanDir: dir, Models: cfg.ReviewModels(), CleanStreak: cfg.Review.CleanStreak, StrictReviews: cfg.Review.CountMinor}
+	f := plan.Facts{PlanID: id, PlanDir: dir, Models: cfg.ReviewModels(), CleanStreak: cfg.Review.CleanStreak, StrictReviews: cfg.Review.CountMinor, Parallel: cfg.Review.Strategy == "parallel"}
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -557,6 +557,9 @@ func reviewVars(s State, f Facts, r InFlight) map[string]string {
 	v["review_title"] = strings.ToUpper(title[:1]) + title[1:]
 	v["iteration"] = strconv.Itoa(r.Iteration)
 	v["model"] = r.Model
+	if f.Parallel && len(f.Models) > 1 {
+		v["model"] = strings.Join(f.Models, ",")
+	}
 	v["review_phase"] = string(r.Kind.ReviewPhase())
 	v["review_file"] = path.Join(f.PlanDir, ReviewFile(r.Kind, task, r.Iteration))
 	v["post_review_file"] = path.Join(f.PlanDir, PostReviewFile(r.Kind, task, r.Iteration))

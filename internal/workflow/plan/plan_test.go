@@ -527,3 +527,17 @@ func TestSavedAnswerIsGivenOnce(t *testing.T) {
 		t.Error("DropAnswer kept the answer of a plan that moved on")
 	}
 }
+
+// TestParallelWaitNamesEveryReviewer: while a parallel review runs, the
+// agent is told that all the models review, not only the first.
+func TestParallelWaitNamesEveryReviewer(t *testing.T) {
+	f := facts(models("opus", "sonnet", "haiku"), func(f *Facts) { f.Parallel = true })
+	r := stop(t, st(phase(PhaseNewPlan, PhasePlanReview)), f, nil)
+	if r.started == nil || !strings.Contains(r.out.Reason, "(opus,sonnet,haiku)") {
+		t.Errorf("parallel review wait: %s", formatOutput(r.out))
+	}
+	f.Parallel = false
+	if r := stop(t, st(phase(PhaseNewPlan, PhasePlanReview)), f, nil); !strings.Contains(r.out.Reason, "(opus)") {
+		t.Errorf("alternating review wait: %s", formatOutput(r.out))
+	}
+}
