@@ -268,7 +268,7 @@ func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) *HookResult
 			return &HookResult{Err: a.loadErr}
 		}
 	}
-	if out, ok := a.rec.Lookup(m.RequestID); ok {
+	if out, ok := a.rec.Lookup(m.RequestID, m.Event); ok {
 		return &HookResult{Output: out, Replayed: true}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)

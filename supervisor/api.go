@@ -129,14 +129,15 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
+	resp := api.HookResponse{Output: out.Output, Text: out.Text, Replayed: out.Replayed}
 	s.log.Info("hook decision",
 		zap.String("session", id),
 		zap.String("event", string(e)),
-		zap.String("decision", out.Output.Kind()),
+		zap.String("decision", resp.Kind()),
 		zap.Bool("replayed", out.Replayed),
 		zap.String("request", req.RequestID),
 		zap.Duration("latency", time.Since(start)))
-	writeJSON(w, http.StatusOK, api.HookResponse{Output: out.Output, Text: out.Text, Replayed: out.Replayed})
+	writeJSON(w, http.StatusOK, resp)
 }
 
 func (s *Server) serveAdd(w http.ResponseWriter, r *http.Request) {

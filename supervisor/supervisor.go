@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"sync/atomic"
@@ -53,6 +54,14 @@ type Options struct {
 	// to end them and what they started if the supervisor dies without
 	// doing so (internal/watchdog).
 	ChildTag string
+	// LockWait, when positive, is how long Run waits for the project's lock
+	// while its holder does not answer on the socket: a supervisor started
+	// on demand by a hook that arrived while the previous one was still
+	// stopping (its listener closed, requests in flight being answered)
+	// must take over once the lock is free, not leave the hook with no
+	// supervisor at all. A holder that answers is a running supervisor,
+	// and Run returns ErrAlreadyRunning at once, as it does with no wait.
+	LockWait time.Duration
 }
 
 // Server is a running supervisor.
@@ -85,7 +94,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if err := project.EnsureRuntimeDir(p.RuntimeDir); err != nil {
 		return err
 	}
-	unlock, err := sockets.Lock(p.Lock)
+	unlock, err := lock(ctx, p, opts.LockWait)
 	if err != nil {
 		if errors.Is(err, sockets.ErrLocked) {
 			return fmt.Errorf("%w (%s)", ErrAlreadyRunning, p.Root)
@@ -191,6 +200,38 @@ func Run(ctx context.Context, opts Options) (err error) {
 	<-serveErr
 	s.log.Info("supervisor stopped")
 	return nil
+}
+
+// lockPoll is how often lock tries again for a supervisor that is stopping.
+const lockPoll = 20 * time.Millisecond
+
+// lock takes the project's lock, waiting up to wait while the holder does
+// not answer on the socket (see Options.LockWait).
+func lock(ctx context.Context, p project.Paths, wait time.Duration) (func() error, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		unlock, err := sockets.Lock(p.Lock)
+		if err == nil || !errors.Is(err, sockets.ErrLocked) || !time.Now().Before(deadline) || answers(p.Socket) {
+			return unlock, err
+		}
+		t := time.NewTimer(lockPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, err
+		case <-t.C:
+		}
+	}
+}
+
+// answers reports whether something accepts connections on socket.
+func answers(socket string) bool {
+	c, err := net.DialTimeout("unix", socket, time.Second)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 func (s *Server) reload(c config.Config, err error) {

@@ -80,6 +80,15 @@ With --detach it starts in the background and returns once it answers.`,
 				lg.Zap().Warn("no watchdog: a supervisor that dies may leave reviewer, agent and test processes behind", zap.Error(err))
 			}
 			defer closeWatchdog()
+			// Started on demand (by a hook or command, always with
+			// --no-console), a supervisor may find its predecessor still
+			// stopping: it waits that out rather than leave the hook
+			// without a supervisor. In the foreground, "already running"
+			// is said at once.
+			var lockWait time.Duration
+			if noConsole {
+				lockWait = cfg.Supervisor.ShutdownTimeout
+			}
 			err = supervisor.Run(cmd.Context(), supervisor.Options{
 				Paths:    p,
 				Config:   cfg,
@@ -87,6 +96,7 @@ With --detach it starts in the background and returns once it answers.`,
 				Log:      lg,
 				Version:  version,
 				ChildTag: tag,
+				LockWait: lockWait,
 			})
 			if errors.Is(err, supervisor.ErrAlreadyRunning) {
 				// Several hooks may race to start one; the losers are not

@@ -63,6 +63,17 @@ type HookResponse struct {
 	Replayed bool `json:"replayed,omitempty"`
 }
 
+// Kind names the decision for the supervisor's log: "block", "context" or
+// "allow" as Output.Kind says, except that PreCompact's plain Text, which
+// Claude Code takes as compaction instructions, is "context" too, so the log
+// shows whether the agent was told anything.
+func (r HookResponse) Kind() string {
+	if k := r.Output.Kind(); k != "allow" || r.Text == "" {
+		return k
+	}
+	return "context"
+}
+
 // AddRequest adds a task to a session's queue.
 type AddRequest struct {
 	Prompt string `json:"prompt"`

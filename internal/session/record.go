@@ -81,13 +81,16 @@ func (r Record) Active() bool {
 	return false
 }
 
-// Lookup returns the decision recorded for requestID, if any.
-func (r Record) Lookup(requestID string) (hook.Output, bool) {
+// Lookup returns the decision recorded for requestID on event e, if any.
+// A retry is the same event; an id reused for another event is a new
+// request, and must not get, say, a Stop's block as the answer to a
+// UserPromptSubmit (where a block erases the user's prompt).
+func (r Record) Lookup(requestID string, e hook.Event) (hook.Output, bool) {
 	if requestID == "" {
 		return hook.Output{}, false
 	}
 	for i := len(r.Recorded) - 1; i >= 0; i-- {
-		if r.Recorded[i].RequestID == requestID {
+		if r.Recorded[i].RequestID == requestID && r.Recorded[i].Event == e {
 			return r.Recorded[i].Output, true
 		}
 	}

@@ -52,7 +52,11 @@ func Stop(s Session, f Facts, t templates.Set) (Session, hook.Output, error) {
 		case f.GitCommitCheck && f.Dirty:
 			name = templates.Uncommitted
 		case len(f.Pending) > 0:
-			name = templates.Loop
+			reason, err := loopPrompt(t, vars)
+			if err != nil {
+				return s, hook.Output{}, fmt.Errorf("stop hook: %w", err)
+			}
+			return next, hook.Block(reason), nil
 		default:
 			next.State = Review
 			vars["state"] = string(Review)
@@ -68,7 +72,7 @@ func Stop(s Session, f Facts, t templates.Set) (Session, hook.Output, error) {
 		}
 		next.State = On
 		vars["state"] = string(On)
-		if vars["loop_prompt"], err = t.Render(templates.Loop, vars); err != nil {
+		if vars["loop_prompt"], err = loopPrompt(t, vars); err != nil {
 			return s, hook.Output{}, fmt.Errorf("stop hook: %w", err)
 		}
 		name = templates.ReviewFound
@@ -78,6 +82,23 @@ func Stop(s Session, f Facts, t templates.Set) (Session, hook.Output, error) {
 		return s, hook.Output{}, fmt.Errorf("stop hook: %w", err)
 	}
 	return next, hook.Block(reason), nil
+}
+
+// loopPrompt renders the loop prompt for vars. Seed 000's Stop hook always
+// follows the loop prompt with "Next task: <path>"; the built-in template
+// ends with that line, but a project's override need not name the task at
+// all, and an agent told to "work on the next task" without its path cannot.
+// So when the rendered prompt does not contain the next task's path, the
+// seed's line is added.
+func loopPrompt(t templates.Set, vars map[string]string) (string, error) {
+	text, err := t.Render(templates.Loop, vars)
+	if err != nil {
+		return "", err
+	}
+	if next := vars["next_task"]; next != "" && !strings.Contains(text, next) {
+		text = strings.TrimRight(text, "\n") + "\n\nNext task: " + next
+	}
+	return text, nil
 }
 
 // UserPromptSubmit decides a UserPromptSubmit hook: for an active queue it
@@ -129,7 +150,7 @@ func CompactContext(s Session, f Facts, t templates.Set) (string, error) {
 	)
 	switch {
 	case s.State == On && len(f.Pending) > 0:
-		instr, err = t.Render(templates.Loop, vars)
+		instr, err = loopPrompt(t, vars)
 	case s.State == Review:
 		instr, err = t.Render(templates.Review, vars)
 	}
@@ -164,7 +185,7 @@ func StartText(s Session, f Facts, t templates.Set) (string, error) {
 	}
 	vars := Vars(s, f)
 	var err error
-	if vars["loop_prompt"], err = t.Render(templates.Loop, vars); err != nil {
+	if vars["loop_prompt"], err = loopPrompt(t, vars); err != nil {
 		return "", fmt.Errorf("start: %w", err)
 	}
 	text, err := t.Render(templates.Start, vars)

@@ -267,6 +267,54 @@ func TestStopUsesOverrides(t *testing.T) {
 	}
 }
 
+// TestOverrideWithoutTheTaskStillNamesIt: seed 000 follows the loop prompt
+// with "Next task: <path>" whatever the template says, so an override that
+// never names the task must not leave the agent guessing which file to work
+// on.
+func TestOverrideWithoutTheTaskStillNamesIt(t *testing.T) {
+	d := t.TempDir()
+	if err := os.WriteFile(filepath.Join(d, "loop.md"), []byte("Work on the next task, commit, then stop.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tm, err := templates.Load(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := func(in Session) string {
+		_, out, err := Stop(in, facts(pending(t1, t2)), tm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Reason
+	}
+	tests := []struct {
+		name string
+		text func() (string, error)
+	}{
+		{"stop while on", func() (string, error) { return stop(Session{State: On, Iteration: 1}), nil }},
+		{"stop back from review", func() (string, error) { return stop(Session{State: Review, Iteration: 1}), nil }},
+		{"start", func() (string, error) { return StartText(Session{State: On}, facts(pending(t1, t2)), tm) }},
+		{"compact", func() (string, error) {
+			return CompactContext(Session{State: On, Iteration: 1}, facts(pending(t1, t2)), tm)
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text, err := tt.text()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := "Work on the next task, commit, then stop.\n\nNext task: " + t1
+			if !strings.Contains(text, want) {
+				t.Errorf("text does not contain %q:\n%s", want, text)
+			}
+			if strings.Contains(text, t2) {
+				t.Errorf("text names the task after the next one:\n%s", text)
+			}
+		})
+	}
+}
+
 func TestStopTemplateErrorChangesNothing(t *testing.T) {
 	in := Session{State: On, Iteration: 3}
 	for _, f := range []Facts{facts(pending(t1)), facts(done(d1)), facts(pending(t1), dirty()), facts(pending(t1), maxIter(1))} {
