@@ -201,7 +201,7 @@ func TestPlanReviews(t *testing.T) {
 				// The review file drover wrote from the answer.
 				body := readFile(t, filepath.Join(dir, fmt.Sprintf("plan-review-%d.md", n)))
 				for _, w := range []string{
-					fmt.Sprintf("# Plan review %d\n", n),
+					fmt.Sprintf("# Plan review, iteration %d\n", n),
 					"Reviewer: " + want.alias + " (independent, no prior context)",
 					"Verdict: " + want.verdict,
 					fmt.Sprintf("Findings: %d blocking", want.blocking),

@@ -186,7 +186,7 @@ func seedCases() []seedCase {
 				if w.Path != planDir+"/task-2-review-3.md" {
 					t.Errorf("review file %q, want task-2-review-3.md", w.Path)
 				}
-				for _, want := range []string{"# Code review of task 2 3", "Verdict: FAIL", "1 blocking, 1 minor", "`config.go:42`: the error from Open is ignored"} {
+				for _, want := range []string{"# Code review of task 2, iteration 3", "Verdict: FAIL", "1 blocking, 1 minor", "`config.go:42`: the error from Open is ignored"} {
 					if !strings.Contains(string(w.Data), want) {
 						t.Errorf("review file lacks %q:\n%s", want, w.Data)
 					}
