@@ -136,6 +136,11 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 		if args.MaxIterations == 0 {
 			args.MaxIterations = a.env.Config().Loop.MaxIterations
 		}
+		// Without a check command no completion could ever be accepted: the
+		// loop would refuse every promise until a budget ran out.
+		if args.RequireChecks && strings.TrimSpace(a.env.Config().Loop.CheckCommand) == "" {
+			return &WorkflowResult{Err: fmt.Errorf("%w: --require-checks needs the project's check command, and loop.check_command is not set (set it in .drover/config.yaml)", ErrBadRequest)}
+		}
 		st, err := loop.Start(loop.StartOptions{
 			Prompt: args.Prompt, MaxIterations: args.MaxIterations, CompletionPromise: args.CompletionPromise,
 			MaxMinutes: args.MaxMinutes, MaxUSD: args.MaxUSD, CheckpointEvery: args.CheckpointEvery, RequireChecks: args.RequireChecks,

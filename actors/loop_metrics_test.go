@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,7 +144,7 @@ func TestLoopEndsOnConvergence(t *testing.T) {
 	}{
 		{"end_on_converged ends it", bothPass, func(*config.Config) {}, false, false, "converged_success", "converged: test pass rate 1.00"},
 		{"end_on_converged off goes on", bothPass, func(c *config.Config) { c.Loop.EndOnConverged = false }, false, true, "converged_success", ""},
-		{"required checks go on", bothPass, func(*config.Config) {}, true, true, "converged_success", ""},
+		{"required checks go on", bothPass, func(c *config.Config) { c.Loop.CheckCommand = "true" }, true, true, "converged_success", ""},
 		{"half the tests passing is not success by default", halfPass, func(*config.Config) {}, false, true, "exploring", ""},
 		{"loop.success_pass_rate 0.5 makes it success", halfPass, func(c *config.Config) { c.Loop.SuccessPassRate = 0.5 }, false, false, "converged_success", "meets the success threshold 0.50"},
 	} {
@@ -291,5 +293,43 @@ func TestRunShellCarriesTheTag(t *testing.T) {
 	res := runMetricCommand(context.Background(), t.TempDir(), `printf '%s' "$DROVER_SUPERVISOR_RUN"`, tag, time.Minute)
 	if res.Failed || res.Output != "abc" {
 		t.Errorf("metric command with tag %q: %+v", tag, res)
+	}
+}
+
+// TestLoopRequireChecksNeedsACheckCommand: --require-checks without
+// loop.check_command could never accept a promise, so the start is refused
+// and the error names the key; with the key set it starts.
+func TestLoopRequireChecksNeedsACheckCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		command string
+		require bool
+		wantErr bool
+	}{
+		{"required without a command is refused", "", true, true},
+		{"a blank command is no command", "  ", true, true},
+		{"required with a command starts", "go test ./...", true, false},
+		{"not required needs no command", "", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(c *config.Config) { c.Loop.CheckCommand = tc.command })
+			raw, _ := json.Marshal(LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, RequireChecks: tc.require})
+			r := f.ask("s1", &WorkflowCommand{Workflow: "loop", Verb: "start", Args: raw}).(*WorkflowResult)
+			if (r.Err != nil) != tc.wantErr {
+				t.Fatalf("start: err %v, want error %v", r.Err, tc.wantErr)
+			}
+			if tc.wantErr {
+				if !errors.Is(r.Err, ErrBadRequest) || !strings.Contains(r.Err.Error(), "loop.check_command") {
+					t.Errorf("error %q: want a bad request naming loop.check_command", r.Err)
+				}
+				if rec, _, _ := f.store.Load(context.Background(), "s1"); rec.Loop.Active {
+					t.Errorf("a refused start left an active loop: %+v", rec.Loop)
+				}
+				return
+			}
+			if st := f.loop("s1", "status", nil); !st.Active {
+				t.Errorf("status after start: %+v", st)
+			}
+		})
 	}
 }
