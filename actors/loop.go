@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -215,9 +216,37 @@ func (a *sessionActor) readTracker() (tracker.Tracker, error) {
 		if qerr != nil {
 			return tracker.Tracker{}, fmt.Errorf("%w (and setting it aside failed: %v)", err, qerr)
 		}
+		if a.rewriteWithNotes(moved) {
+			return tracker.Tracker{}, fmt.Errorf("%w; it was set aside as %s and rewritten with the body's notes kept", err, filepath.Base(moved))
+		}
 		return tracker.Tracker{}, fmt.Errorf("%w; it was set aside as %s and rewritten", err, filepath.Base(moved))
 	}
 	return tracker.Tracker{}, err
+}
+
+// rewriteWithNotes writes a fresh tracker from the loop's state with the
+// body of the quarantined file at moved, when its front matter was
+// delimited: the agent's notes survive a typo in drover's fields. It
+// reports whether it did.
+func (a *sessionActor) rewriteWithNotes(moved string) bool {
+	f, err := os.Open(moved)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, tracker.MaxBytes+1))
+	if err != nil {
+		return false
+	}
+	body, ok := tracker.Body(data)
+	if !ok || strings.TrimSpace(body) == "" {
+		return false
+	}
+	if err := tracker.Write(a.trackerPath(), loop.TrackerView(a.rec.Loop, body)); err != nil {
+		a.log.Warn("rewriting the quarantined loop tracker", zap.Error(err))
+		return false
+	}
+	return true
 }
 
 // writeTracker mirrors s into the tracker's front matter, keeping the body

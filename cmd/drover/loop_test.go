@@ -140,8 +140,8 @@ func TestLoopTrackerQuarantinedAndCompactContext(t *testing.T) {
 	if len(moved) != 1 {
 		t.Errorf("the broken tracker was not set aside: %v", moved)
 	}
-	if _, err := os.Stat(st.Tracker); err != nil {
-		t.Errorf("no tracker after quarantine: %v", err)
+	if data, err := os.ReadFile(st.Tracker); err != nil || !strings.HasSuffix(string(data), "\n---\nnotes\n") {
+		t.Errorf("after quarantine the tracker does not keep the agent's notes: %v\n%s", err, data)
 	}
 	h = p.hook(hook.SessionStart, map[string]any{"session_id": id, "source": "compact"})
 	if h.HookSpecificOutput == nil || !strings.Contains(h.HookSpecificOutput.AdditionalContext, "tracked prompt") {
