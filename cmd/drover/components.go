@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -142,6 +143,9 @@ require_lint_clean, plateau_window, thrash_repeats).`,
 			if err := readJSONFile(metricsPath, &history); err != nil {
 				return err
 			}
+			if err := checkHistory(history); err != nil {
+				return fmt.Errorf("reading metrics %q: %w", metricsPath, err)
+			}
 			// Seed 004's runner passes a --state path that does not exist
 			// when a case has no loop state: no iteration and no budgets.
 			var st componentState
@@ -166,6 +170,21 @@ require_lint_clean, plateau_window, thrash_repeats).`,
 		_ = cmd.MarkFlagRequired(n)
 	}
 	return cmd
+}
+
+// checkHistory refuses a metrics history no measurement could give: a
+// pass rate is a fraction from 0 to 1 (or absent), and a history with 95
+// for 95% would otherwise read as a converged success.
+func checkHistory(history []convergence.Metrics) error {
+	for i, m := range history {
+		if m.TestPassRate != -1 && (math.IsNaN(m.TestPassRate) || m.TestPassRate < 0 || m.TestPassRate > 1) {
+			return fmt.Errorf("entry %d (iteration %d): test_pass_rate %v is not a fraction from 0 to 1", i+1, m.Iteration, m.TestPassRate)
+		}
+		if m.TestsPassed < 0 || m.TestsFailed < 0 {
+			return fmt.Errorf("entry %d (iteration %d): negative test counts (%d passed, %d failed)", i+1, m.Iteration, m.TestsPassed, m.TestsFailed)
+		}
+	}
+	return nil
 }
 
 // componentConfig is the configuration the component commands use: the

@@ -220,3 +220,43 @@ func TestSeedComponentCases(t *testing.T) {
 		}
 	}
 }
+
+// TestConvergeRefusesImpossibleMetrics: a pass rate outside 0..1 (95 for
+// 95%) or a negative count is an input error naming the entry, not a
+// status; an absent pass rate is unknown and fine.
+func TestConvergeRefusesImpossibleMetrics(t *testing.T) {
+	p := newProj(t)
+	for _, tc := range []struct {
+		name    string
+		metrics string
+		wantErr string
+	}{
+		{"a percentage", `[{"iteration":1,"test_pass_rate":0.5},{"iteration":2,"test_pass_rate":95}]`, "entry 2 (iteration 2): test_pass_rate 95"},
+		{"negative", `[{"iteration":1,"test_pass_rate":-0.5}]`, "test_pass_rate -0.5"},
+		{"negative count", `[{"iteration":1,"tests_passed":-3,"tests_failed":1}]`, "negative test counts"},
+		{"fractions", `[{"iteration":1,"test_pass_rate":0},{"iteration":2,"test_pass_rate":1}]`, ""},
+		{"absent pass rate", `[{"iteration":1,"error_hash":"abc"}]`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			metrics := filepath.Join(dir, "metrics.json")
+			if err := os.WriteFile(metrics, []byte(tc.metrics), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "out.json")
+			r := p.drover("", "converge", "--metrics", metrics, "--state", filepath.Join(dir, "none.json"), "--output", out)
+			if tc.wantErr == "" {
+				if r.code != 0 {
+					t.Fatalf("exit %d: %s", r.code, r.stderr)
+				}
+				return
+			}
+			if r.code == 0 || !strings.Contains(r.stderr, tc.wantErr) {
+				t.Errorf("exit %d, stderr %q; want an error with %q", r.code, r.stderr, tc.wantErr)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("an output was written for a refused history")
+			}
+		})
+	}
+}
