@@ -42,10 +42,16 @@ type LoopStartArgs struct {
 // LoopStatus is the answer to every loop command: where the loop stands,
 // and, for start and cancel, the text for the agent.
 type LoopStatus struct {
-	SessionID         string    `json:"session_id"`
-	Active            bool      `json:"active"`
-	Iteration         int       `json:"iteration"`
-	MaxIterations     int       `json:"max_iterations"`
+	SessionID     string `json:"session_id"`
+	Active        bool   `json:"active"`
+	Iteration     int    `json:"iteration"`
+	MaxIterations int    `json:"max_iterations"`
+	// MaxMinutes, MaxUSD and CheckpointEvery are the other budgets and
+	// the checkpoint period the loop was started with; 0 (omitted) is none.
+	MaxMinutes        int       `json:"max_minutes,omitempty"`
+	MaxUSD            float64   `json:"max_usd,omitempty"`
+	CheckpointEvery   int       `json:"checkpoint_every,omitempty"`
+	RequireChecks     bool      `json:"require_checks,omitempty"`
 	CompletionPromise string    `json:"completion_promise,omitempty"`
 	Prompt            string    `json:"prompt,omitempty"`
 	StartedAt         time.Time `json:"started_at,omitempty"`
@@ -86,6 +92,7 @@ func (a *sessionActor) loopStatus(msg string) LoopStatus {
 	s := a.rec.Loop
 	return LoopStatus{
 		SessionID: a.id, Active: s.Active, Iteration: s.Iteration, MaxIterations: s.MaxIterations,
+		MaxMinutes: s.MaxMinutes, MaxUSD: s.MaxUSD, CheckpointEvery: s.CheckpointEvery, RequireChecks: s.RequireChecks,
 		CompletionPromise: s.CompletionPromise, Prompt: s.Prompt, StartedAt: s.StartedAt,
 		Status: s.LastStatus, StatusReason: s.LastStatusReason, Role: s.LastRole, Outcome: string(s.Outcome),
 		EndReason: loop.EndReason(s), StuckIterations: s.StuckIterations,

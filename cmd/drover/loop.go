@@ -135,6 +135,29 @@ func (a *app) loopCall(ctx context.Context, g *globalFlags, verb string, args an
 		}
 	}
 	fmt.Fprintln(a.stdout)
+	if st.MaxMinutes > 0 || st.MaxUSD > 0 || st.CostUSD > 0 {
+		budget := []string{}
+		if st.MaxMinutes > 0 {
+			budget = append(budget, fmt.Sprintf("%d min", st.MaxMinutes))
+		}
+		if st.MaxUSD > 0 {
+			budget = append(budget, fmt.Sprintf("$%.2f", st.MaxUSD))
+		}
+		if len(budget) == 0 {
+			budget = append(budget, "no time or dollar limit")
+		}
+		spent := "unknown"
+		if st.CostUSD > 0 {
+			spent = fmt.Sprintf("about $%.2f", st.CostUSD)
+		}
+		fmt.Fprintf(a.stdout, "budget: %s; spent %s\n", strings.Join(budget, ", "), spent)
+	}
+	if st.CheckpointEvery > 0 {
+		fmt.Fprintf(a.stdout, "checkpoint review: every %d iteration(s)\n", st.CheckpointEvery)
+	}
+	if st.RequireChecks {
+		fmt.Fprintln(a.stdout, "checks: required with the promise (loop.check_command)")
+	}
 	if st.Status != "" {
 		fmt.Fprintf(a.stdout, "status: %s (%s)\n", st.Status, st.StatusReason)
 	}

@@ -343,3 +343,32 @@ func TestLoopCheckKill9LeavesNothingRunning(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopStatusShowsTheBudgets: the time and dollar budgets, the
+// checkpoint period and the checks a loop was started with are in
+// drover loop status, as JSON and as text.
+func TestLoopStatusShowsTheBudgets(t *testing.T) {
+	p := newProj(t)
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte("loop:\n  check_command: \"true\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.must("", "loop", "start", "--session", "b", "--max-iterations", "7", "--max-minutes", "90", "--max-usd", "12.5",
+		"--checkpoint-every", "3", "--require-checks", "make it work")
+	st := p.loopStatus("b")
+	if st.MaxIterations != 7 || st.MaxMinutes != 90 || st.MaxUSD != 12.5 || st.CheckpointEvery != 3 || !st.RequireChecks {
+		t.Errorf("status --json: %+v", st)
+	}
+	out := p.must("", "loop", "status", "--session", "b")
+	for _, want := range []string{"iteration 1 of 7", "budget: 90 min, $12.50; spent unknown", "checkpoint review: every 3 iteration(s)", "checks: required"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	p.must("", "loop", "start", "--session", "plain", "make it work")
+	if out := p.must("", "loop", "status", "--session", "plain"); strings.Contains(out, "budget:") || strings.Contains(out, "checkpoint") || strings.Contains(out, "checks:") {
+		t.Errorf("a loop without those budgets shows them:\n%s", out)
+	}
+}
