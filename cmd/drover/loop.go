@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -55,6 +56,11 @@ typed.`,
 					return err
 				}
 				rest = append(rest, cmd.Flags().Args()...)
+			}
+			// JSON has no NaN or infinity: say which flag is wrong rather
+			// than fail to encode the request.
+			if math.IsNaN(args.MaxUSD) || math.IsInf(args.MaxUSD, 0) {
+				return fmt.Errorf("--max-usd %v is not an amount of dollars: want 0 (no limit) or more", args.MaxUSD)
 			}
 			args.Prompt = strings.TrimSpace(strings.Join(rest, " "))
 			if args.Prompt == "" {

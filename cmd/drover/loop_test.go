@@ -104,6 +104,11 @@ func TestLoopBudgetAndCancel(t *testing.T) {
 	if r := p.drover("", "loop", "start", "--session", "x", "--max-iterations", "-1", "p"); r.code == 0 || !strings.Contains(r.stderr, "max-iterations") {
 		t.Errorf("start with a bad budget: exit %d %q", r.code, r.stderr)
 	}
+	for _, usd := range []string{"NaN", "Inf", "-Inf"} {
+		if r := p.drover("", "loop", "start", "--session", "x", "--max-usd", usd, "p"); r.code == 0 || !strings.Contains(r.stderr, "--max-usd") || strings.Contains(r.stderr, "encoding") {
+			t.Errorf("start with --max-usd %s: exit %d %q", usd, r.code, r.stderr)
+		}
+	}
 }
 
 func TestTwoLoopsStayApartAndQueueRefused(t *testing.T) {
