@@ -173,6 +173,7 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 		if err := tracker.Write(a.trackerPath(), loop.TrackerView(st, body)); err != nil {
 			return &WorkflowResult{Err: err}
 		}
+		a.setAsideReflections()
 		text, err := loop.StartText(st, f, tmpl)
 		if err != nil {
 			return &WorkflowResult{Err: err}
@@ -552,13 +553,35 @@ func appendCapped[T any](s []T, v T, n int) []T {
 
 // writeReflection writes reflections/iteration-N.json in the session's
 // folder.
+// reflectionsDir is where the session's loop writes its reflections.
+func (a *sessionActor) reflectionsDir() string { return filepath.Join(a.sessionDir(), "reflections") }
+
+// setAsideReflections renames the reflections of the session's earlier
+// loop to reflections.<time>, so that a new loop's iteration-N.json files
+// are not mixed with the old loop's higher-numbered ones. Best effort: a
+// rename that fails is logged, and the new loop goes on.
+func (a *sessionActor) setAsideReflections() {
+	dir := a.reflectionsDir()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return
+	}
+	to := dir + "." + a.env.now().UTC().Format(tracker.QuarantineLayout)
+	if _, err := os.Lstat(to); err == nil {
+		to += "-" + strconv.FormatInt(a.env.now().UnixNano(), 10)
+	}
+	if err := os.Rename(dir, to); err != nil {
+		a.log.Warn("setting aside the earlier loop's reflections", zap.Error(err))
+	}
+}
+
 func (a *sessionActor) writeReflection(r convergence.Reflection) {
 	data, err := r.JSON()
 	if err != nil {
 		a.log.Warn("encoding reflection", zap.Error(err))
 		return
 	}
-	dir := filepath.Join(a.sessionDir(), "reflections")
+	dir := a.reflectionsDir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		a.log.Warn("creating reflections folder", zap.Error(err))
 		return

@@ -333,3 +333,55 @@ func TestLoopRequireChecksNeedsACheckCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestLoopStartSetsAsideTheEarlierLoopsReflections: a new loop in a
+// session starts with an empty reflections folder; the earlier loop's
+// iteration-N.json files move to reflections.<time>, so the two loops'
+// reflections are never mixed under one name.
+func TestLoopStartSetsAsideTheEarlierLoopsReflections(t *testing.T) {
+	f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(c *config.Config) { c.Loop.MinToolCalls = 1 })
+	dir := filepath.Join(f.root, ".drover", "sessions", "s1", "reflections")
+	msg := "The parser tests ran."
+	path := testTranscript(t, halfPass, msg)
+	stop := func(id string) {
+		t.Helper()
+		r := f.ask("s1", &HandleHook{RequestID: id, Event: hook.Stop, Input: hook.Input{SessionID: "s1", TranscriptPath: path, LastAssistantMessage: &msg}}).(*HookResult)
+		if r.Err != nil || !r.Output.IsBlock() {
+			t.Fatalf("stop %s: %+v", id, r)
+		}
+	}
+	f.loop("s1", "start", LoopStartArgs{Prompt: "first loop", MaxIterations: 10})
+	stop("a")
+	stop("b")
+	if names := dirNames(t, dir); len(names) != 2 {
+		t.Fatalf("the first loop's reflections: %v", names)
+	}
+	f.loop("s1", "start", LoopStartArgs{Prompt: "second loop", MaxIterations: 10})
+	stop("c")
+	if names := dirNames(t, dir); len(names) != 1 || names[0] != "iteration-1.json" {
+		t.Errorf("the second loop's reflections folder holds %v, want only its own iteration-1.json", names)
+	}
+	old, _ := filepath.Glob(dir + ".*")
+	if len(old) != 1 {
+		t.Fatalf("the first loop's reflections were not set aside: %v", old)
+	}
+	if names := dirNames(t, old[0]); len(names) != 2 {
+		t.Errorf("set-aside reflections: %v", names)
+	}
+	if st := f.loop("s1", "status", nil); st.Reflections != 1 {
+		t.Errorf("status counts %d reflections, want 1", st.Reflections)
+	}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
+}
