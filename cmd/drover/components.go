@@ -72,6 +72,11 @@ is written. The thresholds are the project's loop.* configuration.`,
 			if err := readJSONFile(statePath, &st); err != nil {
 				return err
 			}
+			// The iteration names the file: 0 (absent) or a negative one
+			// would write iteration-0.json or iteration--3.json.
+			if st.Iteration < 1 {
+				return fmt.Errorf("reading state %q: iteration is %d, want 1 or more (it names the reflection file)", statePath, st.Iteration)
+			}
 			f, err := os.Open(transcriptPath)
 			if err != nil {
 				return fmt.Errorf("opening transcript: %w", err)

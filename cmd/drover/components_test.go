@@ -260,3 +260,46 @@ func TestConvergeRefusesImpossibleMetrics(t *testing.T) {
 		})
 	}
 }
+
+// TestReflectNeedsAnIteration: the state's iteration names the reflection
+// file, so a state without one, or with a negative one, is an error and
+// writes nothing.
+func TestReflectNeedsAnIteration(t *testing.T) {
+	p := newProj(t)
+	transcript := filepath.Join(t.TempDir(), "transcript.jsonl")
+	var lines strings.Builder
+	for i := 0; i < 12; i++ {
+		fmt.Fprintf(&lines, `{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"go test ./..."}}]}}`+"\n", i)
+	}
+	if err := os.WriteFile(transcript, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, state, wantFile string
+	}{
+		{"no iteration", `{"max_iterations":5}`, ""},
+		{"negative", `{"iteration":-3}`, ""},
+		{"zero", `{"iteration":0}`, ""},
+		{"first", `{"iteration":1}`, "iteration-1.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			state := filepath.Join(dir, "state.json")
+			if err := os.WriteFile(state, []byte(tc.state), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "reflections")
+			r := p.drover("", "reflect", "--transcript", transcript, "--state", state, "--reflections-dir", out)
+			entries, _ := os.ReadDir(out)
+			if tc.wantFile == "" {
+				if r.code == 0 || !strings.Contains(r.stderr, "iteration") || len(entries) != 0 {
+					t.Errorf("exit %d, stderr %q, %d file(s) written; want an error and none", r.code, r.stderr, len(entries))
+				}
+				return
+			}
+			if r.code != 0 || len(entries) != 1 || entries[0].Name() != tc.wantFile {
+				t.Errorf("exit %d, stderr %q, files %v; want %s", r.code, r.stderr, entries, tc.wantFile)
+			}
+		})
+	}
+}
