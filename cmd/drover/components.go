@@ -135,10 +135,11 @@ func (a *app) convergeCmd(g *globalFlags) *cobra.Command {
 		Use:   "converge --metrics FILE --state FILE --output FILE",
 		Short: `Classify a metrics history; writes {"status": ..., "reason": ...}`,
 		Long: `converge reads a JSON array of per-iteration metrics (iteration,
-test_pass_rate, tests_passed, tests_failed, build_ok, lint_issues,
-error_hash, ...) and the loop state (iteration and budgets) and writes the
-convergence status (converged_success, stuck_plateau, thrashing, exploring,
-budget_exhausted or progressing) with the reason in words. A state file that
+test_pass_rate, tests_passed, tests_failed, build_success, lint_issues,
+error_hash, ...) and the loop state (iteration, max_iterations, max_minutes,
+max_usd, elapsed_seconds, cost_usd) and writes the convergence status
+(converged_success, stuck_plateau, thrashing, exploring, budget_exhausted
+or progressing) with the reason in words. A state file that
 does not exist is an empty state: no iteration, no budgets. The thresholds
 are the project's loop.* configuration (success_pass_rate, min_improvement,
 require_lint_clean, plateau_window, thrash_repeats).`,
