@@ -129,6 +129,12 @@ func (a *app) loopCall(ctx context.Context, g *globalFlags, verb string, args an
 		fmt.Fprintln(a.stdout, strings.TrimRight(st.Message, "\n"))
 		return nil
 	}
+	if !st.Active && st.StartedAt.IsZero() {
+		// No loop ever ran here: iteration 0 of 0 and a tracker path that
+		// does not exist would only mislead.
+		fmt.Fprintf(a.stdout, "session %s has no loop; start one with drover loop start \"PROMPT\"\n", st.SessionID)
+		return nil
+	}
 	state := "inactive"
 	if st.Active {
 		state = "active"

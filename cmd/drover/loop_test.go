@@ -377,3 +377,19 @@ func TestLoopStatusShowsTheBudgets(t *testing.T) {
 		t.Errorf("a loop without those budgets shows them:\n%s", out)
 	}
 }
+
+// TestLoopStatusWithoutALoop: in a session where no loop ever ran, the
+// status says so instead of "iteration 0 of 0" and a tracker that does not
+// exist.
+func TestLoopStatusWithoutALoop(t *testing.T) {
+	p := newProj(t)
+	out := p.must("", "loop", "status", "--session", "never")
+	if !strings.Contains(out, "session never has no loop") || strings.Contains(out, "tracker:") {
+		t.Errorf("status of a session without a loop:\n%s", out)
+	}
+	p.must("", "loop", "start", "--session", "never", "make it work")
+	p.must("", "loop", "cancel", "--session", "never")
+	if out := p.must("", "loop", "status", "--session", "never"); !strings.Contains(out, "ended: cancelled") {
+		t.Errorf("status of a cancelled loop:\n%s", out)
+	}
+}
