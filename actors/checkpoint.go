@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
@@ -149,6 +150,20 @@ func (a *sessionActor) checkpointFinished(actx actor.Context, m *checkpointDone)
 // consensusText says, in a few lines, what the reviewers agreed on.
 func consensusText(iteration int, c reviewer.Combined, results []reviewer.Result) string {
 	var b strings.Builder
+	if c.PassVotes+c.FailVotes == 0 {
+		// Not one reviewer ran to a verdict (no CLI, no network, ...): a
+		// FAIL here would send the agent hunting for problems nobody
+		// found.
+		reason := "no reviewer ran"
+		for _, r := range results {
+			if r.Err != nil {
+				reason = fmt.Sprintf("first error (%s): %s", r.Model, clipLine(r.Err.Error(), 200))
+				break
+			}
+		}
+		fmt.Fprintf(&b, "After iteration %d: no review: all %d reviewer run(s) failed, so nobody judged the work (%s). Go on with the task; tell the user that the checkpoint reviewers do not run.", iteration, c.FailedRuns, reason)
+		return b.String()
+	}
 	verdict := "FAIL"
 	if c.Result.Outcome == reviewer.Pass {
 		verdict = "PASS"
@@ -185,4 +200,17 @@ func orUnknown(s string) string {
 		return "unknown"
 	}
 	return s
+}
+
+// clipLine is the first line of s, at most n bytes of it (cut on a rune
+// boundary).
+func clipLine(s string, n int) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/reviewer"
 )
 
 func (f *planFixture) loop(id, verb string, args any) LoopStatus {
@@ -125,4 +127,38 @@ func TestLoopRestartCancelsTheOldCheckpoint(t *testing.T) {
 		t.Errorf("the new loop's block reason:\n%s", next.Output.Reason)
 	}
 	f.loop("s1", "cancel", nil)
+}
+
+// TestConsensusTextWithoutAVerdict: a checkpoint where every reviewer run
+// failed is no review, not a FAIL: the agent is told nobody judged the
+// work and why, and is not sent after findings nobody made.
+func TestConsensusTextWithoutAVerdict(t *testing.T) {
+	failed := reviewer.Result{Model: "opus", Outcome: reviewer.Failed, Err: fmt.Errorf("%w: exit status 127\nsh: claude: not found", reviewer.ErrExit)}
+	blocking := reviewer.Result{Model: "sonnet", Outcome: reviewer.Fail, Findings: []reviewer.Finding{{Severity: "blocking", File: "parser.go", Line: 3, Summary: "unicode letters are rejected"}}}
+	for _, tc := range []struct {
+		name    string
+		c       reviewer.Combined
+		results []reviewer.Result
+		want    []string
+		notWant []string
+	}{
+		{"every run failed", reviewer.Combined{Result: reviewer.Result{Outcome: reviewer.Fail}, FailedRuns: 2}, []reviewer.Result{failed, failed},
+			[]string{"After iteration 4: no review", "all 2 reviewer run(s) failed", "opus", "exited with a non-zero status"}, []string{"FAIL", "not found"}},
+		{"one verdict among failures", reviewer.Combined{Result: reviewer.Result{Outcome: reviewer.Fail}, FailVotes: 1, FailedRuns: 1}, []reviewer.Result{failed, blocking},
+			[]string{"After iteration 4: FAIL (0 pass, 1 fail, 1 reviewer run(s) failed)", "parser.go:3 (sonnet): unicode letters are rejected"}, []string{"no review"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := consensusText(4, tc.c, tc.results)
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("consensus lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("consensus has %q:\n%s", w, got)
+				}
+			}
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -41,10 +42,16 @@ type LoopStartArgs struct {
 // LoopStatus is the answer to every loop command: where the loop stands,
 // and, for start and cancel, the text for the agent.
 type LoopStatus struct {
-	SessionID         string    `json:"session_id"`
-	Active            bool      `json:"active"`
-	Iteration         int       `json:"iteration"`
-	MaxIterations     int       `json:"max_iterations"`
+	SessionID     string `json:"session_id"`
+	Active        bool   `json:"active"`
+	Iteration     int    `json:"iteration"`
+	MaxIterations int    `json:"max_iterations"`
+	// MaxMinutes, MaxUSD and CheckpointEvery are the other budgets and
+	// the checkpoint period the loop was started with; 0 (omitted) is none.
+	MaxMinutes        int       `json:"max_minutes,omitempty"`
+	MaxUSD            float64   `json:"max_usd,omitempty"`
+	CheckpointEvery   int       `json:"checkpoint_every,omitempty"`
+	RequireChecks     bool      `json:"require_checks,omitempty"`
 	CompletionPromise string    `json:"completion_promise,omitempty"`
 	Prompt            string    `json:"prompt,omitempty"`
 	StartedAt         time.Time `json:"started_at,omitempty"`
@@ -85,6 +92,7 @@ func (a *sessionActor) loopStatus(msg string) LoopStatus {
 	s := a.rec.Loop
 	return LoopStatus{
 		SessionID: a.id, Active: s.Active, Iteration: s.Iteration, MaxIterations: s.MaxIterations,
+		MaxMinutes: s.MaxMinutes, MaxUSD: s.MaxUSD, CheckpointEvery: s.CheckpointEvery, RequireChecks: s.RequireChecks,
 		CompletionPromise: s.CompletionPromise, Prompt: s.Prompt, StartedAt: s.StartedAt,
 		Status: s.LastStatus, StatusReason: s.LastStatusReason, Role: s.LastRole, Outcome: string(s.Outcome),
 		EndReason: loop.EndReason(s), StuckIterations: s.StuckIterations,
@@ -136,6 +144,11 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 		if args.MaxIterations == 0 {
 			args.MaxIterations = a.env.Config().Loop.MaxIterations
 		}
+		// Without a check command no completion could ever be accepted: the
+		// loop would refuse every promise until a budget ran out.
+		if args.RequireChecks && strings.TrimSpace(a.env.Config().Loop.CheckCommand) == "" {
+			return &WorkflowResult{Err: fmt.Errorf("%w: --require-checks needs the project's check command, and loop.check_command is not set (set it in .drover/config.yaml)", ErrBadRequest)}
+		}
 		st, err := loop.Start(loop.StartOptions{
 			Prompt: args.Prompt, MaxIterations: args.MaxIterations, CompletionPromise: args.CompletionPromise,
 			MaxMinutes: args.MaxMinutes, MaxUSD: args.MaxUSD, CheckpointEvery: args.CheckpointEvery, RequireChecks: args.RequireChecks,
@@ -160,6 +173,7 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 		if err := tracker.Write(a.trackerPath(), loop.TrackerView(st, body)); err != nil {
 			return &WorkflowResult{Err: err}
 		}
+		a.setAsideReflections()
 		text, err := loop.StartText(st, f, tmpl)
 		if err != nil {
 			return &WorkflowResult{Err: err}
@@ -210,9 +224,37 @@ func (a *sessionActor) readTracker() (tracker.Tracker, error) {
 		if qerr != nil {
 			return tracker.Tracker{}, fmt.Errorf("%w (and setting it aside failed: %v)", err, qerr)
 		}
+		if a.rewriteWithNotes(moved) {
+			return tracker.Tracker{}, fmt.Errorf("%w; it was set aside as %s and rewritten with the body's notes kept", err, filepath.Base(moved))
+		}
 		return tracker.Tracker{}, fmt.Errorf("%w; it was set aside as %s and rewritten", err, filepath.Base(moved))
 	}
 	return tracker.Tracker{}, err
+}
+
+// rewriteWithNotes writes a fresh tracker from the loop's state with the
+// body of the quarantined file at moved, when its front matter was
+// delimited: the agent's notes survive a typo in drover's fields. It
+// reports whether it did.
+func (a *sessionActor) rewriteWithNotes(moved string) bool {
+	f, err := os.Open(moved)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, tracker.MaxBytes+1))
+	if err != nil {
+		return false
+	}
+	body, ok := tracker.Body(data)
+	if !ok || strings.TrimSpace(body) == "" {
+		return false
+	}
+	if err := tracker.Write(a.trackerPath(), loop.TrackerView(a.rec.Loop, body)); err != nil {
+		a.log.Warn("rewriting the quarantined loop tracker", zap.Error(err))
+		return false
+	}
+	return true
 }
 
 // writeTracker mirrors s into the tracker's front matter, keeping the body
@@ -511,13 +553,35 @@ func appendCapped[T any](s []T, v T, n int) []T {
 
 // writeReflection writes reflections/iteration-N.json in the session's
 // folder.
+// reflectionsDir is where the session's loop writes its reflections.
+func (a *sessionActor) reflectionsDir() string { return filepath.Join(a.sessionDir(), "reflections") }
+
+// setAsideReflections renames the reflections of the session's earlier
+// loop to reflections.<time>, so that a new loop's iteration-N.json files
+// are not mixed with the old loop's higher-numbered ones. Best effort: a
+// rename that fails is logged, and the new loop goes on.
+func (a *sessionActor) setAsideReflections() {
+	dir := a.reflectionsDir()
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) == 0 {
+		return
+	}
+	to := dir + "." + a.env.now().UTC().Format(tracker.QuarantineLayout)
+	if _, err := os.Lstat(to); err == nil {
+		to += "-" + strconv.FormatInt(a.env.now().UnixNano(), 10)
+	}
+	if err := os.Rename(dir, to); err != nil {
+		a.log.Warn("setting aside the earlier loop's reflections", zap.Error(err))
+	}
+}
+
 func (a *sessionActor) writeReflection(r convergence.Reflection) {
 	data, err := r.JSON()
 	if err != nil {
 		a.log.Warn("encoding reflection", zap.Error(err))
 		return
 	}
-	dir := filepath.Join(a.sessionDir(), "reflections")
+	dir := a.reflectionsDir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		a.log.Warn("creating reflections folder", zap.Error(err))
 		return

@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -142,7 +144,7 @@ func TestLoopEndsOnConvergence(t *testing.T) {
 	}{
 		{"end_on_converged ends it", bothPass, func(*config.Config) {}, false, false, "converged_success", "converged: test pass rate 1.00"},
 		{"end_on_converged off goes on", bothPass, func(c *config.Config) { c.Loop.EndOnConverged = false }, false, true, "converged_success", ""},
-		{"required checks go on", bothPass, func(*config.Config) {}, true, true, "converged_success", ""},
+		{"required checks go on", bothPass, func(c *config.Config) { c.Loop.CheckCommand = "true" }, true, true, "converged_success", ""},
 		{"half the tests passing is not success by default", halfPass, func(*config.Config) {}, false, true, "exploring", ""},
 		{"loop.success_pass_rate 0.5 makes it success", halfPass, func(c *config.Config) { c.Loop.SuccessPassRate = 0.5 }, false, false, "converged_success", "meets the success threshold 0.50"},
 	} {
@@ -292,4 +294,94 @@ func TestRunShellCarriesTheTag(t *testing.T) {
 	if res.Failed || res.Output != "abc" {
 		t.Errorf("metric command with tag %q: %+v", tag, res)
 	}
+}
+
+// TestLoopRequireChecksNeedsACheckCommand: --require-checks without
+// loop.check_command could never accept a promise, so the start is refused
+// and the error names the key; with the key set it starts.
+func TestLoopRequireChecksNeedsACheckCommand(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		command string
+		require bool
+		wantErr bool
+	}{
+		{"required without a command is refused", "", true, true},
+		{"a blank command is no command", "  ", true, true},
+		{"required with a command starts", "go test ./...", true, false},
+		{"not required needs no command", "", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(c *config.Config) { c.Loop.CheckCommand = tc.command })
+			raw, _ := json.Marshal(LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, RequireChecks: tc.require})
+			r := f.ask("s1", &WorkflowCommand{Workflow: "loop", Verb: "start", Args: raw}).(*WorkflowResult)
+			if (r.Err != nil) != tc.wantErr {
+				t.Fatalf("start: err %v, want error %v", r.Err, tc.wantErr)
+			}
+			if tc.wantErr {
+				if !errors.Is(r.Err, ErrBadRequest) || !strings.Contains(r.Err.Error(), "loop.check_command") {
+					t.Errorf("error %q: want a bad request naming loop.check_command", r.Err)
+				}
+				if rec, _, _ := f.store.Load(context.Background(), "s1"); rec.Loop.Active {
+					t.Errorf("a refused start left an active loop: %+v", rec.Loop)
+				}
+				return
+			}
+			if st := f.loop("s1", "status", nil); !st.Active {
+				t.Errorf("status after start: %+v", st)
+			}
+		})
+	}
+}
+
+// TestLoopStartSetsAsideTheEarlierLoopsReflections: a new loop in a
+// session starts with an empty reflections folder; the earlier loop's
+// iteration-N.json files move to reflections.<time>, so the two loops'
+// reflections are never mixed under one name.
+func TestLoopStartSetsAsideTheEarlierLoopsReflections(t *testing.T) {
+	f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(c *config.Config) { c.Loop.MinToolCalls = 1 })
+	dir := filepath.Join(f.root, ".drover", "sessions", "s1", "reflections")
+	msg := "The parser tests ran."
+	path := testTranscript(t, halfPass, msg)
+	stop := func(id string) {
+		t.Helper()
+		r := f.ask("s1", &HandleHook{RequestID: id, Event: hook.Stop, Input: hook.Input{SessionID: "s1", TranscriptPath: path, LastAssistantMessage: &msg}}).(*HookResult)
+		if r.Err != nil || !r.Output.IsBlock() {
+			t.Fatalf("stop %s: %+v", id, r)
+		}
+	}
+	f.loop("s1", "start", LoopStartArgs{Prompt: "first loop", MaxIterations: 10})
+	stop("a")
+	stop("b")
+	if names := dirNames(t, dir); len(names) != 2 {
+		t.Fatalf("the first loop's reflections: %v", names)
+	}
+	f.loop("s1", "start", LoopStartArgs{Prompt: "second loop", MaxIterations: 10})
+	stop("c")
+	if names := dirNames(t, dir); len(names) != 1 || names[0] != "iteration-1.json" {
+		t.Errorf("the second loop's reflections folder holds %v, want only its own iteration-1.json", names)
+	}
+	old, _ := filepath.Glob(dir + ".*")
+	if len(old) != 1 {
+		t.Fatalf("the first loop's reflections were not set aside: %v", old)
+	}
+	if names := dirNames(t, old[0]); len(names) != 2 {
+		t.Errorf("set-aside reflections: %v", names)
+	}
+	if st := f.loop("s1", "status", nil); st.Reflections != 1 {
+		t.Errorf("status counts %d reflections, want 1", st.Reflections)
+	}
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	return names
 }

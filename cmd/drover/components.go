@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -71,6 +72,11 @@ is written. The thresholds are the project's loop.* configuration.`,
 			if err := readJSONFile(statePath, &st); err != nil {
 				return err
 			}
+			// The iteration names the file: 0 (absent) or a negative one
+			// would write iteration-0.json or iteration--3.json.
+			if st.Iteration < 1 {
+				return fmt.Errorf("reading state %q: iteration is %d, want 1 or more (it names the reflection file)", statePath, st.Iteration)
+			}
 			f, err := os.Open(transcriptPath)
 			if err != nil {
 				return fmt.Errorf("opening transcript: %w", err)
@@ -129,10 +135,11 @@ func (a *app) convergeCmd(g *globalFlags) *cobra.Command {
 		Use:   "converge --metrics FILE --state FILE --output FILE",
 		Short: `Classify a metrics history; writes {"status": ..., "reason": ...}`,
 		Long: `converge reads a JSON array of per-iteration metrics (iteration,
-test_pass_rate, tests_passed, tests_failed, build_ok, lint_issues,
-error_hash, ...) and the loop state (iteration and budgets) and writes the
-convergence status (converged_success, stuck_plateau, thrashing, exploring,
-budget_exhausted or progressing) with the reason in words. A state file that
+test_pass_rate, tests_passed, tests_failed, build_success, lint_issues,
+error_hash, ...) and the loop state (iteration, max_iterations, max_minutes,
+max_usd, elapsed_seconds, cost_usd) and writes the convergence status
+(converged_success, stuck_plateau, thrashing, exploring, budget_exhausted
+or progressing) with the reason in words. A state file that
 does not exist is an empty state: no iteration, no budgets. The thresholds
 are the project's loop.* configuration (success_pass_rate, min_improvement,
 require_lint_clean, plateau_window, thrash_repeats).`,
@@ -141,6 +148,9 @@ require_lint_clean, plateau_window, thrash_repeats).`,
 			var history []convergence.Metrics
 			if err := readJSONFile(metricsPath, &history); err != nil {
 				return err
+			}
+			if err := checkHistory(history); err != nil {
+				return fmt.Errorf("reading metrics %q: %w", metricsPath, err)
 			}
 			// Seed 004's runner passes a --state path that does not exist
 			// when a case has no loop state: no iteration and no budgets.
@@ -166,6 +176,21 @@ require_lint_clean, plateau_window, thrash_repeats).`,
 		_ = cmd.MarkFlagRequired(n)
 	}
 	return cmd
+}
+
+// checkHistory refuses a metrics history no measurement could give: a
+// pass rate is a fraction from 0 to 1 (or absent), and a history with 95
+// for 95% would otherwise read as a converged success.
+func checkHistory(history []convergence.Metrics) error {
+	for i, m := range history {
+		if m.TestPassRate != -1 && (math.IsNaN(m.TestPassRate) || m.TestPassRate < 0 || m.TestPassRate > 1) {
+			return fmt.Errorf("entry %d (iteration %d): test_pass_rate %v is not a fraction from 0 to 1", i+1, m.Iteration, m.TestPassRate)
+		}
+		if m.TestsPassed < 0 || m.TestsFailed < 0 {
+			return fmt.Errorf("entry %d (iteration %d): negative test counts (%d passed, %d failed)", i+1, m.Iteration, m.TestsPassed, m.TestsFailed)
+		}
+	}
+	return nil
 }
 
 // componentConfig is the configuration the component commands use: the

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/drover-dev/drover/convergence"
 )
 
 // seedComponentCase is one unit case of seed 004's test-cases.json for the
@@ -217,6 +220,127 @@ func TestSeedComponentCases(t *testing.T) {
 	for target, want := range map[string]int{"reflection-generator": 6, "convergence-detector": 5, "agent-router": 3} {
 		if ran[target] != want {
 			t.Errorf("%d %s cases ran, want the seed's %d", ran[target], target, want)
+		}
+	}
+}
+
+// TestConvergeRefusesImpossibleMetrics: a pass rate outside 0..1 (95 for
+// 95%) or a negative count is an input error naming the entry, not a
+// status; an absent pass rate is unknown and fine.
+func TestConvergeRefusesImpossibleMetrics(t *testing.T) {
+	p := newProj(t)
+	for _, tc := range []struct {
+		name    string
+		metrics string
+		wantErr string
+	}{
+		{"a percentage", `[{"iteration":1,"test_pass_rate":0.5},{"iteration":2,"test_pass_rate":95}]`, "entry 2 (iteration 2): test_pass_rate 95"},
+		{"negative", `[{"iteration":1,"test_pass_rate":-0.5}]`, "test_pass_rate -0.5"},
+		{"negative count", `[{"iteration":1,"tests_passed":-3,"tests_failed":1}]`, "negative test counts"},
+		{"fractions", `[{"iteration":1,"test_pass_rate":0},{"iteration":2,"test_pass_rate":1}]`, ""},
+		{"absent pass rate", `[{"iteration":1,"error_hash":"abc"}]`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			metrics := filepath.Join(dir, "metrics.json")
+			if err := os.WriteFile(metrics, []byte(tc.metrics), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "out.json")
+			r := p.drover("", "converge", "--metrics", metrics, "--state", filepath.Join(dir, "none.json"), "--output", out)
+			if tc.wantErr == "" {
+				if r.code != 0 {
+					t.Fatalf("exit %d: %s", r.code, r.stderr)
+				}
+				return
+			}
+			if r.code == 0 || !strings.Contains(r.stderr, tc.wantErr) {
+				t.Errorf("exit %d, stderr %q; want an error with %q", r.code, r.stderr, tc.wantErr)
+			}
+			if _, err := os.Stat(out); err == nil {
+				t.Error("an output was written for a refused history")
+			}
+		})
+	}
+}
+
+// TestReflectNeedsAnIteration: the state's iteration names the reflection
+// file, so a state without one, or with a negative one, is an error and
+// writes nothing.
+func TestReflectNeedsAnIteration(t *testing.T) {
+	p := newProj(t)
+	transcript := filepath.Join(t.TempDir(), "transcript.jsonl")
+	var lines strings.Builder
+	for i := 0; i < 12; i++ {
+		fmt.Fprintf(&lines, `{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t%d","name":"Bash","input":{"command":"go test ./..."}}]}}`+"\n", i)
+	}
+	if err := os.WriteFile(transcript, []byte(lines.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, state, wantFile string
+	}{
+		{"no iteration", `{"max_iterations":5}`, ""},
+		{"negative", `{"iteration":-3}`, ""},
+		{"zero", `{"iteration":0}`, ""},
+		{"first", `{"iteration":1}`, "iteration-1.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			state := filepath.Join(dir, "state.json")
+			if err := os.WriteFile(state, []byte(tc.state), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(dir, "reflections")
+			r := p.drover("", "reflect", "--transcript", transcript, "--state", state, "--reflections-dir", out)
+			entries, _ := os.ReadDir(out)
+			if tc.wantFile == "" {
+				if r.code == 0 || !strings.Contains(r.stderr, "iteration") || len(entries) != 0 {
+					t.Errorf("exit %d, stderr %q, %d file(s) written; want an error and none", r.code, r.stderr, len(entries))
+				}
+				return
+			}
+			if r.code != 0 || len(entries) != 1 || entries[0].Name() != tc.wantFile {
+				t.Errorf("exit %d, stderr %q, files %v; want %s", r.code, r.stderr, entries, tc.wantFile)
+			}
+		})
+	}
+}
+
+// TestConvergeHelpNamesRealFields: the metrics and state fields that
+// drover converge --help lists are the JSON keys it reads; a name it does
+// not read would be ignored without a word in a user's script.
+func TestConvergeHelpNamesRealFields(t *testing.T) {
+	long := (&app{}).convergeCmd(&globalFlags{}).Long
+	keys := func(v any) map[string]bool {
+		m := map[string]bool{}
+		typ := reflect.TypeOf(v)
+		for i := 0; i < typ.NumField(); i++ {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			m[name] = true
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		after string
+		known map[string]bool
+	}{
+		{"metrics (", keys(convergence.Metrics{})},
+		{"loop state (", keys(componentState{})},
+	} {
+		_, rest, ok := strings.Cut(long, tc.after)
+		if !ok {
+			t.Fatalf("the help has no %q list:\n%s", tc.after, long)
+		}
+		list, _, _ := strings.Cut(rest, ")")
+		for _, f := range strings.Split(list, ",") {
+			f = strings.TrimSpace(f)
+			if f == "..." {
+				continue
+			}
+			if !tc.known[f] {
+				t.Errorf("the help names %q after %q, which converge does not read", f, tc.after)
+			}
 		}
 	}
 }

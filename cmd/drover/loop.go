@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -55,6 +56,11 @@ typed.`,
 					return err
 				}
 				rest = append(rest, cmd.Flags().Args()...)
+			}
+			// JSON has no NaN or infinity: say which flag is wrong rather
+			// than fail to encode the request.
+			if math.IsNaN(args.MaxUSD) || math.IsInf(args.MaxUSD, 0) {
+				return fmt.Errorf("--max-usd %v is not an amount of dollars: want 0 (no limit) or more", args.MaxUSD)
 			}
 			args.Prompt = strings.TrimSpace(strings.Join(rest, " "))
 			if args.Prompt == "" {
@@ -123,6 +129,12 @@ func (a *app) loopCall(ctx context.Context, g *globalFlags, verb string, args an
 		fmt.Fprintln(a.stdout, strings.TrimRight(st.Message, "\n"))
 		return nil
 	}
+	if !st.Active && st.StartedAt.IsZero() {
+		// No loop ever ran here: iteration 0 of 0 and a tracker path that
+		// does not exist would only mislead.
+		fmt.Fprintf(a.stdout, "session %s has no loop; start one with drover loop start \"PROMPT\"\n", st.SessionID)
+		return nil
+	}
 	state := "inactive"
 	if st.Active {
 		state = "active"
@@ -135,6 +147,29 @@ func (a *app) loopCall(ctx context.Context, g *globalFlags, verb string, args an
 		}
 	}
 	fmt.Fprintln(a.stdout)
+	if st.MaxMinutes > 0 || st.MaxUSD > 0 || st.CostUSD > 0 {
+		budget := []string{}
+		if st.MaxMinutes > 0 {
+			budget = append(budget, fmt.Sprintf("%d min", st.MaxMinutes))
+		}
+		if st.MaxUSD > 0 {
+			budget = append(budget, fmt.Sprintf("$%.2f", st.MaxUSD))
+		}
+		if len(budget) == 0 {
+			budget = append(budget, "no time or dollar limit")
+		}
+		spent := "unknown"
+		if st.CostUSD > 0 {
+			spent = fmt.Sprintf("about $%.2f", st.CostUSD)
+		}
+		fmt.Fprintf(a.stdout, "budget: %s; spent %s\n", strings.Join(budget, ", "), spent)
+	}
+	if st.CheckpointEvery > 0 {
+		fmt.Fprintf(a.stdout, "checkpoint review: every %d iteration(s)\n", st.CheckpointEvery)
+	}
+	if st.RequireChecks {
+		fmt.Fprintln(a.stdout, "checks: required with the promise (loop.check_command)")
+	}
 	if st.Status != "" {
 		fmt.Fprintf(a.stdout, "status: %s (%s)\n", st.Status, st.StatusReason)
 	}

@@ -104,6 +104,11 @@ func TestLoopBudgetAndCancel(t *testing.T) {
 	if r := p.drover("", "loop", "start", "--session", "x", "--max-iterations", "-1", "p"); r.code == 0 || !strings.Contains(r.stderr, "max-iterations") {
 		t.Errorf("start with a bad budget: exit %d %q", r.code, r.stderr)
 	}
+	for _, usd := range []string{"NaN", "Inf", "-Inf"} {
+		if r := p.drover("", "loop", "start", "--session", "x", "--max-usd", usd, "p"); r.code == 0 || !strings.Contains(r.stderr, "--max-usd") || strings.Contains(r.stderr, "encoding") {
+			t.Errorf("start with --max-usd %s: exit %d %q", usd, r.code, r.stderr)
+		}
+	}
 }
 
 func TestTwoLoopsStayApartAndQueueRefused(t *testing.T) {
@@ -140,8 +145,8 @@ func TestLoopTrackerQuarantinedAndCompactContext(t *testing.T) {
 	if len(moved) != 1 {
 		t.Errorf("the broken tracker was not set aside: %v", moved)
 	}
-	if _, err := os.Stat(st.Tracker); err != nil {
-		t.Errorf("no tracker after quarantine: %v", err)
+	if data, err := os.ReadFile(st.Tracker); err != nil || !strings.HasSuffix(string(data), "\n---\nnotes\n") {
+		t.Errorf("after quarantine the tracker does not keep the agent's notes: %v\n%s", err, data)
 	}
 	h = p.hook(hook.SessionStart, map[string]any{"session_id": id, "source": "compact"})
 	if h.HookSpecificOutput == nil || !strings.Contains(h.HookSpecificOutput.AdditionalContext, "tracked prompt") {
@@ -341,5 +346,50 @@ func TestLoopCheckKill9LeavesNothingRunning(t *testing.T) {
 		if !gone(pid, 30*time.Second) {
 			t.Errorf("%s (pid %d) outlived the supervisor", name, pid)
 		}
+	}
+}
+
+// TestLoopStatusShowsTheBudgets: the time and dollar budgets, the
+// checkpoint period and the checks a loop was started with are in
+// drover loop status, as JSON and as text.
+func TestLoopStatusShowsTheBudgets(t *testing.T) {
+	p := newProj(t)
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte("loop:\n  check_command: \"true\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.must("", "loop", "start", "--session", "b", "--max-iterations", "7", "--max-minutes", "90", "--max-usd", "12.5",
+		"--checkpoint-every", "3", "--require-checks", "make it work")
+	st := p.loopStatus("b")
+	if st.MaxIterations != 7 || st.MaxMinutes != 90 || st.MaxUSD != 12.5 || st.CheckpointEvery != 3 || !st.RequireChecks {
+		t.Errorf("status --json: %+v", st)
+	}
+	out := p.must("", "loop", "status", "--session", "b")
+	for _, want := range []string{"iteration 1 of 7", "budget: 90 min, $12.50; spent unknown", "checkpoint review: every 3 iteration(s)", "checks: required"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	p.must("", "loop", "start", "--session", "plain", "make it work")
+	if out := p.must("", "loop", "status", "--session", "plain"); strings.Contains(out, "budget:") || strings.Contains(out, "checkpoint") || strings.Contains(out, "checks:") {
+		t.Errorf("a loop without those budgets shows them:\n%s", out)
+	}
+}
+
+// TestLoopStatusWithoutALoop: in a session where no loop ever ran, the
+// status says so instead of "iteration 0 of 0" and a tracker that does not
+// exist.
+func TestLoopStatusWithoutALoop(t *testing.T) {
+	p := newProj(t)
+	out := p.must("", "loop", "status", "--session", "never")
+	if !strings.Contains(out, "session never has no loop") || strings.Contains(out, "tracker:") {
+		t.Errorf("status of a session without a loop:\n%s", out)
+	}
+	p.must("", "loop", "start", "--session", "never", "make it work")
+	p.must("", "loop", "cancel", "--session", "never")
+	if out := p.must("", "loop", "status", "--session", "never"); !strings.Contains(out, "ended: cancelled") {
+		t.Errorf("status of a cancelled loop:\n%s", out)
 	}
 }

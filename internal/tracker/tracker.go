@@ -184,6 +184,31 @@ func Parse(data []byte) (Tracker, error) {
 	return t, nil
 }
 
+// Body returns the body of a tracker whose front matter may not parse:
+// what follows the closing "---" line. It is what the agent wrote, and a
+// typo in drover's front matter is no reason to lose it. ok is false when
+// there is no body to trust: the file is larger than MaxBytes, does not
+// start with a front matter line, or never closes it.
+func Body(data []byte) (body string, ok bool) {
+	if len(data) > MaxBytes {
+		return "", false
+	}
+	first, rest, found := cutLine(bytes.TrimPrefix(data, []byte("\ufeff")))
+	if !found || !isDelimiter(first) {
+		return "", false
+	}
+	for {
+		var line []byte
+		line, rest, found = cutLine(rest)
+		if isDelimiter(line) {
+			return string(rest), true
+		}
+		if !found {
+			return "", false
+		}
+	}
+}
+
 // knownKeys are the front matter keys of frontMatter.
 var knownKeys = map[string]bool{
 	"iteration": true, "max_iterations": true, "completion_marker": true, "active": true,

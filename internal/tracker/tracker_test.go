@@ -472,3 +472,27 @@ func FuzzParse(f *testing.F) {
 		_ = tr.Complete()
 	})
 }
+
+func TestBody(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		data   string
+		body   string
+		wantOK bool
+	}{
+		{"broken front matter keeps the notes", "---\niteration: [broken\n---\n# Notes\n- tried X\n", "# Notes\n- tried X\n", true},
+		{"CRLF and a byte order mark", "\ufeff---\r\niteration: {\r\n---\r\nnotes\r\n", "notes\r\n", true},
+		{"closing line at the end of the file", "---\niteration: 1\n---", "", true},
+		{"no front matter", "just notes\n", "", false},
+		{"front matter never closed", "---\niteration: 1\nnotes\n", "", false},
+		{"empty file", "", "", false},
+		{"too large", "---\n---\n" + strings.Repeat("x", MaxBytes), "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body, ok := Body([]byte(tc.data))
+			if ok != tc.wantOK || body != tc.body {
+				t.Errorf("Body = %q, %v; want %q, %v", body, ok, tc.body, tc.wantOK)
+			}
+		})
+	}
+}
