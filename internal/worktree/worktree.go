@@ -75,6 +75,10 @@ func checkIDs(runID, taskID string) error {
 //
 // It is an error when the branch is checked out somewhere else, or the
 // directory holds anything but this branch's work tree.
+//
+// Callers serialize Create and Remove for one repository: git reads
+// .git/worktrees while another `git worktree add` is still filling it in,
+// and fails ("failed to read .git/worktrees/c/commondir").
 func Create(ctx context.Context, root, runID, taskID, base string) (Worktree, error) {
 	if err := checkIDs(runID, taskID); err != nil {
 		return Worktree{}, fmt.Errorf("creating work tree: %w", err)
@@ -160,7 +164,8 @@ func Create(ctx context.Context, root, runID, taskID, base string) (Worktree, er
 
 // Remove deletes a task's work tree, including any changes in it that are
 // not committed, and keeps its branch: the branch is what gets merged. A
-// work tree that is already gone is not an error.
+// work tree that is already gone is not an error. Like Create, it must not
+// run at once with another Create or Remove in the same repository.
 func Remove(ctx context.Context, wt Worktree) error {
 	if err := checkIDs(wt.RunID, wt.TaskID); err != nil {
 		return fmt.Errorf("removing work tree: %w", err)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -574,6 +575,9 @@ func TestGitEnv(t *testing.T) {
 	}
 }
 
+// TestCreateWithRelativeRootAndInParallel: concurrent callers that take
+// turns, as Create asks (the run actor holds a lock), each get their own
+// work tree from a relative root.
 func TestCreateWithRelativeRootAndInParallel(t *testing.T) {
 	root := newRepo(t)
 	t.Chdir(filepath.Dir(root))
@@ -584,8 +588,11 @@ func TestCreateWithRelativeRootAndInParallel(t *testing.T) {
 	wts := make([]Worktree, len(ids))
 	errs := make([]error, len(ids))
 	done := make(chan int)
+	var turns sync.Mutex
 	for i, id := range ids {
 		go func() {
+			turns.Lock()
+			defer turns.Unlock()
 			wts[i], errs[i] = Create(ctx, rel, "par", id, "main")
 			done <- i
 		}()
