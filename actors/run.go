@@ -89,6 +89,10 @@ type RunsEnv struct {
 	// watchdog to end them, and the tool calls agents run in sessions of
 	// their own, when the supervisor dies without doing so (empty: none).
 	ChildTag string
+
+	// worktrees serializes the work tree changes of every run of the
+	// project (see worktree.Create); NewRunsProps sets it.
+	worktrees *sync.Mutex
 }
 
 func (e RunsEnv) config() config.Config {
@@ -148,6 +152,7 @@ func NewRunsProps(env RunsEnv) *actor.Props {
 		log = zap.NewNop()
 	}
 	env.Log = log
+	env.worktrees = &sync.Mutex{}
 	strategy := actor.NewOneForOneStrategy(0, time.Minute, func(reason any) actor.Directive {
 		log.Error("run actor failed; stopping it (resume the run to go on)", zap.Any("reason", reason))
 		return actor.StopDirective
@@ -476,10 +481,6 @@ type runActor struct {
 	iterCtx    context.Context
 	iterCancel context.CancelFunc
 	wg         sync.WaitGroup
-	// worktrees serializes the iterations' work tree changes: git reads
-	// .git/worktrees while another `git worktree add` is filling it in
-	// and fails ("failed to read .git/worktrees/c/commondir").
-	worktrees sync.Mutex
 	inflight  int
 	merging   bool
 	// history holds the convergence metrics of each task's iterations
@@ -507,6 +508,9 @@ type runActor struct {
 }
 
 func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *runActor {
+	if env.worktrees == nil {
+		env.worktrees = &sync.Mutex{}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	iterCtx, iterCancel := context.WithCancel(ctx)
 	if rec.ResumedAt.IsZero() {
@@ -858,7 +862,7 @@ func (a *runActor) startIteration(ctx actor.Context, t *api.RunTask) func() {
 	job := iterationJob{
 		root: a.env.Root, runID: a.rec.ID, task: gt, iteration: t.Iteration, base: t.Base,
 		opts: a.rec.Options, deadline: iterationDeadline(a.rec.Options, taskClock(*t, a.rec.ResumedAt), runClock(a.rec)),
-		worktrees: &a.worktrees, childTag: a.env.ChildTag,
+		worktrees: a.env.worktrees, childTag: a.env.ChildTag,
 	}
 	tmpl, err := a.env.templates()
 	if err == nil {
