@@ -356,17 +356,7 @@ func (a *app) watchRun(ctx context.Context, c *client.Client, run api.Run) error
 	tick := time.NewTicker(runPollInterval)
 	defer tick.Stop()
 	for {
-		for _, t := range run.Tasks {
-			key := fmt.Sprintf("%s/%d/%s/%d", t.State, t.Iteration, t.Role, t.Reviews)
-			if seen[t.ID] == key {
-				continue
-			}
-			seen[t.ID] = key
-			fmt.Fprintln(a.stdout, progressLine(t))
-		}
-		for ; merged < run.Merged; merged++ {
-			fmt.Fprintf(a.stdout, "wave %d merged into %s; suite passed\n", merged+1, run.Target)
-		}
+		merged = printProgress(a.stdout, run, seen, merged)
 		if run.State != api.RunRunning || !run.Active {
 			break
 		}
@@ -390,6 +380,35 @@ func (a *app) watchRun(ctx context.Context, c *client.Client, run api.Run) error
 		return fmt.Errorf("run %s failed (drover run status %s; fix the cause and drover run resume %s)", run.ID, run.ID, run.ID)
 	}
 	return fmt.Errorf("run %s is no longer being worked (the supervisor stopped); drover run resume %s goes on", run.ID, run.ID)
+}
+
+// printProgress prints the changes of run since the last view: a line
+// for each task whose state, iteration, role or reviews changed (seen
+// holds what was last printed of each, and is updated) and one for each
+// wave merged after the first merged waves. A poll can see a wave merged
+// and the next wave's tasks started at once; the changes of a wave's tasks
+// come before its merge, and the later waves' after it, as they happened.
+// It returns the merged waves printed so far.
+func printProgress(w io.Writer, run api.Run, seen map[string]string, merged int) int {
+	printTasks := func(upTo int) {
+		for _, t := range run.Tasks {
+			if upTo > 0 && t.Wave > upTo {
+				continue
+			}
+			key := fmt.Sprintf("%s/%d/%s/%d", t.State, t.Iteration, t.Role, t.Reviews)
+			if seen[t.ID] == key {
+				continue
+			}
+			seen[t.ID] = key
+			fmt.Fprintln(w, progressLine(t))
+		}
+	}
+	for ; merged < run.Merged; merged++ {
+		printTasks(merged + 1)
+		fmt.Fprintf(w, "wave %d merged into %s; suite passed\n", merged+1, run.Target)
+	}
+	printTasks(0)
+	return merged
 }
 
 // progressLine is the live view's line of a task: its state, iteration,

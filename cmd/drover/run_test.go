@@ -1262,3 +1262,67 @@ func TestProgressLine(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintProgressOrdersWaveMerges(t *testing.T) {
+	task := func(id string, wave int, state api.TaskState, it int) api.RunTask {
+		return api.RunTask{ID: id, Wave: wave, State: state, Iteration: it, Role: "developer"}
+	}
+	cases := []struct {
+		name   string
+		run    api.Run
+		seen   map[string]string
+		merged int
+		want   []string
+	}{
+		{
+			// One poll saw wave 1's last task finish, the wave merged and
+			// wave 2 started: the merge comes between them.
+			name: "merge between waves",
+			run: api.Run{Target: "main", Merged: 1, Tasks: []api.RunTask{
+				task("a", 1, api.TaskDone, 1), task("b", 2, api.TaskRunning, 1),
+			}},
+			want: []string{
+				"task a (wave 1): done, iteration 1, developer, $0.00",
+				"wave 1 merged into main; suite passed",
+				"task b (wave 2): running, iteration 1, developer",
+			},
+		},
+		{
+			name: "two merges in one poll",
+			run: api.Run{Target: "main", Merged: 2, Tasks: []api.RunTask{
+				task("c", 3, api.TaskRunning, 1), task("b", 2, api.TaskDone, 1), task("a", 1, api.TaskDone, 1),
+			}},
+			want: []string{
+				"task a (wave 1): done, iteration 1, developer, $0.00",
+				"wave 1 merged into main; suite passed",
+				"task b (wave 2): done, iteration 1, developer, $0.00",
+				"wave 2 merged into main; suite passed",
+				"task c (wave 3): running, iteration 1, developer",
+			},
+		},
+		{
+			name: "merges printed before are not printed again",
+			run: api.Run{Target: "main", Merged: 1, Tasks: []api.RunTask{
+				task("a", 1, api.TaskDone, 1), task("b", 2, api.TaskRunning, 2),
+			}},
+			seen:   map[string]string{"a": "done/1/developer/0"},
+			merged: 1,
+			want:   []string{"task b (wave 2): running, iteration 2, developer"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			seen := c.seen
+			if seen == nil {
+				seen = map[string]string{}
+			}
+			var b strings.Builder
+			if got := printProgress(&b, c.run, seen, c.merged); got != c.run.Merged {
+				t.Errorf("printProgress returned %d merged waves, want %d", got, c.run.Merged)
+			}
+			if got := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("printed\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
