@@ -567,7 +567,10 @@ type iterationDone struct {
 	progress  agentProgress
 	test      *api.TestResult
 	committed bool
-	dirty     bool
+	// dirty is `git status --short` of the work tree after the tests:
+	// changes not committed, and files neither added nor ignored. A
+	// done task's work tree is removed, so what is not committed is lost.
+	dirty string
 	// review is the reviewer's result, when the iteration was otherwise
 	// done and the run has a reviewer.
 	review *reviewer.Result
@@ -1065,10 +1068,10 @@ func judgeIteration(m *iterationDone) (done bool, feedback string) {
 		return false, fmt.Sprintf("The agent run failed: %v", m.agent.Err)
 	case m.test != nil && !m.test.Passed:
 		return false, fmt.Sprintf("The targeted tests failed (`%s`):\n%s", m.test.Command, m.test.Output)
-	case m.dirty:
-		return false, "The tests pass, but there are uncommitted changes. Commit all of your work on this branch."
 	case !m.committed:
 		return false, "There is no commit on this branch yet. Do the task and commit your work."
+	case m.dirty != "":
+		return false, fmt.Sprintf("The tests pass, but there are uncommitted changes or new files not added (`git status --short`):\n%s\nCommit all of your work on this branch (git add the new files your work needs; ignore or delete the others).", clipLines(m.dirty, maxDirtyLines))
 	case m.review != nil && m.review.Outcome != reviewer.Pass:
 		return false, reviewFeedback(*m.review)
 	}
@@ -1204,6 +1207,19 @@ func (s runSettings) describeReviewer() string {
 	return who + " (" + models + ")"
 }
 
+// maxDirtyLines bounds the `git status` lines an iteration is told of.
+const maxDirtyLines = 20
+
+// clipLines keeps the first max lines of s, noting how many more there
+// were.
+func clipLines(s string, max int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) <= max {
+		return strings.Join(lines, "\n")
+	}
+	return strings.Join(lines[:max], "\n") + fmt.Sprintf("\n... and %d more", len(lines)-max)
+}
+
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
@@ -1287,8 +1303,10 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 		c, _ := strconv.Atoi(n)
 		out.committed = c > 0
 	}
-	if s, err := gitOut(ctx, wt.Path, "status", "--porcelain=v1", "--untracked-files=no"); err == nil {
-		out.dirty = s != ""
+	// Untracked files count: an agent that forgot to add a new file has
+	// tests that pass here and a branch that lacks the file.
+	if s, err := gitOut(ctx, wt.Path, "status", "--porcelain=v1", "--untracked-files=all"); err == nil {
+		out.dirty = s
 	}
 	if done, _ := judgeIteration(out); done && j.review != nil {
 		spec := *j.review

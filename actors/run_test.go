@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,7 +97,7 @@ func TestJudgeIteration(t *testing.T) {
 		{"passed and committed", iterationDone{test: pass, committed: true}, true, ""},
 		{"tests fail", iterationDone{test: fail, committed: true}, false, "--- FAIL: TestX"},
 		{"not committed", iterationDone{test: pass}, false, "no commit"},
-		{"dirty", iterationDone{test: pass, committed: true, dirty: true}, false, "uncommitted"},
+		{"dirty", iterationDone{test: pass, committed: true, dirty: " M x.go\n?? y.go\n"}, false, "?? y.go"},
 		{"agent failed", iterationDone{test: pass, committed: true}, false, "agent run failed"},
 		{"drover failed", iterationDone{err: errors.New("no work tree")}, false, "no work tree"},
 		{"review passed", iterationDone{test: pass, committed: true, review: &reviewer.Result{Outcome: reviewer.Pass}}, true, ""},
@@ -637,5 +638,58 @@ func TestRunHeartbeatSavesQuietAgent(t *testing.T) {
 	runsIdle(t, system, pid)
 	if err := system.Root.StopFuture(pid).Wait(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestIterationKeepsUntrackedWork runs one iteration whose agent commits
+// a test but leaves the file the test needs untracked: its tests pass in
+// the work tree, but the branch lacks the file, so the task is not done
+// and its work tree, with the file, is kept.
+func TestIterationKeepsUntrackedWork(t *testing.T) {
+	cases := []struct {
+		name  string
+		agent string
+		done  bool
+	}{
+		{"new file not added", `echo work > work.txt; echo test > test.txt; git add test.txt; git commit -qm test`, false},
+		{"all committed", `echo work > work.txt; echo test > test.txt; git add work.txt test.txt; git commit -qm work`, true},
+		{"ignored file left", `echo work > work.txt; echo log > run.log; git add work.txt; git commit -qm work`, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := benchRepo(t)
+			if err := os.WriteFile(filepath.Join(root, ".gitignore"), []byte("*.log\n.drover/\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := gitOut(context.Background(), root, "add", ".gitignore"); err != nil {
+				t.Fatalf("git add: %v %s", err, out)
+			}
+			if out, err := gitOut(context.Background(), root, "commit", "-qm", "ignore"); err != nil {
+				t.Fatalf("git commit: %v %s", err, out)
+			}
+			j := iterationJob{
+				root: root, runID: "run-1", task: rungraph.Task{ID: "t", Description: "Work.", Tests: []string{"x"}},
+				iteration: 1, prompt: "work",
+				opts: api.RunOptions{
+					Agent:       `sh -c '` + c.agent + `; echo "{\"type\":\"result\",\"subtype\":\"success\",\"total_cost_usd\":0.1}"'`,
+					TestCommand: "true {{packages}}", SuiteCommand: "true", IterationTimeout: time.Minute,
+				},
+				worktrees: &sync.Mutex{},
+			}
+			out := j.run(context.Background())
+			done, feedback := judgeIteration(out)
+			if done != c.done {
+				t.Fatalf("done %v, want %v (feedback %q, err %v)", done, c.done, feedback, out.err)
+			}
+			if done {
+				return
+			}
+			if !strings.Contains(feedback, "work.txt") {
+				t.Errorf("feedback does not name the untracked file: %q", feedback)
+			}
+			if _, err := os.Stat(filepath.Join(root, ".drover", "worktrees", "run-1", "t", "work.txt")); err != nil {
+				t.Errorf("the untracked work is gone: %v", err)
+			}
+		})
 	}
 }
