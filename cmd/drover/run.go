@@ -294,11 +294,22 @@ func (a *app) watchStatus(ctx context.Context, c *client.Client, run api.Run, as
 			return nil
 		case <-tick.C:
 		}
-		var err error
-		if run, err = c.Run(ctx, run.ID); err != nil {
-			return fmt.Errorf("watching run: %w", err)
+		next, err := c.Run(ctx, run.ID)
+		if err != nil {
+			return watchError(run.ID, err)
 		}
+		run = next
 	}
+}
+
+// watchError is the error of a watch that could not fetch run id again. A
+// supervisor that is gone (killed, crashed) took the run's work with it:
+// the user is told so and how to go on, with the socket error after.
+func watchError(id string, err error) error {
+	if client.IsUnavailable(err) {
+		return fmt.Errorf("run %s is no longer being worked (the supervisor stopped); drover run resume %s goes on: %w", id, id, err)
+	}
+	return fmt.Errorf("watching run %s: %w", id, err)
 }
 
 // isTerminal reports whether w is a terminal that understands the screen
@@ -366,10 +377,11 @@ func (a *app) watchRun(ctx context.Context, c *client.Client, run api.Run) error
 			return nil
 		case <-tick.C:
 		}
-		var err error
-		if run, err = c.Run(ctx, run.ID); err != nil {
-			return fmt.Errorf("watching run: %w", err)
+		next, err := c.Run(ctx, run.ID)
+		if err != nil {
+			return watchError(run.ID, err)
 		}
+		run = next
 	}
 	switch {
 	case run.State == api.RunDone:

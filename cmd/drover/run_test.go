@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/client"
 )
 
 // runFakeAgent is the --agent of the run tests. It counts its invocations
@@ -1322,6 +1323,32 @@ func TestPrintProgressOrdersWaveMerges(t *testing.T) {
 			}
 			if got := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(c.want, "\n") {
 				t.Errorf("printed\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestWatchRunSupervisorGone: a supervisor killed (-9, a crash) while
+// drover run or drover run status --watch follows its run is not there
+// to ask; the user is told the run stopped and how to go on, not shown
+// a socket error alone.
+func TestWatchRunSupervisorGone(t *testing.T) {
+	run := api.Run{ID: "run-1", State: api.RunRunning, Active: true, Target: "main", Waves: 1,
+		Tasks: []api.RunTask{{ID: "a", Wave: 1, State: api.TaskRunning, Iteration: 1}}}
+	c := client.New(filepath.Join(t.TempDir(), "gone.sock"))
+	for name, watch := range map[string]func(a *app) error{
+		"run":          func(a *app) error { return a.watchRun(context.Background(), c, run) },
+		"status watch": func(a *app) error { return a.watchStatus(context.Background(), c, run, false) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			a := &app{stdout: &out}
+			err := watch(a)
+			if err == nil || !strings.Contains(err.Error(), "drover run resume run-1") || !strings.Contains(err.Error(), "supervisor stopped") {
+				t.Errorf("error %v; want the run's stop told with drover run resume run-1", err)
+			}
+			if !client.IsUnavailable(err) {
+				t.Errorf("error %v does not wrap client.ErrUnavailable", err)
 			}
 		})
 	}
