@@ -791,18 +791,29 @@ func (a *runActor) checkRunBudget() {
 func runBudgetSpent(o api.RunOptions, elapsed time.Duration, cost float64) string {
 	switch {
 	case o.MaxUSD > 0 && cost >= o.MaxUSD:
-		return fmt.Sprintf("the run budget of $%.2f (--max-usd) is spent: the agents cost $%.2f", o.MaxUSD, cost)
+		return fmt.Sprintf("the run budget of $%s (--max-usd) is spent: the agents cost $%.2f", budgetUSD(o.MaxUSD), cost)
 	case o.MaxMinutes > 0 && elapsed.Minutes() >= o.MaxMinutes:
 		return fmt.Sprintf("the run budget of %g minutes (--max-minutes) is spent: %s elapsed", o.MaxMinutes, elapsed.Round(time.Second))
 	}
 	return ""
 }
 
+// budgetUSD writes a dollar budget in cents, or as given when cents would
+// change it: a budget of $0.015 reported as $0.01 names one the user did
+// not set.
+func budgetUSD(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	if f, err := strconv.ParseFloat(s, 64); err == nil && f == v {
+		return s
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
 // taskBudgetSpent says whether a task that started at start, and has cost
 // cost since, has spent its dollar or time budget by now, in words.
 func taskBudgetSpent(o api.RunOptions, start, now time.Time, cost float64) string {
 	if o.TaskMaxUSD > 0 && cost >= o.TaskMaxUSD {
-		return fmt.Sprintf("the task budget of $%.2f (--task-max-usd) is spent: its agents cost $%.2f", o.TaskMaxUSD, cost)
+		return fmt.Sprintf("the task budget of $%s (--task-max-usd) is spent: its agents cost $%.2f", budgetUSD(o.TaskMaxUSD), cost)
 	}
 	if o.TaskMaxMinutes <= 0 || start.IsZero() {
 		return ""

@@ -398,6 +398,13 @@ func TestBudgets(t *testing.T) {
 	if got := taskBudgetSpent(usd, start, start, 1.5); !strings.Contains(got, "$1.50 (--task-max-usd) is spent: its agents cost $1.50") {
 		t.Errorf("task past its dollar budget: %q", got)
 	}
+	// A budget finer than cents is named as given.
+	if got := runBudgetSpent(api.RunOptions{MaxUSD: 0.015}, time.Minute, 0.02); !strings.Contains(got, "the run budget of $0.015 (--max-usd) is spent: the agents cost $0.02") {
+		t.Errorf("run past a budget of $0.015: %q", got)
+	}
+	if got := taskBudgetSpent(api.RunOptions{TaskMaxUSD: 0.025}, start, start, 0.03); !strings.Contains(got, "the task budget of $0.025 (--task-max-usd)") {
+		t.Errorf("task past a budget of $0.025: %q", got)
+	}
 	deadlines := []struct {
 		o         api.RunOptions
 		taskStart time.Time
