@@ -567,6 +567,10 @@ type iterationDone struct {
 	progress  agentProgress
 	test      *api.TestResult
 	committed bool
+	// offBranch is the branch (or, detached, the commit) the agent left
+	// the work tree's HEAD on when that is not the task's branch (branch),
+	// which is what gets merged.
+	offBranch, branch string
 	// dirty is `git status --short` of the work tree after the tests:
 	// changes not committed, and files neither added nor ignored. A
 	// done task's work tree is removed, so what is not committed is lost.
@@ -1079,6 +1083,8 @@ func judgeIteration(m *iterationDone) (done bool, feedback string) {
 		return false, fmt.Sprintf("The agent run failed: %v", m.agent.Err)
 	case m.test != nil && !m.test.Passed:
 		return false, fmt.Sprintf("The targeted tests failed (`%s`):\n%s", m.test.Command, m.test.Output)
+	case m.offBranch != "":
+		return false, fmt.Sprintf("Your work was committed on %s, not on the task's branch %s, which is what gets merged; the work tree is back on %s. Bring those commits onto it (git merge %s) and do not switch branches.", m.offBranch, m.branch, m.branch, m.offBranch)
 	case !m.committed:
 		return false, "There is no commit on this branch yet. Do the task and commit your work."
 	case m.dirty != "":
@@ -1310,7 +1316,21 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 	}
 	tr := runCommand(ctx, wt.Path, argv, j.childTag)
 	out.test = &tr
-	if n, err := gitOut(ctx, wt.Path, "rev-list", "--count", out.base+"..HEAD"); err == nil {
+	// The task's branch is what gets merged: commits on another branch,
+	// or on a detached HEAD, would be reported done and never merged.
+	if head, err := gitOut(ctx, wt.Path, "symbolic-ref", "--quiet", "--short", "HEAD"); err != nil || head != wt.Branch {
+		out.offBranch, out.branch = head, wt.Branch
+		if head == "" {
+			// A detached HEAD's commits are named by their id alone.
+			out.offBranch, _ = gitOut(ctx, wt.Path, "rev-parse", "HEAD")
+		}
+		// Back on the task's branch, the next iteration can merge the
+		// commits; a work tree left elsewhere could not be reused. With
+		// changes in the way the switch fails, and the next iteration's
+		// work tree check says so.
+		_, _ = gitOut(ctx, wt.Path, "switch", "--quiet", wt.Branch)
+	}
+	if n, err := gitOut(ctx, wt.Path, "rev-list", "--count", out.base+"..refs/heads/"+wt.Branch); err == nil {
 		c, _ := strconv.Atoi(n)
 		out.committed = c > 0
 	}

@@ -651,16 +651,20 @@ func TestRunHeartbeatSavesQuietAgent(t *testing.T) {
 // TestIterationKeepsUntrackedWork runs one iteration whose agent commits
 // a test but leaves the file the test needs untracked: its tests pass in
 // the work tree, but the branch lacks the file, so the task is not done
-// and its work tree, with the file, is kept.
+// and its work tree, with the file, is kept. Work committed on another
+// branch than the task's is not on what gets merged either.
 func TestIterationKeepsUntrackedWork(t *testing.T) {
 	cases := []struct {
-		name  string
-		agent string
-		done  bool
+		name     string
+		agent    string
+		done     bool
+		feedback string
 	}{
-		{"new file not added", `echo work > work.txt; echo test > test.txt; git add test.txt; git commit -qm test`, false},
-		{"all committed", `echo work > work.txt; echo test > test.txt; git add work.txt test.txt; git commit -qm work`, true},
-		{"ignored file left", `echo work > work.txt; echo log > run.log; git add work.txt; git commit -qm work`, true},
+		{"new file not added", `echo work > work.txt; echo test > test.txt; git add test.txt; git commit -qm test`, false, "?? work.txt"},
+		{"all committed", `echo work > work.txt; echo test > test.txt; git add work.txt test.txt; git commit -qm work`, true, ""},
+		{"ignored file left", `echo work > work.txt; echo log > run.log; git add work.txt; git commit -qm work`, true, ""},
+		{"committed on another branch", `git checkout -q -b mine; echo work > work.txt; git add work.txt; git commit -qm work`, false, "drover/run-1/t"},
+		{"detached head", `echo work > work.txt; git add work.txt; git commit -qm work; git checkout -q --detach`, false, "drover/run-1/t"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -691,11 +695,21 @@ func TestIterationKeepsUntrackedWork(t *testing.T) {
 			if done {
 				return
 			}
-			if !strings.Contains(feedback, "work.txt") {
-				t.Errorf("feedback does not name the untracked file: %q", feedback)
+			if !strings.Contains(feedback, c.feedback) {
+				t.Errorf("feedback %q does not say %q", feedback, c.feedback)
 			}
-			if _, err := os.Stat(filepath.Join(root, ".drover", "worktrees", "run-1", "t", "work.txt")); err != nil {
-				t.Errorf("the untracked work is gone: %v", err)
+			if _, err := os.Stat(filepath.Join(root, ".drover", "worktrees", "run-1", "t", "work.txt")); err != nil && out.offBranch == "" {
+				t.Errorf("the work is gone: %v", err)
+			}
+			if out.offBranch == "" {
+				return
+			}
+			// The next iteration works in the same work tree, back on
+			// the task's branch, and can merge what it was told of.
+			j.iteration, j.opts.Agent = 2, `sh -c 'git merge -q `+out.offBranch+`; echo "{\"type\":\"result\",\"subtype\":\"success\",\"total_cost_usd\":0.1}"'`
+			j.base = out.base
+			if out2 := j.run(context.Background()); out2.err != nil || !out2.committed || out2.offBranch != "" {
+				t.Errorf("iteration 2: err %v, committed %v, off the branch on %q; want its commits merged onto the task's branch", out2.err, out2.committed, out2.offBranch)
 			}
 		})
 	}
