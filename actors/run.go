@@ -124,7 +124,18 @@ type ResumeRun struct {
 	ID string
 }
 
-// RunReply is the answer to StartRun and ResumeRun: the run as saved.
+// CancelRun stops a run being worked: its agents are killed, a wave
+// checkpoint under way finishes, and the run ends failed, to be resumed
+// later if wanted; answered with *RunReply.
+type CancelRun struct {
+	ID string
+}
+
+// cancelReason is what a cancelled run's report and failed tasks say.
+const cancelReason = "cancelled (drover run cancel)"
+
+// RunReply is the answer to StartRun, ResumeRun and CancelRun: the run as
+// saved.
 type RunReply struct {
 	Run api.Run
 	Err error
@@ -170,6 +181,14 @@ func (r *runsActor) Receive(ctx actor.Context) {
 		ctx.Respond(r.start(ctx, msg.Request))
 	case *ResumeRun:
 		ctx.Respond(r.resume(ctx, msg.ID))
+	case *CancelRun:
+		pid, ok := r.live[msg.ID]
+		if !ok {
+			ctx.Respond(&RunReply{Err: fmt.Errorf("%w: run %s is not being worked", ErrBadRequest, msg.ID)})
+			return
+		}
+		// The run actor answers the asker itself.
+		ctx.Forward(pid)
 	case *LiveRuns:
 		ids := make(map[string]bool, len(r.live))
 		for id := range r.live {
@@ -611,6 +630,16 @@ func (a *runActor) Receive(ctx actor.Context) {
 		a.merging = false
 		a.waveChecked(msg)
 		a.advance(ctx)
+	case *CancelRun:
+		if a.stop == "" {
+			a.stop = cancelReason
+			a.iterCancel()
+			a.log.Warn("run cancelled")
+		}
+		a.advance(ctx)
+		rec := a.rec
+		rec.Active = a.rec.State == api.RunRunning
+		ctx.Respond(&RunReply{Run: rec})
 	case *taskProgress:
 		a.progress(msg)
 		a.saveProgress(ctx)

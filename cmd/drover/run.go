@@ -105,7 +105,7 @@ goes on without redoing finished tasks.`,
 	f.BoolVar(&opts.NoReview, "no-review", false, "do not review tasks: a task is done when its tests pass and it committed")
 	f.BoolVar(&detach, "detach", false, "start the run and return at once")
 	cmd.MarkFlagsMutuallyExclusive("reviewer", "no-review")
-	cmd.AddCommand(a.runStatusCmd(g), a.runResumeCmd(g))
+	cmd.AddCommand(a.runStatusCmd(g), a.runResumeCmd(g), a.runCancelCmd(g))
 	return cmd
 }
 
@@ -357,6 +357,46 @@ shows the run's progress until it ends, unless --detach is given.`,
 	}
 	cmd.Flags().BoolVar(&detach, "detach", false, "resume the run and return at once")
 	return cmd
+}
+
+func (a *app) runCancelCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel RUN-ID",
+		Short: "Stop a run being worked: its agents are killed and it ends failed, to resume later if wanted",
+		Long: `cancel stops run RUN-ID: its running agents and test commands are
+killed at once; a wave checkpoint under way (merge and suite) finishes
+first. The run ends failed with the report "run stopped: cancelled", its
+finished tasks kept, and drover run resume RUN-ID goes on with it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.runClient(ctx, g)
+			if err != nil {
+				return err
+			}
+			run, err := c.CancelRun(ctx, args[0])
+			if err != nil {
+				return fmt.Errorf("cancelling run %s: %w", args[0], err)
+			}
+			// The agents end at once; wait for the run to say so.
+			tick := time.NewTicker(runPollInterval / 4)
+			defer tick.Stop()
+			for run.State == api.RunRunning && run.Active {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-tick.C:
+				}
+				next, err := c.Run(ctx, run.ID)
+				if err != nil {
+					return watchError(run.ID, err)
+				}
+				run = next
+			}
+			fmt.Fprintf(a.stdout, "run %s cancelled:\n%s\n", run.ID, strings.TrimRight(run.Report, "\n"))
+			return nil
+		},
+	}
 }
 
 // watchRun prints a line for each change of a task's state or iteration

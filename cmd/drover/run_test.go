@@ -1353,3 +1353,43 @@ func TestWatchRunSupervisorGone(t *testing.T) {
 		})
 	}
 }
+
+// TestRunCancel cancels a run while task a's agent works: the agent is
+// killed at once, the run ends failed saying it was cancelled, a cancel
+// of a run not worked is refused, and the run resumed finishes.
+func TestRunCancel(t *testing.T) {
+	f := newRunFixture(t)
+	f.touch("block-a")
+	id := runIDFrom(t, f.must("", append(f.args, "--detach")...))
+	deadline := time.Now().Add(45 * time.Second)
+	for f.read("pid-a") == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("task a's agent never started: %+v", f.runStatus(id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pid, err := strconv.Atoi(f.read("pid-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := f.must("", "run", "cancel", id)
+	if !strings.Contains(out, "run "+id+" cancelled") || !strings.Contains(out, "task a is failed: stopped with the run: cancelled") {
+		t.Errorf("cancel did not report the run cancelled:\n%s", out)
+	}
+	if !gone(pid, 10*time.Second) {
+		t.Errorf("task a's agent (pid %d) still runs after the cancel", pid)
+	}
+	if r := f.runStatus(id); r.State != api.RunFailed || r.Active || !strings.Contains(r.Report, "run stopped: cancelled") {
+		t.Errorf("run after cancel: %s, active %v: %s", r.State, r.Active, r.Report)
+	}
+	if r := f.drover("", "run", "cancel", id); r.code == 0 || !strings.Contains(r.stderr, "is not being worked") {
+		t.Errorf("a second cancel exited %d: %s", r.code, r.stderr)
+	}
+	if err := os.Remove(filepath.Join(f.dir, "block-a")); err != nil {
+		t.Fatal(err)
+	}
+	f.must("", "run", "resume", id, "--detach")
+	if r := f.waitRun(id); r.State != api.RunDone {
+		t.Fatalf("the resumed run did not finish: %s: %s", r.State, r.Report)
+	}
+}
