@@ -128,7 +128,18 @@ type ResumeRun struct {
 	ID string
 }
 
-// RunReply is the answer to StartRun and ResumeRun: the run as saved.
+// CancelRun stops a run being worked: its agents are killed, a wave
+// checkpoint under way finishes, and the run ends failed, to be resumed
+// later if wanted; answered with *RunReply.
+type CancelRun struct {
+	ID string
+}
+
+// cancelReason is what a cancelled run's report and failed tasks say.
+const cancelReason = "cancelled (drover run cancel)"
+
+// RunReply is the answer to StartRun, ResumeRun and CancelRun: the run as
+// saved.
 type RunReply struct {
 	Run api.Run
 	Err error
@@ -175,6 +186,14 @@ func (r *runsActor) Receive(ctx actor.Context) {
 		ctx.Respond(r.start(ctx, msg.Request))
 	case *ResumeRun:
 		ctx.Respond(r.resume(ctx, msg.ID))
+	case *CancelRun:
+		pid, ok := r.live[msg.ID]
+		if !ok {
+			ctx.Respond(&RunReply{Err: fmt.Errorf("%w: run %s is not being worked", ErrBadRequest, msg.ID)})
+			return
+		}
+		// The run actor answers the asker itself.
+		ctx.Forward(pid)
 	case *LiveRuns:
 		ids := make(map[string]bool, len(r.live))
 		for id := range r.live {
@@ -571,7 +590,14 @@ type iterationDone struct {
 	progress  agentProgress
 	test      *api.TestResult
 	committed bool
-	dirty     bool
+	// offBranch is the branch (or, detached, the commit) the agent left
+	// the work tree's HEAD on when that is not the task's branch (branch),
+	// which is what gets merged.
+	offBranch, branch string
+	// dirty is `git status --short` of the work tree after the tests:
+	// changes not committed, and files neither added nor ignored. A
+	// done task's work tree is removed, so what is not committed is lost.
+	dirty string
 	// review is the reviewer's result, when the iteration was otherwise
 	// done and the run has a reviewer.
 	review *reviewer.Result
@@ -608,6 +634,16 @@ func (a *runActor) Receive(ctx actor.Context) {
 		a.merging = false
 		a.waveChecked(msg)
 		a.advance(ctx)
+	case *CancelRun:
+		if a.stop == "" {
+			a.stop = cancelReason
+			a.iterCancel()
+			a.log.Warn("run cancelled")
+		}
+		a.advance(ctx)
+		rec := a.rec
+		rec.Active = a.rec.State == api.RunRunning
+		ctx.Respond(&RunReply{Run: rec})
 	case *taskProgress:
 		a.progress(msg)
 		a.saveProgress(ctx)
@@ -792,18 +828,29 @@ func (a *runActor) checkRunBudget() {
 func runBudgetSpent(o api.RunOptions, elapsed time.Duration, cost float64) string {
 	switch {
 	case o.MaxUSD > 0 && cost >= o.MaxUSD:
-		return fmt.Sprintf("the run budget of $%.2f (--max-usd) is spent: the agents cost $%.2f", o.MaxUSD, cost)
+		return fmt.Sprintf("the run budget of $%s (--max-usd) is spent: the agents cost $%.2f", budgetUSD(o.MaxUSD), cost)
 	case o.MaxMinutes > 0 && elapsed.Minutes() >= o.MaxMinutes:
 		return fmt.Sprintf("the run budget of %g minutes (--max-minutes) is spent: %s elapsed", o.MaxMinutes, elapsed.Round(time.Second))
 	}
 	return ""
 }
 
+// budgetUSD writes a dollar budget in cents, or as given when cents would
+// change it: a budget of $0.015 reported as $0.01 names one the user did
+// not set.
+func budgetUSD(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	if f, err := strconv.ParseFloat(s, 64); err == nil && f == v {
+		return s
+	}
+	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
 // taskBudgetSpent says whether a task that started at start, and has cost
 // cost since, has spent its dollar or time budget by now, in words.
 func taskBudgetSpent(o api.RunOptions, start, now time.Time, cost float64) string {
 	if o.TaskMaxUSD > 0 && cost >= o.TaskMaxUSD {
-		return fmt.Sprintf("the task budget of $%.2f (--task-max-usd) is spent: its agents cost $%.2f", o.TaskMaxUSD, cost)
+		return fmt.Sprintf("the task budget of $%s (--task-max-usd) is spent: its agents cost $%.2f", budgetUSD(o.TaskMaxUSD), cost)
 	}
 	if o.TaskMaxMinutes <= 0 || start.IsZero() {
 		return ""
@@ -1069,10 +1116,12 @@ func judgeIteration(m *iterationDone) (done bool, feedback string) {
 		return false, fmt.Sprintf("The agent run failed: %v", m.agent.Err)
 	case m.test != nil && !m.test.Passed:
 		return false, fmt.Sprintf("The targeted tests failed (`%s`):\n%s", m.test.Command, m.test.Output)
-	case m.dirty:
-		return false, "The tests pass, but there are uncommitted changes. Commit all of your work on this branch."
+	case m.offBranch != "":
+		return false, fmt.Sprintf("Your work was committed on %s, not on the task's branch %s, which is what gets merged; the work tree is back on %s. Bring those commits onto it (git merge %s) and do not switch branches.", m.offBranch, m.branch, m.branch, m.offBranch)
 	case !m.committed:
 		return false, "There is no commit on this branch yet. Do the task and commit your work."
+	case m.dirty != "":
+		return false, fmt.Sprintf("The tests pass, but there are uncommitted changes or new files not added (`git status --short`):\n%s\nCommit all of your work on this branch (git add the new files your work needs; ignore or delete the others).", clipLines(m.dirty, maxDirtyLines))
 	case m.review != nil && m.review.Outcome != reviewer.Pass:
 		return false, reviewFeedback(*m.review)
 	}
@@ -1208,6 +1257,19 @@ func (s runSettings) describeReviewer() string {
 	return who + " (" + models + ")"
 }
 
+// maxDirtyLines bounds the `git status` lines an iteration is told of.
+const maxDirtyLines = 20
+
+// clipLines keeps the first max lines of s, noting how many more there
+// were.
+func clipLines(s string, max int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) <= max {
+		return strings.Join(lines, "\n")
+	}
+	return strings.Join(lines[:max], "\n") + fmt.Sprintf("\n... and %d more", len(lines)-max)
+}
+
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
 	return s
@@ -1287,12 +1349,28 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 	}
 	tr := runCommand(ctx, wt.Path, argv, j.childTag)
 	out.test = &tr
-	if n, err := gitOut(ctx, wt.Path, "rev-list", "--count", out.base+"..HEAD"); err == nil {
+	// The task's branch is what gets merged: commits on another branch,
+	// or on a detached HEAD, would be reported done and never merged.
+	if head, err := gitOut(ctx, wt.Path, "symbolic-ref", "--quiet", "--short", "HEAD"); err != nil || head != wt.Branch {
+		out.offBranch, out.branch = head, wt.Branch
+		if head == "" {
+			// A detached HEAD's commits are named by their id alone.
+			out.offBranch, _ = gitOut(ctx, wt.Path, "rev-parse", "HEAD")
+		}
+		// Back on the task's branch, the next iteration can merge the
+		// commits; a work tree left elsewhere could not be reused. With
+		// changes in the way the switch fails, and the next iteration's
+		// work tree check says so.
+		_, _ = gitOut(ctx, wt.Path, "switch", "--quiet", wt.Branch)
+	}
+	if n, err := gitOut(ctx, wt.Path, "rev-list", "--count", out.base+"..refs/heads/"+wt.Branch); err == nil {
 		c, _ := strconv.Atoi(n)
 		out.committed = c > 0
 	}
-	if s, err := gitOut(ctx, wt.Path, "status", "--porcelain=v1", "--untracked-files=no"); err == nil {
-		out.dirty = s != ""
+	// Untracked files count: an agent that forgot to add a new file has
+	// tests that pass here and a branch that lacks the file.
+	if s, err := gitOut(ctx, wt.Path, "status", "--porcelain=v1", "--untracked-files=all"); err == nil {
+		out.dirty = s
 	}
 	if done, _ := judgeIteration(out); done && j.review != nil {
 		spec := *j.review

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,7 +97,7 @@ func TestJudgeIteration(t *testing.T) {
 		{"passed and committed", iterationDone{test: pass, committed: true}, true, ""},
 		{"tests fail", iterationDone{test: fail, committed: true}, false, "--- FAIL: TestX"},
 		{"not committed", iterationDone{test: pass}, false, "no commit"},
-		{"dirty", iterationDone{test: pass, committed: true, dirty: true}, false, "uncommitted"},
+		{"dirty", iterationDone{test: pass, committed: true, dirty: " M x.go\n?? y.go\n"}, false, "?? y.go"},
 		{"agent failed", iterationDone{test: pass, committed: true}, false, "agent run failed"},
 		{"drover failed", iterationDone{err: errors.New("no work tree")}, false, "no work tree"},
 		{"review passed", iterationDone{test: pass, committed: true, review: &reviewer.Result{Outcome: reviewer.Pass}}, true, ""},
@@ -397,6 +398,13 @@ func TestBudgets(t *testing.T) {
 	if got := taskBudgetSpent(usd, start, start, 1.5); !strings.Contains(got, "$1.50 (--task-max-usd) is spent: its agents cost $1.50") {
 		t.Errorf("task past its dollar budget: %q", got)
 	}
+	// A budget finer than cents is named as given.
+	if got := runBudgetSpent(api.RunOptions{MaxUSD: 0.015}, time.Minute, 0.02); !strings.Contains(got, "the run budget of $0.015 (--max-usd) is spent: the agents cost $0.02") {
+		t.Errorf("run past a budget of $0.015: %q", got)
+	}
+	if got := taskBudgetSpent(api.RunOptions{TaskMaxUSD: 0.025}, start, start, 0.03); !strings.Contains(got, "the task budget of $0.025 (--task-max-usd)") {
+		t.Errorf("task past a budget of $0.025: %q", got)
+	}
 	deadlines := []struct {
 		o         api.RunOptions
 		taskStart time.Time
@@ -637,5 +645,72 @@ func TestRunHeartbeatSavesQuietAgent(t *testing.T) {
 	runsIdle(t, system, pid)
 	if err := system.Root.StopFuture(pid).Wait(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestIterationKeepsUntrackedWork runs one iteration whose agent commits
+// a test but leaves the file the test needs untracked: its tests pass in
+// the work tree, but the branch lacks the file, so the task is not done
+// and its work tree, with the file, is kept. Work committed on another
+// branch than the task's is not on what gets merged either.
+func TestIterationKeepsUntrackedWork(t *testing.T) {
+	cases := []struct {
+		name     string
+		agent    string
+		done     bool
+		feedback string
+	}{
+		{"new file not added", `echo work > work.txt; echo test > test.txt; git add test.txt; git commit -qm test`, false, "?? work.txt"},
+		{"all committed", `echo work > work.txt; echo test > test.txt; git add work.txt test.txt; git commit -qm work`, true, ""},
+		{"ignored file left", `echo work > work.txt; echo log > run.log; git add work.txt; git commit -qm work`, true, ""},
+		{"committed on another branch", `git checkout -q -b mine; echo work > work.txt; git add work.txt; git commit -qm work`, false, "drover/run-1/t"},
+		{"detached head", `echo work > work.txt; git add work.txt; git commit -qm work; git checkout -q --detach`, false, "drover/run-1/t"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := benchRepo(t)
+			if err := os.WriteFile(filepath.Join(root, ".gitignore"), []byte("*.log\n.drover/\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := gitOut(context.Background(), root, "add", ".gitignore"); err != nil {
+				t.Fatalf("git add: %v %s", err, out)
+			}
+			if out, err := gitOut(context.Background(), root, "commit", "-qm", "ignore"); err != nil {
+				t.Fatalf("git commit: %v %s", err, out)
+			}
+			j := iterationJob{
+				root: root, runID: "run-1", task: rungraph.Task{ID: "t", Description: "Work.", Tests: []string{"x"}},
+				iteration: 1, prompt: "work",
+				opts: api.RunOptions{
+					Agent:       `sh -c '` + c.agent + `; echo "{\"type\":\"result\",\"subtype\":\"success\",\"total_cost_usd\":0.1}"'`,
+					TestCommand: "true {{packages}}", SuiteCommand: "true", IterationTimeout: time.Minute,
+				},
+				worktrees: &sync.Mutex{},
+			}
+			out := j.run(context.Background())
+			done, feedback := judgeIteration(out)
+			if done != c.done {
+				t.Fatalf("done %v, want %v (feedback %q, err %v)", done, c.done, feedback, out.err)
+			}
+			if done {
+				return
+			}
+			if !strings.Contains(feedback, c.feedback) {
+				t.Errorf("feedback %q does not say %q", feedback, c.feedback)
+			}
+			if _, err := os.Stat(filepath.Join(root, ".drover", "worktrees", "run-1", "t", "work.txt")); err != nil && out.offBranch == "" {
+				t.Errorf("the work is gone: %v", err)
+			}
+			if out.offBranch == "" {
+				return
+			}
+			// The next iteration works in the same work tree, back on
+			// the task's branch, and can merge what it was told of.
+			j.iteration, j.opts.Agent = 2, `sh -c 'git merge -q `+out.offBranch+`; echo "{\"type\":\"result\",\"subtype\":\"success\",\"total_cost_usd\":0.1}"'`
+			j.base = out.base
+			if out2 := j.run(context.Background()); out2.err != nil || !out2.committed || out2.offBranch != "" {
+				t.Errorf("iteration 2: err %v, committed %v, off the branch on %q; want its commits merged onto the task's branch", out2.err, out2.committed, out2.offBranch)
+			}
+		})
 	}
 }

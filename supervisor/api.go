@@ -44,6 +44,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+api.PathRuns, s.serveRunList)
 	mux.HandleFunc("GET "+api.PathRuns+"/{id}", s.serveRunGet)
 	mux.HandleFunc("POST "+api.PathRuns+"/{id}/resume", s.serveRunResume)
+	mux.HandleFunc("POST "+api.PathRuns+"/{id}/cancel", s.serveRunCancel)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set(api.VersionHeader, s.opts.Version)
 		mux.ServeHTTP(w, r)

@@ -106,6 +106,16 @@ func (s *Server) serveRunResume(w http.ResponseWriter, r *http.Request) {
 	s.writeRunReply(w, res, err, "run resumed")
 }
 
+func (s *Server) serveRunCancel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if err := hook.CheckSessionID(id); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	res, err := s.askRuns(&actors.CancelRun{ID: id})
+	s.writeRunReply(w, res, err, "run cancelled")
+}
+
 func (s *Server) serveRunList(w http.ResponseWriter, r *http.Request) {
 	runs, err := s.store.ListRuns(r.Context())
 	if err != nil {

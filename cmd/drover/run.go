@@ -105,7 +105,7 @@ goes on without redoing finished tasks.`,
 	f.BoolVar(&opts.NoReview, "no-review", false, "do not review tasks: a task is done when its tests pass and it committed")
 	f.BoolVar(&detach, "detach", false, "start the run and return at once")
 	cmd.MarkFlagsMutuallyExclusive("reviewer", "no-review")
-	cmd.AddCommand(a.runStatusCmd(g), a.runResumeCmd(g))
+	cmd.AddCommand(a.runStatusCmd(g), a.runResumeCmd(g), a.runCancelCmd(g))
 	return cmd
 }
 
@@ -294,11 +294,22 @@ func (a *app) watchStatus(ctx context.Context, c *client.Client, run api.Run, as
 			return nil
 		case <-tick.C:
 		}
-		var err error
-		if run, err = c.Run(ctx, run.ID); err != nil {
-			return fmt.Errorf("watching run: %w", err)
+		next, err := c.Run(ctx, run.ID)
+		if err != nil {
+			return watchError(run.ID, err)
 		}
+		run = next
 	}
+}
+
+// watchError is the error of a watch that could not fetch run id again. A
+// supervisor that is gone (killed, crashed) took the run's work with it:
+// the user is told so and how to go on, with the socket error after.
+func watchError(id string, err error) error {
+	if client.IsUnavailable(err) {
+		return fmt.Errorf("run %s is no longer being worked (the supervisor stopped); drover run resume %s goes on: %w", id, id, err)
+	}
+	return fmt.Errorf("watching run %s: %w", id, err)
 }
 
 // isTerminal reports whether w is a terminal that understands the screen
@@ -348,6 +359,46 @@ shows the run's progress until it ends, unless --detach is given.`,
 	return cmd
 }
 
+func (a *app) runCancelCmd(g *globalFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "cancel RUN-ID",
+		Short: "Stop a run being worked: its agents are killed and it ends failed, to resume later if wanted",
+		Long: `cancel stops run RUN-ID: its running agents and test commands are
+killed at once; a wave checkpoint under way (merge and suite) finishes
+first. The run ends failed with the report "run stopped: cancelled", its
+finished tasks kept, and drover run resume RUN-ID goes on with it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			c, err := a.runClient(ctx, g)
+			if err != nil {
+				return err
+			}
+			run, err := c.CancelRun(ctx, args[0])
+			if err != nil {
+				return fmt.Errorf("cancelling run %s: %w", args[0], err)
+			}
+			// The agents end at once; wait for the run to say so.
+			tick := time.NewTicker(runPollInterval / 4)
+			defer tick.Stop()
+			for run.State == api.RunRunning && run.Active {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-tick.C:
+				}
+				next, err := c.Run(ctx, run.ID)
+				if err != nil {
+					return watchError(run.ID, err)
+				}
+				run = next
+			}
+			fmt.Fprintf(a.stdout, "run %s cancelled:\n%s\n", run.ID, strings.TrimRight(run.Report, "\n"))
+			return nil
+		},
+	}
+}
+
 // watchRun prints a line for each change of a task's state or iteration
 // and of the run's merged waves, until the run is no longer worked.
 func (a *app) watchRun(ctx context.Context, c *client.Client, run api.Run) error {
@@ -356,17 +407,7 @@ func (a *app) watchRun(ctx context.Context, c *client.Client, run api.Run) error
 	tick := time.NewTicker(runPollInterval)
 	defer tick.Stop()
 	for {
-		for _, t := range run.Tasks {
-			key := fmt.Sprintf("%s/%d/%s/%d", t.State, t.Iteration, t.Role, t.Reviews)
-			if seen[t.ID] == key {
-				continue
-			}
-			seen[t.ID] = key
-			fmt.Fprintln(a.stdout, progressLine(t))
-		}
-		for ; merged < run.Merged; merged++ {
-			fmt.Fprintf(a.stdout, "wave %d merged into %s; suite passed\n", merged+1, run.Target)
-		}
+		merged = printProgress(a.stdout, run, seen, merged)
 		if run.State != api.RunRunning || !run.Active {
 			break
 		}
@@ -376,10 +417,11 @@ func (a *app) watchRun(ctx context.Context, c *client.Client, run api.Run) error
 			return nil
 		case <-tick.C:
 		}
-		var err error
-		if run, err = c.Run(ctx, run.ID); err != nil {
-			return fmt.Errorf("watching run: %w", err)
+		next, err := c.Run(ctx, run.ID)
+		if err != nil {
+			return watchError(run.ID, err)
 		}
+		run = next
 	}
 	switch {
 	case run.State == api.RunDone:
@@ -390,6 +432,35 @@ func (a *app) watchRun(ctx context.Context, c *client.Client, run api.Run) error
 		return fmt.Errorf("run %s failed (drover run status %s; fix the cause and drover run resume %s)", run.ID, run.ID, run.ID)
 	}
 	return fmt.Errorf("run %s is no longer being worked (the supervisor stopped); drover run resume %s goes on", run.ID, run.ID)
+}
+
+// printProgress prints the changes of run since the last view: a line
+// for each task whose state, iteration, role or reviews changed (seen
+// holds what was last printed of each, and is updated) and one for each
+// wave merged after the first merged waves. A poll can see a wave merged
+// and the next wave's tasks started at once; the changes of a wave's tasks
+// come before its merge, and the later waves' after it, as they happened.
+// It returns the merged waves printed so far.
+func printProgress(w io.Writer, run api.Run, seen map[string]string, merged int) int {
+	printTasks := func(upTo int) {
+		for _, t := range run.Tasks {
+			if upTo > 0 && t.Wave > upTo {
+				continue
+			}
+			key := fmt.Sprintf("%s/%d/%s/%d", t.State, t.Iteration, t.Role, t.Reviews)
+			if seen[t.ID] == key {
+				continue
+			}
+			seen[t.ID] = key
+			fmt.Fprintln(w, progressLine(t))
+		}
+	}
+	for ; merged < run.Merged; merged++ {
+		printTasks(merged + 1)
+		fmt.Fprintf(w, "wave %d merged into %s; suite passed\n", merged+1, run.Target)
+	}
+	printTasks(0)
+	return merged
 }
 
 // progressLine is the live view's line of a task: its state, iteration,

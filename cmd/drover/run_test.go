@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/client"
 )
 
 // runFakeAgent is the --agent of the run tests. It counts its invocations
@@ -1260,5 +1261,135 @@ func TestProgressLine(t *testing.T) {
 		if got := progressLine(c.task); got != c.want {
 			t.Errorf("progressLine(%+v) =\n%q, want\n%q", c.task, got, c.want)
 		}
+	}
+}
+
+func TestPrintProgressOrdersWaveMerges(t *testing.T) {
+	task := func(id string, wave int, state api.TaskState, it int) api.RunTask {
+		return api.RunTask{ID: id, Wave: wave, State: state, Iteration: it, Role: "developer"}
+	}
+	cases := []struct {
+		name   string
+		run    api.Run
+		seen   map[string]string
+		merged int
+		want   []string
+	}{
+		{
+			// One poll saw wave 1's last task finish, the wave merged and
+			// wave 2 started: the merge comes between them.
+			name: "merge between waves",
+			run: api.Run{Target: "main", Merged: 1, Tasks: []api.RunTask{
+				task("a", 1, api.TaskDone, 1), task("b", 2, api.TaskRunning, 1),
+			}},
+			want: []string{
+				"task a (wave 1): done, iteration 1, developer, $0.00",
+				"wave 1 merged into main; suite passed",
+				"task b (wave 2): running, iteration 1, developer",
+			},
+		},
+		{
+			name: "two merges in one poll",
+			run: api.Run{Target: "main", Merged: 2, Tasks: []api.RunTask{
+				task("c", 3, api.TaskRunning, 1), task("b", 2, api.TaskDone, 1), task("a", 1, api.TaskDone, 1),
+			}},
+			want: []string{
+				"task a (wave 1): done, iteration 1, developer, $0.00",
+				"wave 1 merged into main; suite passed",
+				"task b (wave 2): done, iteration 1, developer, $0.00",
+				"wave 2 merged into main; suite passed",
+				"task c (wave 3): running, iteration 1, developer",
+			},
+		},
+		{
+			name: "merges printed before are not printed again",
+			run: api.Run{Target: "main", Merged: 1, Tasks: []api.RunTask{
+				task("a", 1, api.TaskDone, 1), task("b", 2, api.TaskRunning, 2),
+			}},
+			seen:   map[string]string{"a": "done/1/developer/0"},
+			merged: 1,
+			want:   []string{"task b (wave 2): running, iteration 2, developer"},
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			seen := c.seen
+			if seen == nil {
+				seen = map[string]string{}
+			}
+			var b strings.Builder
+			if got := printProgress(&b, c.run, seen, c.merged); got != c.run.Merged {
+				t.Errorf("printProgress returned %d merged waves, want %d", got, c.run.Merged)
+			}
+			if got := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n"); strings.Join(got, "\n") != strings.Join(c.want, "\n") {
+				t.Errorf("printed\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(c.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestWatchRunSupervisorGone: a supervisor killed (-9, a crash) while
+// drover run or drover run status --watch follows its run is not there
+// to ask; the user is told the run stopped and how to go on, not shown
+// a socket error alone.
+func TestWatchRunSupervisorGone(t *testing.T) {
+	run := api.Run{ID: "run-1", State: api.RunRunning, Active: true, Target: "main", Waves: 1,
+		Tasks: []api.RunTask{{ID: "a", Wave: 1, State: api.TaskRunning, Iteration: 1}}}
+	c := client.New(filepath.Join(t.TempDir(), "gone.sock"))
+	for name, watch := range map[string]func(a *app) error{
+		"run":          func(a *app) error { return a.watchRun(context.Background(), c, run) },
+		"status watch": func(a *app) error { return a.watchStatus(context.Background(), c, run, false) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var out bytes.Buffer
+			a := &app{stdout: &out}
+			err := watch(a)
+			if err == nil || !strings.Contains(err.Error(), "drover run resume run-1") || !strings.Contains(err.Error(), "supervisor stopped") {
+				t.Errorf("error %v; want the run's stop told with drover run resume run-1", err)
+			}
+			if !client.IsUnavailable(err) {
+				t.Errorf("error %v does not wrap client.ErrUnavailable", err)
+			}
+		})
+	}
+}
+
+// TestRunCancel cancels a run while task a's agent works: the agent is
+// killed at once, the run ends failed saying it was cancelled, a cancel
+// of a run not worked is refused, and the run resumed finishes.
+func TestRunCancel(t *testing.T) {
+	f := newRunFixture(t)
+	f.touch("block-a")
+	id := runIDFrom(t, f.must("", append(f.args, "--detach")...))
+	deadline := time.Now().Add(45 * time.Second)
+	for f.read("pid-a") == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("task a's agent never started: %+v", f.runStatus(id))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	pid, err := strconv.Atoi(f.read("pid-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := f.must("", "run", "cancel", id)
+	if !strings.Contains(out, "run "+id+" cancelled") || !strings.Contains(out, "task a is failed: stopped with the run: cancelled") {
+		t.Errorf("cancel did not report the run cancelled:\n%s", out)
+	}
+	if !gone(pid, 10*time.Second) {
+		t.Errorf("task a's agent (pid %d) still runs after the cancel", pid)
+	}
+	if r := f.runStatus(id); r.State != api.RunFailed || r.Active || !strings.Contains(r.Report, "run stopped: cancelled") {
+		t.Errorf("run after cancel: %s, active %v: %s", r.State, r.Active, r.Report)
+	}
+	if r := f.drover("", "run", "cancel", id); r.code == 0 || !strings.Contains(r.stderr, "is not being worked") {
+		t.Errorf("a second cancel exited %d: %s", r.code, r.stderr)
+	}
+	if err := os.Remove(filepath.Join(f.dir, "block-a")); err != nil {
+		t.Fatal(err)
+	}
+	f.must("", "run", "resume", id, "--detach")
+	if r := f.waitRun(id); r.State != api.RunDone {
+		t.Fatalf("the resumed run did not finish: %s: %s", r.State, r.Report)
 	}
 }

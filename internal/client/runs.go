@@ -34,3 +34,12 @@ func (c *Client) ResumeRun(ctx context.Context, id string) (api.Run, error) {
 	err := c.do(ctx, http.MethodPost, api.RunPath(id, "resume"), struct{}{}, &r)
 	return r, err
 }
+
+// CancelRun stops a run being worked: its agents are killed and it ends
+// failed. The run is returned as the cancel left it, maybe still active
+// while a wave checkpoint finishes.
+func (c *Client) CancelRun(ctx context.Context, id string) (api.Run, error) {
+	var r api.Run
+	err := c.do(ctx, http.MethodPost, api.RunPath(id, "cancel"), struct{}{}, &r)
+	return r, err
+}
