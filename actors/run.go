@@ -500,8 +500,8 @@ type runActor struct {
 	iterCtx    context.Context
 	iterCancel context.CancelFunc
 	wg         sync.WaitGroup
-	inflight  int
-	merging   bool
+	inflight   int
+	merging    bool
 	// history holds the convergence metrics of each task's iterations
 	// since it (re)started, oldest first; a resumed run knows only the
 	// last one, from the task's last test.
@@ -1289,7 +1289,7 @@ type iterationJob struct {
 	reviewPrompt string
 	// deadline ends the iteration with the task's budget (zero: none).
 	deadline time.Time
-	// worktrees is the run's lock on work tree changes.
+	// worktrees is the project's lock on work tree changes.
 	worktrees *sync.Mutex
 	// report sends the agent's progress to the run actor, without
 	// waiting: the agent's output is not read while it runs.
