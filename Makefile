@@ -11,7 +11,7 @@ CLAUDE      := tools/claude/node_modules/.bin/claude
 # CI has 90 minutes; the e2e package needs far less, this only stops a hang.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-unit test-e2e lint bench install claude node demo clean
+.PHONY: all build run test test-unit test-e2e lint bench install claude node git demo clean
 
 all: build
 
@@ -33,12 +33,18 @@ node:
 	  echo "npm not found; installing Debian's nodejs and npm"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm >/dev/null; }
 
+# drover needs git (its commit gate and work trees), and so do the tests.
+git:
+	@command -v git >/dev/null 2>&1 || { \
+	  echo "git not found; installing Debian's git"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git >/dev/null; }
+
 # The real Claude Code CLI, pinned in tools/claude/package-lock.json
 # (version and sha512 of every package), installed into tools/claude/.
 claude: node
 	sh tools/claude/install.sh
 
-test: build claude
+test: git build claude
 	$(GO) vet ./...
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
@@ -46,7 +52,7 @@ test: build claude
 test-unit:
 	$(GO) test -race -short ./...
 
-test-e2e: build claude
+test-e2e: git build claude
 	$(GO) test -race -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
 
 lint:

@@ -175,7 +175,7 @@ func TestRootErrors(t *testing.T) {
 // main repository share one root.
 func TestRootGitWorktree(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed")
+		t.Fatal("git is not on PATH: drover needs it, and `make test` installs it")
 	}
 	base := realDir(t, t.TempDir())
 	main := filepath.Join(base, "main")
