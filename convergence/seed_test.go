@@ -5,13 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/drover-dev/drover/internal/transcript"
+	"github.com/drover-dev/drover/test/seed004"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -27,16 +27,11 @@ type seedCase struct {
 		MaxIterations int `json:"max_iterations"`
 	} `json:"state_file"`
 	FillerCount    *int           `json:"filler_count"`
-	Transcript     []seedCall     `json:"transcript"`
+	Transcript     []seed004.Call `json:"transcript"`
 	TranscriptText []string       `json:"transcript_text"`
 	PreReflections []Reflection   `json:"pre_reflections"`
 	MetricsHistory []Metrics      `json:"metrics_history"`
 	Checks         map[string]any `json:"checks"`
-}
-
-type seedCall struct {
-	Tool  string         `json:"tool"`
-	Input map[string]any `json:"input"`
 }
 
 func loadSeedCases(t *testing.T, category string) []seedCase {
@@ -63,49 +58,14 @@ func loadSeedCases(t *testing.T, category string) []seedCase {
 	return out
 }
 
-// seedTranscript writes the JSONL that seed 004's run-unit.sh generates:
-// filler_count (default 10) Write calls, then the case's tool calls, then
-// its text lines, each an assistant entry with one block and no ids. The
-// seed smuggles a Bash call's output in input.output_hint; here it becomes
-// the call's tool_result, flagged is_error, as Claude Code would write a
-// failing command.
+// seedTranscript writes the case's transcript as seed 004's runner does.
 func seedTranscript(t *testing.T, c seedCase) string {
 	t.Helper()
-	var buf bytes.Buffer
-	line := func(v any) {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf.Write(b)
-		buf.WriteByte('\n')
+	b, err := seed004.Transcript(c.FillerCount, c.Transcript, c.TranscriptText)
+	if err != nil {
+		t.Fatal(err)
 	}
-	toolLine := func(name string, input map[string]any) {
-		line(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{
-			map[string]any{"type": "tool_use", "name": name, "input": input},
-		}}})
-	}
-	filler := 10
-	if c.FillerCount != nil {
-		filler = *c.FillerCount
-	}
-	for i := range filler {
-		toolLine("Write", map[string]any{"file_path": fmt.Sprintf("/project/filler%d.ts", i), "content": "// filler"})
-	}
-	for _, call := range c.Transcript {
-		toolLine(call.Tool, call.Input)
-		if hint, ok := call.Input["output_hint"].(string); ok {
-			line(map[string]any{"type": "user", "message": map[string]any{"content": []any{
-				map[string]any{"type": "tool_result", "content": "Exit code 1\n" + hint, "is_error": true},
-			}}})
-		}
-	}
-	for _, text := range c.TranscriptText {
-		line(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{
-			map[string]any{"type": "text", "text": text},
-		}}})
-	}
-	return buf.String()
+	return string(b)
 }
 
 // TestSeedReflectionCases runs seed 004's reflection-generator cases
@@ -141,34 +101,10 @@ func TestSeedReflectionCases(t *testing.T) {
 				switch check {
 				case "exit_code_is":
 					// Reflect cannot fail; the seed's process exit code has no counterpart.
-				case "reflection_file_exists":
-					if ok != want.(bool) {
-						t.Errorf("%s: reflection written = %v, want %v (%d tool calls)", check, ok, want, it.ToolCalls)
-					}
-				case "reflection_valid_json":
-					if !ok {
-						t.Errorf("%s: no reflection", check)
-					}
-				case "reflection_has_field", "reflection_has_field_2":
-					if _, has := data[want.(string)]; !has {
-						t.Errorf("%s: no field %q in %s", check, want, file)
-					}
-				case "reflection_thrashing_is":
-					if data["thrashing"] != want {
-						t.Errorf("%s: thrashing = %v, want %v", check, data["thrashing"], want)
-					}
-				case "reflection_references_prior":
-					if s, _ := data["prior_iterations_summary"].(string); len(s) <= 10 {
-						t.Errorf("%s: prior_iterations_summary = %q", check, s)
-					}
-				case "reflection_schema_valid":
-					for _, f := range []string{"approach", "successes", "failures"} {
-						if _, has := data[f]; !has {
-							t.Errorf("%s: missing %q", check, f)
-						}
-					}
 				default:
-					t.Errorf("unknown check %s", check)
+					if msg := seed004.CheckReflection(check, want, ok, data); msg != "" {
+						t.Errorf("%s (%d tool calls)", msg, it.ToolCalls)
+					}
 				}
 			}
 			if ok {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover/convergence"
+	"github.com/drover-dev/drover/test/seed004"
 )
 
 // seedComponentCase is one unit case of seed 004's test-cases.json for the
@@ -21,7 +21,7 @@ type seedComponentCase struct {
 	Target         string            `json:"target"`
 	StateFile      json.RawMessage   `json:"state_file"`
 	FillerCount    *int              `json:"filler_count"`
-	Transcript     []json.RawMessage `json:"transcript"`
+	Transcript     []seed004.Call    `json:"transcript"`
 	PreReflections []json.RawMessage `json:"pre_reflections"`
 	MetricsHistory json.RawMessage   `json:"metrics_history"`
 	RoutingInput   json.RawMessage   `json:"routing_input"`
@@ -37,52 +37,6 @@ func loadSeedComponentCases(t *testing.T, path string) []seedComponentCase {
 		t.Fatal(err)
 	}
 	return doc.TestCases
-}
-
-// seedTranscriptJSONL writes the transcript seed 004's run-unit.sh
-// generates: filler_count (default 10) Write calls, then the case's tool
-// calls, each an assistant entry with one tool_use block. The seed
-// smuggles a Bash call's output in input.output_hint; here it also
-// becomes the call's tool_result, flagged is_error, as Claude Code writes
-// a failing command (the convergence package's seed test does the same).
-func seedTranscriptJSONL(t *testing.T, c seedComponentCase) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	line := func(v any) {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf.Write(append(b, '\n'))
-	}
-	tool := func(name string, input any) {
-		line(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{
-			map[string]any{"type": "tool_use", "name": name, "input": input},
-		}}})
-	}
-	filler := 10
-	if c.FillerCount != nil {
-		filler = *c.FillerCount
-	}
-	for i := range filler {
-		tool("Write", map[string]any{"file_path": fmt.Sprintf("/project/filler%d.ts", i), "content": "// filler"})
-	}
-	for _, raw := range c.Transcript {
-		var call struct {
-			Tool  string         `json:"tool"`
-			Input map[string]any `json:"input"`
-		}
-		if err := json.Unmarshal(raw, &call); err != nil {
-			t.Fatal(err)
-		}
-		tool(call.Tool, call.Input)
-		if hint, ok := call.Input["output_hint"].(string); ok {
-			line(map[string]any{"type": "user", "message": map[string]any{"content": []any{
-				map[string]any{"type": "tool_result", "content": "Exit code 1\n" + hint, "is_error": true},
-			}}})
-		}
-	}
-	return buf.Bytes()
 }
 
 // TestSeedComponentCases replays seed 004's reflection, convergence and
@@ -133,7 +87,11 @@ func TestSeedComponentCases(t *testing.T) {
 			var out map[string]any
 			switch c.Target {
 			case "reflection-generator":
-				transcript := write("transcript.jsonl", seedTranscriptJSONL(t, c))
+				jsonl, err := seed004.Transcript(c.FillerCount, c.Transcript, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				transcript := write("transcript.jsonl", jsonl)
 				r = p.drover("", "reflect", "--transcript", transcript, "--state", state, "--reflections-dir", reflections)
 			case "convergence-detector":
 				metrics := write("metrics-history.json", c.MetricsHistory)
@@ -158,7 +116,6 @@ func TestSeedComponentCases(t *testing.T) {
 
 			// The reflection of the case's iteration, if one was written.
 			var refl map[string]any
-			var reflErr error
 			var iteration struct {
 				Iteration int `json:"iteration"`
 			}
@@ -168,7 +125,9 @@ func TestSeedComponentCases(t *testing.T) {
 			reflPath := filepath.Join(reflections, fmt.Sprintf("iteration-%d.json", iteration.Iteration))
 			_, statErr := os.Stat(reflPath)
 			if c.Target == "reflection-generator" && statErr == nil {
-				reflErr = readJSONFile(reflPath, &refl)
+				if err := readJSONFile(reflPath, &refl); err != nil {
+					refl = nil // reflection_valid_json fails on it
+				}
 			}
 
 			for check, want := range c.Checks {
@@ -176,32 +135,6 @@ func TestSeedComponentCases(t *testing.T) {
 				case "exit_code_is":
 					if float64(r.code) != want.(float64) {
 						t.Errorf("%s: exit %d, want %v\nstderr: %s", check, r.code, want, r.stderr)
-					}
-				case "reflection_file_exists":
-					if (statErr == nil) != want.(bool) {
-						t.Errorf("%s: %s exists = %v, want %v (stdout %q)", check, reflPath, statErr == nil, want, r.stdout)
-					}
-				case "reflection_valid_json":
-					if statErr != nil || reflErr != nil {
-						t.Errorf("%s: %v %v", check, statErr, reflErr)
-					}
-				case "reflection_has_field", "reflection_has_field_2":
-					if _, ok := refl[want.(string)]; !ok {
-						t.Errorf("%s: no field %q in %v", check, want, refl)
-					}
-				case "reflection_thrashing_is":
-					if refl["thrashing"] != want {
-						t.Errorf("%s: thrashing = %v, want %v", check, refl["thrashing"], want)
-					}
-				case "reflection_references_prior":
-					if s, _ := refl["prior_iterations_summary"].(string); len(s) <= 10 {
-						t.Errorf("%s: prior_iterations_summary = %q", check, s)
-					}
-				case "reflection_schema_valid":
-					for _, f := range []string{"approach", "successes", "failures"} {
-						if _, ok := refl[f]; !ok {
-							t.Errorf("%s: missing %q in %v", check, f, refl)
-						}
 					}
 				case "convergence_status_is":
 					if out["status"] != want || out["reason"] == "" {
@@ -212,7 +145,9 @@ func TestSeedComponentCases(t *testing.T) {
 						t.Errorf("%s: %v, want agent %v", check, out, want)
 					}
 				default:
-					t.Errorf("unknown check %s", check)
+					if msg := seed004.CheckReflection(check, want, statErr == nil, refl); msg != "" {
+						t.Errorf("%s (%s; stdout %q)", msg, reflPath, r.stdout)
+					}
 				}
 			}
 		})
