@@ -54,17 +54,6 @@ func Transcript(filler *int, calls []Call, texts []string) ([]byte, error) {
 	return buf.Bytes(), err
 }
 
-// IsReflectionCheck reports whether check is one of the seed's checks on
-// the reflection file.
-func IsReflectionCheck(check string) bool {
-	switch check {
-	case "reflection_file_exists", "reflection_valid_json", "reflection_has_field", "reflection_has_field_2",
-		"reflection_thrashing_is", "reflection_references_prior", "reflection_schema_valid":
-		return true
-	}
-	return false
-}
-
 // CheckReflection evaluates one of the seed's reflection checks with its
 // wanted value: written says whether a reflection was written, refl is its
 // JSON decoded (nil when none was written or it did not decode). It
