@@ -15,9 +15,8 @@ type agentMeter struct {
 	prices convergence.Prices
 	// model is the one the init line named, for messages that name none.
 	model string
-	// usage holds each message's usage so far, by message id: the lines
-	// of one message repeat its id, each with the usage known then, so
-	// the largest count of each kind is the message's.
+	// usage holds each message's usage so far, by message id (see
+	// transcript.Usage.Grow).
 	usage map[string]transcript.Usage
 	// estimate is the priced sum of usage (and of messages without id).
 	estimate   float64
@@ -50,10 +49,7 @@ func (m *agentMeter) add(ev agentrun.Event) bool {
 			old = transcript.Usage{MessageID: ev.MessageID, Model: model}
 		}
 		u := old
-		u.InputTokens = max(u.InputTokens, ev.Usage.InputTokens)
-		u.OutputTokens = max(u.OutputTokens, ev.Usage.OutputTokens)
-		u.CacheReadInputTokens = max(u.CacheReadInputTokens, ev.Usage.CacheReadInputTokens)
-		u.CacheCreationInputTokens = max(u.CacheCreationInputTokens, ev.Usage.CacheCreationInputTokens)
+		u.Grow(ev.Usage.InputTokens, ev.Usage.OutputTokens, ev.Usage.CacheReadInputTokens, ev.Usage.CacheCreationInputTokens)
 		if seen && ev.MessageID != "" {
 			m.estimate -= m.prices.Cost(old)
 		}

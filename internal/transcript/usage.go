@@ -26,6 +26,16 @@ type Usage struct {
 	CacheCreationInputTokens int64
 }
 
+// Grow takes in one more report of the message's usage: the lines of one
+// message repeat its id, each with the counts known then, so the largest
+// count of each kind is the message's.
+func (u *Usage) Grow(input, output, cacheRead, cacheCreation int64) {
+	u.InputTokens = max(u.InputTokens, input)
+	u.OutputTokens = max(u.OutputTokens, output)
+	u.CacheReadInputTokens = max(u.CacheReadInputTokens, cacheRead)
+	u.CacheCreationInputTokens = max(u.CacheCreationInputTokens, cacheCreation)
+}
+
 type usageEntry struct {
 	Type      string `json:"type"`
 	Timestamp string `json:"timestamp"`
@@ -98,10 +108,7 @@ func ScanUsage(ctx context.Context, r io.Reader, fn func(Usage) error) error {
 						ts, _ := time.Parse(time.RFC3339Nano, e.Timestamp)
 						pending = &Usage{MessageID: m.ID, Model: m.Model, Timestamp: ts}
 					}
-					pending.InputTokens = max(pending.InputTokens, u.InputTokens)
-					pending.OutputTokens = max(pending.OutputTokens, u.OutputTokens)
-					pending.CacheReadInputTokens = max(pending.CacheReadInputTokens, u.CacheReadInputTokens)
-					pending.CacheCreationInputTokens = max(pending.CacheCreationInputTokens, u.CacheCreationInputTokens)
+					pending.Grow(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
 					if m.ID == "" {
 						if ferr := flush(); ferr != nil {
 							return finish(ferr)
