@@ -620,7 +620,9 @@ func (a *runActor) Receive(ctx actor.Context) {
 		a.armHeartbeat(ctx)
 		a.advance(ctx)
 	case *heartbeat:
-		if a.inflight > 0 || a.merging {
+		// A save within the last half beat (progress, a finished
+		// iteration) already keeps the stored run recent.
+		if (a.inflight > 0 || a.merging) && time.Since(a.savedAt) >= a.heartbeatEvery()/2 {
 			a.save()
 		}
 		if a.rec.State == api.RunRunning {
@@ -648,8 +650,10 @@ func (a *runActor) Receive(ctx actor.Context) {
 		a.progress(msg)
 		a.saveProgress(ctx)
 	case *progressFlush:
-		a.flush = nil
-		a.save()
+		// A save since the timer was armed has cancelled it.
+		if a.flush != nil {
+			a.save()
+		}
 	case *actor.Stopping:
 		if a.flush != nil {
 			a.flush.Stop()
@@ -695,11 +699,15 @@ func (a *runActor) progress(m *taskProgress) {
 // armHeartbeat sets the timer of the next heartbeat.
 func (a *runActor) armHeartbeat(ctx actor.Context) {
 	system, self := ctx.ActorSystem(), ctx.Self()
-	every := a.env.Heartbeat
-	if every <= 0 {
-		every = heartbeatEvery
+	a.beat = time.AfterFunc(a.heartbeatEvery(), func() { system.Root.Send(self, &heartbeat{}) })
+}
+
+// heartbeatEvery is RunsEnv.Heartbeat, or its default.
+func (a *runActor) heartbeatEvery() time.Duration {
+	if a.env.Heartbeat > 0 {
+		return a.env.Heartbeat
 	}
-	a.beat = time.AfterFunc(every, func() { system.Root.Send(self, &heartbeat{}) })
+	return heartbeatEvery
 }
 
 // saveProgress saves the run after progress, or when it was saved less
@@ -717,6 +725,11 @@ func (a *runActor) saveProgress(ctx actor.Context) {
 }
 
 func (a *runActor) save() {
+	// This save holds whatever progress a pending flush was for.
+	if a.flush != nil {
+		a.flush.Stop()
+		a.flush = nil
+	}
 	a.savedAt = time.Now()
 	a.rec.UpdatedAt = a.env.now()
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
