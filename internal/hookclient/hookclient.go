@@ -108,6 +108,11 @@ func run(ctx context.Context, o Options) Result {
 	var warn string
 	noStore := false
 	if _, err := os.Stat(paths.DB); errors.Is(err, os.ErrNotExist) {
+		// No socket either: drover was never used here. One more stat
+		// spares such a project the config load and the dials below.
+		if _, err := os.Stat(paths.Socket); errors.Is(err, os.ErrNotExist) {
+			return Result{}
+		}
 		noStore = true
 		warn = fmt.Sprintf("drover: %s is missing (was .drover/ removed?): the running supervisor still has the sessions in memory, but they will not survive its restart", paths.DB)
 	}
