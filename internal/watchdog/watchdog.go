@@ -16,7 +16,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"time"
 
@@ -51,7 +50,7 @@ type Watchdog struct {
 }
 
 // Start starts exe (the drover binary) as the watchdog of this process for
-// tag, with env (without tag's key: the watchdog must not carry the tag it
+// tag, with env (without any of drover's tags: the watchdog must not carry the tag it
 // kills) and in a process group of its own, so that a terminal's Ctrl-C
 // meant for the supervisor does not end it first. Keep the Watchdog until
 // the supervisor ends, then Close it.
@@ -65,7 +64,7 @@ func Start(exe, tag string, env []string) (*Watchdog, error) {
 	}
 	cmd := exec.Command(exe, Command, tag)
 	cmd.Stdin = r
-	cmd.Env = slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, TagKey+"=") })
+	cmd.Env = proctag.Strip(env)
 	cmd.SysProcAttr = ownGroup()
 	err = cmd.Start()
 	// The write end is ours alone: os.Pipe sets close-on-exec, so no child
