@@ -361,7 +361,7 @@ func (a *sessionActor) planRouteText(ctx context.Context, s plan.State) (string,
 	if err != nil {
 		return "", fmt.Errorf("loading templates: %w", err)
 	}
-	f, err := a.planFacts(ctx, s, s.PlanID, false)
+	f, err := a.nextFacts(ctx, s)
 	if err != nil {
 		return "", err
 	}
@@ -818,7 +818,7 @@ func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, arg
 	if err != nil {
 		return PlanStatus{}, fmt.Errorf("loading templates: %w", err)
 	}
-	f, err := a.planFacts(ctx, s, s.PlanID, false)
+	f, err := a.nextFacts(ctx, s)
 	if err != nil {
 		return PlanStatus{}, err
 	}
@@ -1395,6 +1395,29 @@ func (a *sessionActor) plansDir() string { return filepath.Join(a.env.Root, ".dr
 // planDir is the folder of plan id; id must be a valid plan id.
 func (a *sessionActor) planDir(id string) string { return filepath.Join(a.plansDir(), id) }
 
+// nextFacts are the facts plan.Next routes by: planFacts, plus plan.md
+// and the current task's file, which only continue reads, so a stop does
+// not read them.
+func (a *sessionActor) nextFacts(ctx context.Context, s plan.State) (plan.Facts, error) {
+	f, err := a.planFacts(ctx, s, s.PlanID, false)
+	if err != nil {
+		return f, err
+	}
+	planMD, _, err := readCapped(filepath.Join(f.PlanDir, "plan.md"), maxPlanFileRead)
+	if err != nil {
+		return f, err
+	}
+	f.PlanMD = string(planMD)
+	if plan.ValidTaskID(s.CurrentTask) {
+		taskMD, _, err := readCapped(filepath.Join(f.PlanDir, "task-"+s.CurrentTask+".md"), maxPlanFileRead)
+		if err != nil {
+			return f, err
+		}
+		f.TaskMD = string(taskMD)
+	}
+	return f, nil
+}
+
 // planFacts reads plan id's folder. With git, it also reads the git HEAD
 // and the diff since the cycle's last review, when a review may start.
 func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, git bool) (plan.Facts, error) {
@@ -1436,18 +1459,6 @@ func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, g
 		return f, err
 	}
 	f.TasksMD = string(tasksMD)
-	planMD, _, err := readCapped(filepath.Join(dir, "plan.md"), maxPlanFileRead)
-	if err != nil {
-		return f, err
-	}
-	f.PlanMD = string(planMD)
-	if plan.ValidTaskID(s.CurrentTask) {
-		taskMD, _, err := readCapped(filepath.Join(dir, "task-"+s.CurrentTask+".md"), maxPlanFileRead)
-		if err != nil {
-			return f, err
-		}
-		f.TaskMD = string(taskMD)
-	}
 	view, ok, err := readCapped(filepath.Join(dir, plan.ViewFile), maxPlanFileRead)
 	if err != nil {
 		return f, err
