@@ -497,11 +497,8 @@ starts a new one):
 				_, err = io.WriteString(a.stdout, y)
 				return err
 			}
-			cfg, err := config.Load(config.DefaultSources(p.Root, a.environ))
+			cfg, err := a.projectConfig(p.Root)
 			if err != nil {
-				return err
-			}
-			if err := cfg.Validate(); err != nil {
 				return err
 			}
 			y, err := cfg.YAML()

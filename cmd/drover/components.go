@@ -200,7 +200,13 @@ func (a *app) componentConfig(g *globalFlags) (config.Config, error) {
 	if err != nil {
 		return config.Config{}, err
 	}
-	cfg, err := config.Load(config.DefaultSources(p.Root, a.environ))
+	return a.projectConfig(p.Root)
+}
+
+// projectConfig loads and validates the configuration of the project at
+// root, from its files and this process's environment.
+func (a *app) projectConfig(root string) (config.Config, error) {
+	cfg, err := config.Load(config.DefaultSources(root, a.environ))
 	if err != nil {
 		return config.Config{}, err
 	}
