@@ -1094,16 +1094,13 @@ func (a *sessionActor) reviewJob(cfg config.Config, id uint64, e plan.StartRevie
 		base.Command = argv
 	}
 	job := reviewJob{id: id, specs: []reviewer.Spec{base}}
-	if cfg.Review.Strategy == "parallel" {
-		models := cfg.ReviewModels()
-		if len(models) > 1 {
-			job.specs = nil
-			for _, m := range models {
-				s := base
-				s.Model = m
-				s.LogPath = strings.TrimSuffix(e.ReviewFile, ".md") + "-" + m + ".log"
-				job.specs = append(job.specs, s)
-			}
+	if cfg.ParallelReview() {
+		job.specs = nil
+		for _, m := range cfg.ReviewModels() {
+			s := base
+			s.Model = m
+			s.LogPath = strings.TrimSuffix(e.ReviewFile, ".md") + "-" + m + ".log"
+			job.specs = append(job.specs, s)
 		}
 		if cfg.Review.Quorum == "majority" {
 			job.quorum = reviewer.Majority
@@ -1423,7 +1420,7 @@ func (a *sessionActor) nextFacts(ctx context.Context, s plan.State) (plan.Facts,
 func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, git bool) (plan.Facts, error) {
 	dir := a.planDir(id)
 	cfg := a.env.Config()
-	f := plan.Facts{PlanID: id, PlanDir: dir, Models: cfg.ReviewModels(), CleanStreak: cfg.Review.CleanStreak, StrictReviews: cfg.Review.CountMinor, Parallel: cfg.Review.Strategy == "parallel"}
+	f := plan.Facts{PlanID: id, PlanDir: dir, Models: cfg.ReviewModels(), CleanStreak: cfg.Review.CleanStreak, StrictReviews: cfg.Review.CountMinor, Parallel: cfg.ParallelReview()}
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

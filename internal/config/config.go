@@ -237,6 +237,12 @@ func (c Config) ReviewModels() []string {
 	return out
 }
 
+// ParallelReview reports whether reviews run in parallel: the parallel
+// strategy with more than one model (one model has nothing to run beside).
+func (c Config) ParallelReview() bool {
+	return c.Review.Strategy == "parallel" && len(c.ReviewModels()) > 1
+}
+
 // HookTimeout returns the timeout plugin/hooks.json gives the hook command
 // of event e (0 for an unknown event). Claude Code kills a hook past it, so
 // every budget must stay strictly below it.

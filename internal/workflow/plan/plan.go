@@ -557,7 +557,7 @@ func reviewVars(s State, f Facts, r InFlight) map[string]string {
 	v["review_title"] = strings.ToUpper(title[:1]) + title[1:]
 	v["iteration"] = strconv.Itoa(r.Iteration)
 	v["model"] = r.Model
-	if f.Parallel && len(f.Models) > 1 {
+	if f.Parallel {
 		v["model"] = strings.Join(f.Models, ",")
 	}
 	v["review_phase"] = string(r.Kind.ReviewPhase())

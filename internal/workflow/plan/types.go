@@ -231,8 +231,8 @@ type Facts struct {
 	// StrictReviews makes minor findings count against a clean review
 	// too (review.count_minor); by default only blocking findings do.
 	StrictReviews bool
-	// Parallel is review.strategy parallel: every model of Models
-	// reviews at once, so messages name them all.
+	// Parallel is config.ParallelReview: every model of Models reviews
+	// at once, so messages name them all.
 	Parallel bool
 	// CleanStreak is how many clean reviews in a row end a cycle
 	// (review.clean_streak); 0 or less means CleanToAdvance.
