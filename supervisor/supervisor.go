@@ -48,12 +48,15 @@ type Options struct {
 	Ready func()
 	// DirtyCheck overrides the git check (tests); nil means gitstatus.
 	DirtyCheck func(ctx context.Context, dir string) (bool, []string, error)
-	// ChildTag, when set, is a "KEY=VALUE" entry put in the environment of
+	// Watchdog, when set, starts the supervisor's watchdog once Run holds
+	// the project's lock (a supervisor that loses the race to start starts
+	// none). It returns the "KEY=VALUE" tag put in the environment of
 	// every process the supervisor starts that may outlive it (reviewers,
-	// a run's agents and test commands, a loop's checks), for its watchdog
+	// a run's agents and test commands, a loop's checks), for the watchdog
 	// to end them and what they started if the supervisor dies without
-	// doing so (internal/watchdog).
-	ChildTag string
+	// doing so (internal/watchdog), and the function that ends the
+	// watchdog.
+	Watchdog func() (tag string, stop func(), err error)
 	// LockWait, when positive, is how long Run waits for the project's lock
 	// while its holder does not answer on the socket: a supervisor started
 	// on demand by a hook that arrived while the previous one was still
@@ -106,6 +109,19 @@ func Run(ctx context.Context, opts Options) (err error) {
 			err = fmt.Errorf("unlocking %q: %w", p.Lock, uerr)
 		}
 	}()
+	var childTag string
+	if opts.Watchdog != nil {
+		tag, stop, werr := opts.Watchdog()
+		if werr != nil {
+			// Without a watchdog a kill -9 leaves the children of
+			// reviewers and agents, and test and check commands, behind;
+			// the supervisor still works.
+			s.log.Warn("no watchdog: a supervisor that dies may leave reviewer, agent and test processes behind", zap.Error(werr))
+		} else {
+			childTag = tag
+			defer stop()
+		}
+	}
 	if _, err := tasks.EnsureDroverDir(p.Root); err != nil {
 		return err
 	}
@@ -140,7 +156,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		Dirty:       dirty,
 		Log:         s.log,
 		Reviewers:   s.reviewers,
-		ChildTag:    opts.ChildTag,
+		ChildTag:    childTag,
 	}
 	root, err := s.system.Root.SpawnNamed(actors.NewSessionsProps(env, actors.SessionsOptions{
 		IdleTimeout:   cfg.Supervisor.IdleTimeout,

@@ -72,14 +72,6 @@ With --detach it starts in the background and returns once it answers.`,
 				return err
 			}
 			defer lg.Close()
-			tag, closeWatchdog, err := a.startWatchdog(lg)
-			if err != nil {
-				// Without a watchdog a kill -9 leaves the children of
-				// reviewers and agents, and test and check commands,
-				// behind; the supervisor still works.
-				lg.Zap().Warn("no watchdog: a supervisor that dies may leave reviewer, agent and test processes behind", zap.Error(err))
-			}
-			defer closeWatchdog()
 			// Started on demand (by a hook or command, always with
 			// --no-console), a supervisor may find its predecessor still
 			// stopping: it waits that out rather than leave the hook
@@ -95,7 +87,7 @@ With --detach it starts in the background and returns once it answers.`,
 				Sources:  &src,
 				Log:      lg,
 				Version:  version,
-				ChildTag: tag,
+				Watchdog: func() (string, func(), error) { return a.startWatchdog(lg) },
 				LockWait: lockWait,
 			})
 			if errors.Is(err, supervisor.ErrAlreadyRunning) {
