@@ -120,29 +120,9 @@ func Parse(data []byte) (Tracker, error) {
 	if len(data) > MaxBytes {
 		return Tracker{}, malformed("it is larger than %d bytes", MaxBytes)
 	}
-	rest := bytes.TrimPrefix(data, []byte("\ufeff"))
-	first, rest, ok := cutLine(rest)
-	if !ok && len(first) == 0 {
-		return Tracker{}, malformed("the file is empty")
-	}
-	if !isDelimiter(first) {
-		return Tracker{}, malformed("it does not start with a %q front matter line", delimiter)
-	}
-	var yamlText []byte
-	for closed := false; !closed; {
-		var line []byte
-		line, rest, ok = cutLine(rest)
-		switch {
-		case isDelimiter(line):
-			closed = true
-		case !ok:
-			return Tracker{}, malformed("the front matter has no closing %q line", delimiter)
-		case len(yamlText)+len(line) >= MaxFrontMatterBytes:
-			return Tracker{}, malformed("the front matter is larger than %d bytes", MaxFrontMatterBytes)
-		default:
-			yamlText = append(yamlText, line...)
-			yamlText = append(yamlText, '\n')
-		}
+	yamlText, rest, err := split(data, MaxFrontMatterBytes)
+	if err != nil {
+		return Tracker{}, err
 	}
 
 	fm, err := decodeFrontMatter(yamlText)
@@ -193,19 +173,38 @@ func Body(data []byte) (body string, ok bool) {
 	if len(data) > MaxBytes {
 		return "", false
 	}
-	first, rest, found := cutLine(bytes.TrimPrefix(data, []byte("\ufeff")))
-	if !found || !isDelimiter(first) {
+	_, rest, err := split(data, 0)
+	if err != nil {
 		return "", false
+	}
+	return string(rest), true
+}
+
+// split cuts a tracker into its front matter's YAML and its body. A UTF-8
+// byte order mark and CRLF line ends are accepted. limit, when positive,
+// caps the front matter's size. Every failure wraps ErrMalformed.
+func split(data []byte, limit int) (yamlText, body []byte, err error) {
+	rest := bytes.TrimPrefix(data, []byte("\ufeff"))
+	first, rest, ok := cutLine(rest)
+	if !ok && len(first) == 0 {
+		return nil, nil, malformed("the file is empty")
+	}
+	if !isDelimiter(first) {
+		return nil, nil, malformed("it does not start with a %q front matter line", delimiter)
 	}
 	for {
 		var line []byte
-		line, rest, found = cutLine(rest)
-		if isDelimiter(line) {
-			return string(rest), true
+		line, rest, ok = cutLine(rest)
+		switch {
+		case isDelimiter(line):
+			return yamlText, rest, nil
+		case !ok:
+			return nil, nil, malformed("the front matter has no closing %q line", delimiter)
+		case limit > 0 && len(yamlText)+len(line) >= limit:
+			return nil, nil, malformed("the front matter is larger than %d bytes", limit)
 		}
-		if !found {
-			return "", false
-		}
+		yamlText = append(yamlText, line...)
+		yamlText = append(yamlText, '\n')
 	}
 }
 
