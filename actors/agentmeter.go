@@ -61,6 +61,11 @@ func (m *agentMeter) add(ev agentrun.Event) bool {
 	return m.cost() != cost || m.toolCalls != tools
 }
 
+// progress is what the meter has seen, as the run actor counts it.
+func (m *agentMeter) progress() agentProgress {
+	return agentProgress{costUSD: m.cost(), toolCalls: m.toolCalls, finished: m.sawResult}
+}
+
 // cost is what the agent has cost so far: its result line's total once
 // it printed one, else the estimate.
 func (m *agentMeter) cost() float64 {

@@ -1343,7 +1343,7 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 	meter := newAgentMeter()
 	res, err := agentrun.Run(ctx, spec, func(ev agentrun.Event) {
 		if meter.add(ev) && j.report != nil {
-			j.report(agentProgress{costUSD: meter.cost(), toolCalls: meter.toolCalls, finished: meter.sawResult})
+			j.report(meter.progress())
 		}
 	})
 	if err != nil {
@@ -1351,7 +1351,7 @@ func (j iterationJob) run(ctx context.Context) *iterationDone {
 		return out
 	}
 	out.agent = res
-	out.progress = agentProgress{costUSD: meter.cost(), toolCalls: meter.toolCalls, finished: meter.sawResult}
+	out.progress = meter.progress()
 	if ctx.Err() != nil {
 		return out
 	}
