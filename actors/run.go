@@ -673,12 +673,7 @@ func (a *runActor) progress(m *taskProgress) {
 	if t == nil || t.State != api.TaskRunning || t.Iteration != m.iteration {
 		return
 	}
-	before := a.live[t.ID]
-	cost := m.costUSD - before.costUSD
-	t.CostUSD += cost
-	a.rec.CostUSD += cost
-	t.ToolCalls += m.toolCalls - before.toolCalls
-	a.live[t.ID] = m.agentProgress
+	a.count(t, m.agentProgress)
 	if m.finished {
 		// The agent is done: its iteration goes on to its tests, and
 		// iterationDone checks the budgets, a finished task first.
@@ -694,6 +689,19 @@ func (a *runActor) progress(m *taskProgress) {
 		end()
 		delete(a.endIteration, t.ID)
 	}
+}
+
+// count adds to task t and the run what the agent's progress p adds to
+// what was counted of it before, keeps p as counted, and returns the cost
+// it added.
+func (a *runActor) count(t *api.RunTask, p agentProgress) float64 {
+	before := a.live[t.ID]
+	cost := p.costUSD - before.costUSD
+	t.CostUSD += cost
+	a.rec.CostUSD += cost
+	t.ToolCalls += p.toolCalls - before.toolCalls
+	a.live[t.ID] = p
+	return cost
 }
 
 // armHeartbeat sets the timer of the next heartbeat.
@@ -970,16 +978,14 @@ func (a *runActor) iterationDone(m *iterationDone) {
 		t.Base = m.base
 	}
 	// The agent's progress is counted already, up to its last report.
-	counted := a.live[t.ID]
+	cost := a.count(t, m.progress)
 	delete(a.live, t.ID)
 	delete(a.endIteration, t.ID)
-	cost := m.progress.costUSD - counted.costUSD
 	if m.review != nil {
 		cost += m.review.CostUSD
+		t.CostUSD += m.review.CostUSD
+		a.rec.CostUSD += m.review.CostUSD
 	}
-	t.CostUSD += cost
-	a.rec.CostUSD += cost
-	t.ToolCalls += m.progress.toolCalls - counted.toolCalls
 	if m.test != nil {
 		t.LastTest = m.test
 	}
