@@ -264,9 +264,7 @@ func writeRunJSON(w io.Writer, run api.Run) error {
 func (a *app) watchStatus(ctx context.Context, c *client.Client, run api.Run, asJSON bool) error {
 	redraw := isTerminal(a.stdout, a.getenv("TERM"))
 	last := ""
-	tick := time.NewTicker(runPollInterval)
-	defer tick.Stop()
-	for {
+	_, err := pollRun(ctx, c, run, runPollInterval, func(run api.Run) error {
 		var b strings.Builder
 		if asJSON {
 			if err := writeRunJSON(&b, run); err != nil {
@@ -286,17 +284,35 @@ func (a *app) watchStatus(ctx context.Context, c *client.Client, run api.Run, as
 			fmt.Fprint(a.stdout, view)
 			last = view
 		}
+		return nil
+	})
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// pollRun shows run, then fetches it again every interval and shows it,
+// until it is no longer worked, ctx ends (ctx.Err()), show fails, or it
+// cannot be fetched (watchError). It returns the run as last fetched.
+func pollRun(ctx context.Context, c *client.Client, run api.Run, every time.Duration, show func(api.Run) error) (api.Run, error) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		if err := show(run); err != nil {
+			return run, err
+		}
 		if run.State != api.RunRunning || !run.Active {
-			return nil
+			return run, nil
 		}
 		select {
 		case <-ctx.Done():
-			return nil
+			return run, ctx.Err()
 		case <-tick.C:
 		}
 		next, err := c.Run(ctx, run.ID)
 		if err != nil {
-			return watchError(run.ID, err)
+			return run, watchError(run.ID, err)
 		}
 		run = next
 	}
@@ -379,19 +395,9 @@ finished tasks kept, and drover run resume RUN-ID goes on with it.`,
 				return fmt.Errorf("cancelling run %s: %w", args[0], err)
 			}
 			// The agents end at once; wait for the run to say so.
-			tick := time.NewTicker(runPollInterval / 4)
-			defer tick.Stop()
-			for run.State == api.RunRunning && run.Active {
-				select {
-				case <-ctx.Done():
-					return ctx.Err()
-				case <-tick.C:
-				}
-				next, err := c.Run(ctx, run.ID)
-				if err != nil {
-					return watchError(run.ID, err)
-				}
-				run = next
+			run, err = pollRun(ctx, c, run, runPollInterval/4, func(api.Run) error { return nil })
+			if err != nil {
+				return err
 			}
 			fmt.Fprintf(a.stdout, "run %s cancelled:\n%s\n", run.ID, strings.TrimRight(run.Report, "\n"))
 			return nil
@@ -404,24 +410,16 @@ finished tasks kept, and drover run resume RUN-ID goes on with it.`,
 func (a *app) watchRun(ctx context.Context, c *client.Client, run api.Run) error {
 	seen := map[string]string{}
 	merged := run.Merged
-	tick := time.NewTicker(runPollInterval)
-	defer tick.Stop()
-	for {
+	run, err := pollRun(ctx, c, run, runPollInterval, func(run api.Run) error {
 		merged = printProgress(a.stdout, run, seen, merged)
-		if run.State != api.RunRunning || !run.Active {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			fmt.Fprintf(a.stdout, "stopped watching; the run goes on (drover run status %s)\n", run.ID)
-			return nil
-		case <-tick.C:
-		}
-		next, err := c.Run(ctx, run.ID)
-		if err != nil {
-			return watchError(run.ID, err)
-		}
-		run = next
+		return nil
+	})
+	switch {
+	case ctx.Err() != nil:
+		fmt.Fprintf(a.stdout, "stopped watching; the run goes on (drover run status %s)\n", run.ID)
+		return nil
+	case err != nil:
+		return err
 	}
 	switch {
 	case run.State == api.RunDone:
