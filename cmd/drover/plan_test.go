@@ -40,13 +40,7 @@ func TestPlanThroughTheCLI(t *testing.T) {
 	if err := os.WriteFile(script, []byte(planFakeReviewer), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := "review:\n  cli: custom\n  command: \"'" + script + "' {{model}} {{prompt}}\"\n"
-	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p.useReviewer(script)
 	const id = "aaaaaaaa-2222-3333-4444-555555555555"
 	read := func(name string) string {
 		b, _ := os.ReadFile(filepath.Join(fake, name))
@@ -146,13 +140,7 @@ func writePlanReviewer(t *testing.T, p *proj) {
 	if err := os.WriteFile(script, []byte(planFakeReviewer), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := "review:\n  cli: custom\n  command: \"'" + script + "' {{model}} {{prompt}}\"\n"
-	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p.useReviewer(script)
 }
 
 // TestPlanActionsThroughTheCLI drives the agent's side of a plan through
@@ -406,13 +394,7 @@ func TestPlanFindingsThroughTheCLI(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := "review:\n  cli: custom\n  command: \"'" + script + "' {{model}} {{prompt}}\"\n"
-	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p.useReviewer(script)
 	const id = "ffffffff-2222-3333-4444-555555555555"
 	dir := filepath.Join(p.root, ".drover", "plans", "found")
 	p.must("", "plan", "new", "--session", id, "found")
@@ -564,13 +546,7 @@ func TestPlanReviewSurvivesKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := "review:\n  cli: custom\n  command: \"'" + script + "' {{model}} {{prompt}}\"\n"
-	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	p.useReviewer(script)
 	read := func(name string) string {
 		b, _ := os.ReadFile(filepath.Join(fake, name))
 		return strings.TrimSpace(string(b))
@@ -653,5 +629,18 @@ func TestPlanReviewSurvivesKill9(t *testing.T) {
 	}
 	if read("count") != "3" || read("model-3") != "sonnet" {
 		t.Errorf("review 2: %s runs, model %q", read("count"), read("model-3"))
+	}
+}
+
+// useReviewer configures the project's reviewer as the custom command
+// script, given the model and the prompt.
+func (p *proj) useReviewer(script string) {
+	p.t.Helper()
+	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	cfg := "review:\n  cli: custom\n  command: \"'" + script + "' {{model}} {{prompt}}\"\n"
+	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
+		p.t.Fatal(err)
 	}
 }
