@@ -141,7 +141,7 @@ func (a *sessionActor) checkpointFinished(actx actor.Context, m *checkpointDone)
 	rec.LoopFindings = rec.LoopCheckpoint
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
-	if err := a.saveRecord(ctx, rec); err != nil {
+	if err := a.commitEvent(ctx, rec); err != nil {
 		a.log.Error("saving checkpoint consensus", zap.Error(err))
 	}
 	a.log.Info("loop checkpoint done", zap.Int("after_iteration", m.iteration), zap.Int("pass", m.combined.PassVotes), zap.Int("fail", m.combined.FailVotes), zap.Int("failed_runs", m.combined.FailedRuns))

@@ -11,18 +11,19 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/reviewer"
 )
 
-func (f *planFixture) loop(id, verb string, args any) LoopStatus {
+func (f *planFixture) loop(id, verb string, args any) api.LoopStatus {
 	f.t.Helper()
 	raw, _ := json.Marshal(args)
 	r := f.ask(id, &WorkflowCommand{Workflow: "loop", Verb: verb, Args: raw}).(*WorkflowResult)
 	if r.Err != nil {
 		f.t.Fatalf("loop %s: %v", verb, r.Err)
 	}
-	var st LoopStatus
+	var st api.LoopStatus
 	if err := json.Unmarshal(r.Response, &st); err != nil {
 		f.t.Fatal(err)
 	}
@@ -44,7 +45,7 @@ func TestLoopCheckpointConsensusGoesIntoTheNextBlockReason(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.fake, "fake-reviewer"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, CheckpointEvery: 1})
+	f.loop("s1", "start", api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, CheckpointEvery: 1})
 	first := f.loopStop("s1", "a", "working")
 	if first.Err != nil || !first.Output.IsBlock() {
 		t.Fatalf("first stop: %+v", first)
@@ -94,7 +95,7 @@ func TestLoopRestartCancelsTheOldCheckpoint(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(f.fake, "fake-reviewer"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f.loop("s1", "start", LoopStartArgs{Prompt: "the old task", MaxIterations: 10, CheckpointEvery: 1})
+	f.loop("s1", "start", api.LoopStartArgs{Prompt: "the old task", MaxIterations: 10, CheckpointEvery: 1})
 	if first := f.loopStop("s1", "a", "working"); first.Err != nil || !first.Output.IsBlock() {
 		t.Fatalf("first stop: %+v", first)
 	}
@@ -118,7 +119,7 @@ func TestLoopRestartCancelsTheOldCheckpoint(t *testing.T) {
 		}
 	})
 
-	f.loop("s1", "start", LoopStartArgs{Prompt: "the new task", MaxIterations: 10})
+	f.loop("s1", "start", api.LoopStartArgs{Prompt: "the new task", MaxIterations: 10})
 	if !waitUntil(func() bool { return gone(children[0]) && gone(children[1]) }) {
 		t.Fatalf("the old loop's checkpoint reviewers %v still run after the loop was replaced", children)
 	}

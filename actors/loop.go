@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/drover-dev/drover/convergence"
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/tracker"
@@ -27,48 +28,6 @@ import (
 	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/router"
 )
-
-// LoopStartArgs are the arguments of `drover loop start`.
-type LoopStartArgs struct {
-	Prompt            string  `json:"prompt"`
-	MaxIterations     int     `json:"max_iterations,omitempty"`
-	CompletionPromise string  `json:"completion_promise,omitempty"`
-	MaxMinutes        int     `json:"max_minutes,omitempty"`
-	MaxUSD            float64 `json:"max_usd,omitempty"`
-	CheckpointEvery   int     `json:"checkpoint_every,omitempty"`
-	RequireChecks     bool    `json:"require_checks,omitempty"`
-}
-
-// LoopStatus is the answer to every loop command: where the loop stands,
-// and, for start and cancel, the text for the agent.
-type LoopStatus struct {
-	SessionID     string `json:"session_id"`
-	Active        bool   `json:"active"`
-	Iteration     int    `json:"iteration"`
-	MaxIterations int    `json:"max_iterations"`
-	// MaxMinutes, MaxUSD and CheckpointEvery are the other budgets and
-	// the checkpoint period the loop was started with; 0 (omitted) is none.
-	MaxMinutes        int       `json:"max_minutes,omitempty"`
-	MaxUSD            float64   `json:"max_usd,omitempty"`
-	CheckpointEvery   int       `json:"checkpoint_every,omitempty"`
-	RequireChecks     bool      `json:"require_checks,omitempty"`
-	CompletionPromise string    `json:"completion_promise,omitempty"`
-	Prompt            string    `json:"prompt,omitempty"`
-	StartedAt         time.Time `json:"started_at,omitempty"`
-	Status            string    `json:"status,omitempty"`
-	StatusReason      string    `json:"status_reason,omitempty"`
-	Role              string    `json:"role,omitempty"`
-	Outcome           string    `json:"outcome,omitempty"`
-	// EndReason says in words how an ended loop ended.
-	EndReason string `json:"end_reason,omitempty"`
-	// StuckIterations is the run of iterations in a row that were
-	// stuck_plateau or thrashing.
-	StuckIterations int     `json:"stuck_iterations,omitempty"`
-	CostUSD         float64 `json:"cost_usd,omitempty"`
-	Tracker         string  `json:"tracker,omitempty"`
-	Reflections     int     `json:"reflections"`
-	Message         string  `json:"message,omitempty"`
-}
 
 // checkRun is the project's check command running for one iteration.
 type checkRun struct {
@@ -88,9 +47,9 @@ type checksDone struct {
 
 func (a *sessionActor) trackerPath() string { return tracker.Path(a.sessionDir()) }
 
-func (a *sessionActor) loopStatus(msg string) LoopStatus {
+func (a *sessionActor) loopStatus(msg string) api.LoopStatus {
 	s := a.rec.Loop
-	return LoopStatus{
+	return api.LoopStatus{
 		SessionID: a.id, Active: s.Active, Iteration: s.Iteration, MaxIterations: s.MaxIterations,
 		MaxMinutes: s.MaxMinutes, MaxUSD: s.MaxUSD, CheckpointEvery: s.CheckpointEvery, RequireChecks: s.RequireChecks,
 		CompletionPromise: s.CompletionPromise, Prompt: s.Prompt, StartedAt: s.StartedAt,
@@ -101,7 +60,7 @@ func (a *sessionActor) loopStatus(msg string) LoopStatus {
 }
 
 func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *WorkflowResult {
-	reply := func(st LoopStatus) *WorkflowResult {
+	reply := func(st api.LoopStatus) *WorkflowResult {
 		b, err := json.Marshal(st)
 		return &WorkflowResult{Response: b, Err: err}
 	}
@@ -123,13 +82,13 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 		a.stopChecks()
 		a.stopCheckpoint()
 		a.stopMetrics()
-		if err := a.saveRecord(ctx, rec); err != nil {
+		if err := a.commitEvent(ctx, rec); err != nil {
 			return &WorkflowResult{Err: err}
 		}
 		a.writeTracker(rec.Loop)
 		return reply(a.loopStatus(fmt.Sprintf("[drover] Cancelled the loop of session %s at iteration %d. You may stop now.", a.id, rec.Loop.Iteration)))
 	case "start":
-		var args LoopStartArgs
+		var args api.LoopStartArgs
 		if len(m.Args) > 0 {
 			if err := json.Unmarshal(m.Args, &args); err != nil {
 				return &WorkflowResult{Err: fmt.Errorf("%w: decoding loop start arguments: %w", ErrBadRequest, err)}
@@ -183,22 +142,12 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 		a.stopChecks()
 		a.stopCheckpoint()
 		a.stopMetrics()
-		if err := a.saveRecord(ctx, rec); err != nil {
+		if err := a.commitEvent(ctx, rec); err != nil {
 			return &WorkflowResult{Err: err}
 		}
 		return reply(a.loopStatus(text))
 	}
 	return &WorkflowResult{Err: fmt.Errorf("%w: unknown loop command %q (start, cancel, status)", ErrBadRequest, m.Verb)}
-}
-
-func (a *sessionActor) saveRecord(ctx context.Context, rec session.Record) error {
-	rec.UpdatedAt = a.env.now()
-	rec.Events++
-	if err := a.env.Store.Save(ctx, rec); err != nil {
-		return err
-	}
-	a.rec, a.found = rec, true
-	return nil
 }
 
 // loopFacts are the facts every loop decision starts from.
@@ -699,7 +648,7 @@ func (a *sessionActor) metricsFinished(m *metricsDone) {
 			rec.LoopHistory[i] = convergence.MergeCommands(rec.LoopHistory[i], m.results)
 			ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 			defer cancel()
-			if err := a.saveRecord(ctx, rec); err != nil {
+			if err := a.commitEvent(ctx, rec); err != nil {
 				a.log.Warn("saving metric command results", zap.Error(err))
 			}
 			return

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/convergence"
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/hook"
 )
@@ -40,7 +41,7 @@ func TestLoopMetricCommandsRunInParallelAndRouteTheNextStop(t *testing.T) {
 		c.Loop.MetricCommands = script("test.sh", failing) + " ; " + script("sleep.sh", sleeper)
 		c.Loop.CheckTimeout = time.Minute
 	})
-	f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10})
+	f.loop("s1", "start", api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10})
 	first := f.loopStop("s1", "a", "working")
 	if first.Err != nil || !first.Output.IsBlock() {
 		t.Fatalf("first stop: %+v", first)
@@ -78,7 +79,7 @@ func usageLine(id, model string, at time.Time, text string, in, out int) string 
 
 func TestLoopMaxUSDEndsTheLoopOnTheTranscriptsCost(t *testing.T) {
 	f := newPlanFixture(t)
-	f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, MaxUSD: 1})
+	f.loop("s1", "start", api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, MaxUSD: 1})
 	path := filepath.Join(t.TempDir(), "transcript.jsonl")
 	now := time.Now()
 	// Spent before the loop started ($25 of opus output): not the loop's.
@@ -150,7 +151,7 @@ func TestLoopEndsOnConvergence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, tc.cfg)
-			f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, RequireChecks: tc.require})
+			f.loop("s1", "start", api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, RequireChecks: tc.require})
 			msg := "The parser tests ran."
 			path := testTranscript(t, tc.output, msg)
 			stop := func(id string) *HookResult {
@@ -189,7 +190,7 @@ func TestLoopEndsOnConvergence(t *testing.T) {
 // measures the iteration: its passing tests and its spend.
 func TestLoopStopWaitsForATranscriptNotYetCreated(t *testing.T) {
 	f := newPlanFixture(t)
-	f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, MaxUSD: 5})
+	f.loop("s1", "start", api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, MaxUSD: 5})
 	const msg = "The parser tests ran."
 	lines := strings.SplitAfter(readTestFile(t, testTranscript(t, bothPass, "unused")), "\n")
 	// The iteration's final text, with $0.30 of Sonnet output.
@@ -260,7 +261,7 @@ func TestLoopTranscriptFallbackWaitsForTheFinalText(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newPlanFixture(t)
-			f.loop("s1", "start", LoopStartArgs{Prompt: "build the parser", MaxIterations: 10})
+			f.loop("s1", "start", api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10})
 			path := filepath.Join(t.TempDir(), "transcript.jsonl")
 			if err := os.WriteFile(path, []byte(tc.transcript), 0o644); err != nil {
 				t.Fatal(err)
@@ -313,7 +314,7 @@ func TestLoopRequireChecksNeedsACheckCommand(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(c *config.Config) { c.Loop.CheckCommand = tc.command })
-			raw, _ := json.Marshal(LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, RequireChecks: tc.require})
+			raw, _ := json.Marshal(api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, RequireChecks: tc.require})
 			r := f.ask("s1", &WorkflowCommand{Workflow: "loop", Verb: "start", Args: raw}).(*WorkflowResult)
 			if (r.Err != nil) != tc.wantErr {
 				t.Fatalf("start: err %v, want error %v", r.Err, tc.wantErr)
@@ -350,13 +351,13 @@ func TestLoopStartSetsAsideTheEarlierLoopsReflections(t *testing.T) {
 			t.Fatalf("stop %s: %+v", id, r)
 		}
 	}
-	f.loop("s1", "start", LoopStartArgs{Prompt: "first loop", MaxIterations: 10})
+	f.loop("s1", "start", api.LoopStartArgs{Prompt: "first loop", MaxIterations: 10})
 	stop("a")
 	stop("b")
 	if names := dirNames(t, dir); len(names) != 2 {
 		t.Fatalf("the first loop's reflections: %v", names)
 	}
-	f.loop("s1", "start", LoopStartArgs{Prompt: "second loop", MaxIterations: 10})
+	f.loop("s1", "start", api.LoopStartArgs{Prompt: "second loop", MaxIterations: 10})
 	stop("c")
 	if names := dirNames(t, dir); len(names) != 1 || names[0] != "iteration-1.json" {
 		t.Errorf("the second loop's reflections folder holds %v, want only its own iteration-1.json", names)

@@ -49,136 +49,6 @@ import (
 //     restart it is run again, with the same iteration and model, by the
 //     next Stop hook or `drover plan wait`, whichever comes first.
 
-// PlanArgs are the arguments of the plan commands (WorkflowCommand with
-// Workflow "plan"); each verb reads the fields it needs.
-type PlanArgs struct {
-	// PlanID names the plan (new, set, status, continue).
-	PlanID string `json:"plan_id,omitempty"`
-	// TDD selects the test-first variants (new).
-	TDD bool `json:"tdd,omitempty"`
-	// MaxReviews overrides review.max_reviews for a new plan.
-	MaxReviews *int `json:"max_reviews,omitempty"`
-	// BudgetUSD is a new plan's reviewer budget in dollars (0: none).
-	BudgetUSD float64 `json:"budget_usd,omitempty"`
-	// Phase is the phase the agent reports finished (advance), the kind
-	// of a standalone review (review: plan-review, tasks-review,
-	// code-review, all-code-review), or the action whose prompt to render
-	// (action: one of plan.Actions).
-	Phase string `json:"phase,omitempty"`
-	// Task is the task of advance complete-task and friends, add-task,
-	// a standalone code review, or an action.
-	Task string `json:"task,omitempty"`
-	// Key and Value are an escape hatch of set.
-	Key   string `json:"key,omitempty"`
-	Value string `json:"value,omitempty"`
-}
-
-// PlanStatus is the answer to every plan command: where the session's plan
-// stands, under seed 001's field names, and for commands that act, the text
-// for the agent in Message.
-type PlanStatus struct {
-	SessionID string `json:"session_id"`
-	PlanID    string `json:"plan_id,omitempty"`
-	PlanDir   string `json:"plan_dir,omitempty"`
-	Active    bool   `json:"active"`
-
-	Phase            string  `json:"phase"`
-	NextPhase        *string `json:"next_phase"`
-	CurrentTask      *string `json:"current_task"`
-	PhaseIteration   int     `json:"phase_iteration"`
-	MaxReviews       int     `json:"max_reviews"`
-	ReviewModel      string  `json:"review_model"`
-	ConsecutiveClean int     `json:"consecutive_clean"`
-	TDD              bool    `json:"tdd"`
-	// BudgetUSD is the plan's reviewer budget in dollars (0: none),
-	// compared with Totals.CostUSD before each review.
-	BudgetUSD float64 `json:"budget_usd,omitempty"`
-	// Standalone is true while the review cycle is a standalone one,
-	// which leaves next_phase null when it ends.
-	Standalone bool `json:"standalone,omitempty"`
-	// CleanStreak is how many clean reviews in a row end a cycle
-	// (review.clean_streak).
-	CleanStreak int `json:"clean_streak"`
-
-	// ReviewRunning is true while a review of the plan is in flight;
-	// Review says which.
-	ReviewRunning bool        `json:"review_running"`
-	Review        *PlanReview `json:"review,omitempty"`
-	// LastReview is the last reviewer run this supervisor saw finish for
-	// the session.
-	LastReview *PlanReviewRun `json:"last_review,omitempty"`
-	// Cycle numbers the review cycles of the plan; OpenFindings counts
-	// the findings the cycle's latest review reported.
-	Cycle        int `json:"cycle"`
-	OpenFindings int `json:"open_findings"`
-	// Findings is the findings ledger (findings command only): the
-	// current cycle's entries, then those of the plan's earlier cycles,
-	// newest cycle first.
-	Findings []PlanFinding `json:"findings,omitempty"`
-	// Totals sums the reviewer runs recorded for the plan.
-	Totals PlanTotals `json:"totals"`
-
-	// Action, Task and File are where `continue` routes the agent.
-	Action string `json:"action,omitempty"`
-	Task   string `json:"task,omitempty"`
-	File   string `json:"file,omitempty"`
-
-	Message string `json:"message,omitempty"`
-}
-
-// PlanReview is the review in flight.
-type PlanReview struct {
-	Kind      string    `json:"kind"`
-	Iteration int       `json:"iteration"`
-	Model     string    `json:"model"`
-	Task      string    `json:"task,omitempty"`
-	Running   bool      `json:"running"`
-	StartedAt time.Time `json:"started_at,omitempty"`
-}
-
-// PlanFinding is one entry of a review cycle's findings ledger; Open says
-// whether the cycle's latest review still reported it. Cycle numbers the
-// cycle, Kind and Task say what it reviewed (empty while the current
-// cycle has no answered review), and Current marks the current cycle.
-type PlanFinding struct {
-	reviewer.LedgerEntry
-	Open    bool   `json:"open"`
-	Cycle   int    `json:"cycle"`
-	Kind    string `json:"kind,omitempty"`
-	Task    string `json:"task,omitempty"`
-	Current bool   `json:"current"`
-}
-
-// PlanReviewRun is one finished reviewer run, as recorded in the plan
-// folder's reviews.jsonl (one JSON object a line).
-type PlanReviewRun struct {
-	Time       time.Time `json:"time"`
-	Session    string    `json:"session"`
-	Plan       string    `json:"plan"`
-	Kind       string    `json:"kind"`
-	Task       string    `json:"task,omitempty"`
-	Iteration  int       `json:"iteration"`
-	Model      string    `json:"model"`
-	Outcome    string    `json:"outcome"`
-	Verdict    string    `json:"verdict,omitempty"`
-	ExitCode   int       `json:"exit_code"`
-	DurationMS int64     `json:"duration_ms"`
-	Findings   int       `json:"findings"`
-	Blocking   int       `json:"blocking"`
-	CostUSD    float64   `json:"cost_usd"`
-	Error      string    `json:"error,omitempty"`
-}
-
-// PlanTotals sums reviewer runs: of the whole plan, and of this session.
-type PlanTotals struct {
-	Runs           int     `json:"runs"`
-	FailedRuns     int     `json:"failed_runs"`
-	Seconds        float64 `json:"seconds"`
-	CostUSD        float64 `json:"cost_usd"`
-	SessionRuns    int     `json:"session_runs"`
-	SessionCostUSD float64 `json:"session_cost_usd"`
-}
-
 // RunsFile is the name of the reviewer run log in a plan folder.
 const RunsFile = "reviews.jsonl"
 
@@ -197,7 +67,7 @@ type planRuntime struct {
 	// run is the reviewer running now, nil when none.
 	run *reviewRun
 	// last is the last finished run, for status.
-	last *PlanReviewRun
+	last *api.PlanReviewRun
 	// idleOff is true while the receive timeout is off for a review.
 	idleOff bool
 }
@@ -374,7 +244,7 @@ func (a *sessionActor) planRouteText(ctx context.Context, s plan.State) (string,
 
 // planCommand runs a `drover plan` command.
 func (a *sessionActor) planCommand(actx actor.Context, m *WorkflowCommand) *WorkflowResult {
-	var args PlanArgs
+	var args api.PlanArgs
 	if len(m.Args) > 0 && string(m.Args) != "null" {
 		if err := json.Unmarshal(m.Args, &args); err != nil {
 			return &WorkflowResult{Err: fmt.Errorf("%w: decoding plan %s arguments: %w", ErrBadRequest, m.Verb, err)}
@@ -396,11 +266,11 @@ func (a *sessionActor) planCommand(actx actor.Context, m *WorkflowCommand) *Work
 // planVerbs lists the plan commands the session actor knows.
 var planVerbs = []string{"new", "advance", "set", "status", "findings", "continue", "wait", "stop-reviews", "add-task", "review", "action"}
 
-func (a *sessionActor) planVerb(actx actor.Context, ctx context.Context, verb string, args PlanArgs) (PlanStatus, error) {
+func (a *sessionActor) planVerb(actx actor.Context, ctx context.Context, verb string, args api.PlanArgs) (api.PlanStatus, error) {
 	switch verb {
 	case "status", "findings":
 		if err := a.samePlan(args.PlanID); err != nil {
-			return PlanStatus{}, err
+			return api.PlanStatus{}, err
 		}
 		st := a.planStatus("")
 		if verb == "findings" {
@@ -433,7 +303,7 @@ func (a *sessionActor) planVerb(actx actor.Context, ctx context.Context, verb st
 			return fmt.Sprintf("[drover] Task %s is part of plan %s; the current task is %s.", args.Task, n.PlanID, orNone(n.CurrentTask))
 		})
 	}
-	return PlanStatus{}, fmt.Errorf("%w: unknown plan command %q (known: %s)", ErrBadRequest, verb, strings.Join(planVerbs, ", "))
+	return api.PlanStatus{}, fmt.Errorf("%w: unknown plan command %q (known: %s)", ErrBadRequest, verb, strings.Join(planVerbs, ", "))
 }
 
 // samePlan checks that a plan id given with a command names the session's
@@ -463,13 +333,13 @@ func (a *sessionActor) otherWorkflow() error {
 	return nil
 }
 
-func (a *sessionActor) newPlan(ctx context.Context, args PlanArgs) (PlanStatus, error) {
+func (a *sessionActor) newPlan(ctx context.Context, args api.PlanArgs) (api.PlanStatus, error) {
 	id := args.PlanID
 	if !plan.ValidPlanID(id) {
-		return PlanStatus{}, fmt.Errorf("%w: %q is not a valid plan id (letters, digits, '-', '_' and '.', starting with a letter or digit)", ErrBadRequest, id)
+		return api.PlanStatus{}, fmt.Errorf("%w: %q is not a valid plan id (letters, digits, '-', '_' and '.', starting with a letter or digit)", ErrBadRequest, id)
 	}
 	if err := a.otherWorkflow(); err != nil {
-		return PlanStatus{}, err
+		return api.PlanStatus{}, err
 	}
 	cfg := a.env.Config()
 	maxReviews := cfg.Review.MaxReviews
@@ -477,17 +347,17 @@ func (a *sessionActor) newPlan(ctx context.Context, args PlanArgs) (PlanStatus, 
 		maxReviews = *args.MaxReviews
 	}
 	if maxReviews < 0 {
-		return PlanStatus{}, fmt.Errorf("%w: max reviews %d is negative", ErrBadRequest, maxReviews)
+		return api.PlanStatus{}, fmt.Errorf("%w: max reviews %d is negative", ErrBadRequest, maxReviews)
 	}
 	if err := checkBudget(args.BudgetUSD); err != nil {
-		return PlanStatus{}, err
+		return api.PlanStatus{}, err
 	}
 	s := a.rec.Plan
 	if s.Review != nil {
-		return PlanStatus{}, fmt.Errorf("%w: plan new: %w", ErrBadRequest, plan.ErrReviewRunning)
+		return api.PlanStatus{}, fmt.Errorf("%w: plan new: %w", ErrBadRequest, plan.ErrReviewRunning)
 	}
 	if _, err := tasks.EnsureDroverDir(a.env.Root); err != nil {
-		return PlanStatus{}, err
+		return api.PlanStatus{}, err
 	}
 	dir := a.planDir(id)
 	if s.PlanID != id {
@@ -496,22 +366,22 @@ func (a *sessionActor) newPlan(ctx context.Context, args PlanArgs) (PlanStatus, 
 		// under that session. Only its own session may start it over.
 		view := filepath.Join(dir, plan.ViewFile)
 		if _, err := os.Stat(view); err == nil {
-			return PlanStatus{}, fmt.Errorf("%w: plan %s already exists (%s); take it up with drover plan continue %s, or remove %s to start it over", ErrBadRequest, id, view, id, dir)
+			return api.PlanStatus{}, fmt.Errorf("%w: plan %s already exists (%s); take it up with drover plan continue %s, or remove %s to start it over", ErrBadRequest, id, view, id, dir)
 		} else if !errors.Is(err, fs.ErrNotExist) {
-			return PlanStatus{}, fmt.Errorf("checking plan view %q: %w", view, err)
+			return api.PlanStatus{}, fmt.Errorf("checking plan view %q: %w", view, err)
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return PlanStatus{}, fmt.Errorf("creating plan folder %q: %w", dir, err)
+		return api.PlanStatus{}, fmt.Errorf("creating plan folder %q: %w", dir, err)
 	}
 	f, err := a.planFacts(ctx, s, id, false)
 	if err != nil {
-		return PlanStatus{}, err
+		return api.PlanStatus{}, err
 	}
 	var next plan.State
 	if slices.Contains(f.Files, "plan.md") {
 		if next, _, err = plan.NewPlan(s, f, maxReviews); err != nil {
-			return PlanStatus{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+			return api.PlanStatus{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 		}
 	} else {
 		// plan.NewPlan wants plan.md written; a plan started from the
@@ -529,8 +399,8 @@ func (a *sessionActor) newPlan(ctx context.Context, args PlanArgs) (PlanStatus, 
 	if rec.CreatedAt.IsZero() {
 		rec.CreatedAt = a.env.now()
 	}
-	if err := a.savePlan(ctx, rec); err != nil {
-		return PlanStatus{}, err
+	if err := a.commitEvent(ctx, rec); err != nil {
+		return api.PlanStatus{}, err
 	}
 	a.cancelReview()
 	a.writePlanView()
@@ -556,10 +426,10 @@ func (a *sessionActor) newPlan(ctx context.Context, args PlanArgs) (PlanStatus, 
 // standaloneReview is `drover plan code-review [ID]` and the other
 // standalone reviews: a review cycle of that kind starts at the next stop
 // and leaves next_phase null when it ends.
-func (a *sessionActor) standaloneReview(actx actor.Context, ctx context.Context, args PlanArgs) (PlanStatus, error) {
+func (a *sessionActor) standaloneReview(actx actor.Context, ctx context.Context, args api.PlanArgs) (api.PlanStatus, error) {
 	kind, ok := plan.Phase(args.Phase).ReviewKind()
 	if !ok {
-		return PlanStatus{}, fmt.Errorf("%w: plan review: unknown review %q (known: plan-review, tasks-review, code-review, all-code-review)", ErrBadRequest, args.Phase)
+		return api.PlanStatus{}, fmt.Errorf("%w: plan review: unknown review %q (known: plan-review, tasks-review, code-review, all-code-review)", ErrBadRequest, args.Phase)
 	}
 	return a.planChange(actx, ctx, args.Phase, func(s plan.State, f plan.Facts) (plan.State, []plan.Effect, error) {
 		return plan.StandaloneReview(s, f, kind, args.Task)
@@ -578,22 +448,22 @@ func (a *sessionActor) standaloneReview(actx actor.Context, ctx context.Context,
 
 // actionPrompt renders the prompt of /drover:plan ACTION for the session's
 // plan, from the project's templates; it changes nothing.
-func (a *sessionActor) actionPrompt(ctx context.Context, args PlanArgs) (PlanStatus, error) {
+func (a *sessionActor) actionPrompt(ctx context.Context, args api.PlanArgs) (api.PlanStatus, error) {
 	s := a.rec.Plan
 	if !s.Active() {
-		return PlanStatus{}, fmt.Errorf("%w: plan %s: session %s has no plan; start one with /drover:plan new <plan-id>", ErrBadRequest, args.Phase, a.id)
+		return api.PlanStatus{}, fmt.Errorf("%w: plan %s: session %s has no plan; start one with /drover:plan new <plan-id>", ErrBadRequest, args.Phase, a.id)
 	}
 	tmpl, err := a.env.Templates()
 	if err != nil {
-		return PlanStatus{}, fmt.Errorf("loading templates: %w", err)
+		return api.PlanStatus{}, fmt.Errorf("loading templates: %w", err)
 	}
 	f, err := a.planFacts(ctx, s, s.PlanID, false)
 	if err != nil {
-		return PlanStatus{}, err
+		return api.PlanStatus{}, err
 	}
 	text, err := plan.ActionPrompt(s, f, tmpl, args.Phase, args.Task)
 	if err != nil {
-		return PlanStatus{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return api.PlanStatus{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	return a.planStatus(text), nil
 }
@@ -627,7 +497,7 @@ func AdvancePhases() []string {
 	return []string{"new-plan", "create-tasks", "complete-task", "complete-task-tdd", "next-task", "next-task-tdd", "continue-task", "post-review", "post-plan-review", "post-tasks-review", "post-code-review", "post-all-code-review", "complete"}
 }
 
-func (a *sessionActor) advancePlan(actx actor.Context, ctx context.Context, args PlanArgs) (PlanStatus, error) {
+func (a *sessionActor) advancePlan(actx actor.Context, ctx context.Context, args api.PlanArgs) (api.PlanStatus, error) {
 	phase := plan.Phase(args.Phase)
 	var change func(s plan.State, f plan.Facts) (plan.State, []plan.Effect, error)
 	switch phase {
@@ -659,7 +529,7 @@ func (a *sessionActor) advancePlan(actx actor.Context, ctx context.Context, args
 			return plan.PostReviewDone(s, f)
 		}
 	default:
-		return PlanStatus{}, fmt.Errorf("%w: plan advance: unknown phase %q (known: %s)", ErrBadRequest, phase, strings.Join(AdvancePhases(), ", "))
+		return api.PlanStatus{}, fmt.Errorf("%w: plan advance: unknown phase %q (known: %s)", ErrBadRequest, phase, strings.Join(AdvancePhases(), ", "))
 	}
 	return a.planChange(actx, ctx, "advance "+string(phase), change, a.advanceMessage)
 }
@@ -682,16 +552,16 @@ func (a *sessionActor) advanceMessage(n plan.State) string {
 	return fmt.Sprintf("[drover] Plan %s: %s recorded; no review follows (next_phase null). Stop when the work is done; `drover plan continue` says what comes next.", n.PlanID, n.Phase)
 }
 
-func (a *sessionActor) setPlan(actx actor.Context, ctx context.Context, args PlanArgs) (PlanStatus, error) {
+func (a *sessionActor) setPlan(actx actor.Context, ctx context.Context, args api.PlanArgs) (api.PlanStatus, error) {
 	if err := a.samePlan(args.PlanID); err != nil {
-		return PlanStatus{}, err
+		return api.PlanStatus{}, err
 	}
 	key, value := args.Key, strings.TrimSpace(args.Value)
 	switch key {
 	case "max_reviews":
 		n, err := strconv.Atoi(value)
 		if err != nil {
-			return PlanStatus{}, fmt.Errorf("%w: max_reviews must be a whole number, got %q", ErrBadRequest, value)
+			return api.PlanStatus{}, fmt.Errorf("%w: max_reviews must be a whole number, got %q", ErrBadRequest, value)
 		}
 		return a.planChange(actx, ctx, "set max_reviews", func(s plan.State, f plan.Facts) (plan.State, []plan.Effect, error) {
 			return plan.SetMaxReviews(s, f, n)
@@ -700,14 +570,14 @@ func (a *sessionActor) setPlan(actx actor.Context, ctx context.Context, args Pla
 		})
 	case "next_phase":
 		if value != "null" && value != "none" && value != "" {
-			return PlanStatus{}, fmt.Errorf("%w: next_phase can only be set to null (which ends the review loop); use drover plan advance to move the plan on", ErrBadRequest)
+			return api.PlanStatus{}, fmt.Errorf("%w: next_phase can only be set to null (which ends the review loop); use drover plan advance to move the plan on", ErrBadRequest)
 		}
 		return a.stopReviews(actx, ctx)
 	case "review_model":
 		models := a.env.Config().ReviewModels()
 		i := slices.Index(models, value)
 		if i < 0 {
-			return PlanStatus{}, fmt.Errorf("%w: review_model must be one of review.models (%s), got %q", ErrBadRequest, strings.Join(models, ", "), value)
+			return api.PlanStatus{}, fmt.Errorf("%w: review_model must be one of review.models (%s), got %q", ErrBadRequest, strings.Join(models, ", "), value)
 		}
 		return a.planChange(actx, ctx, "set review_model", func(s plan.State, f plan.Facts) (plan.State, []plan.Effect, error) {
 			if !s.Active() {
@@ -721,10 +591,10 @@ func (a *sessionActor) setPlan(actx actor.Context, ctx context.Context, args Pla
 	case "budget_usd":
 		usd, err := strconv.ParseFloat(strings.TrimPrefix(value, "$"), 64)
 		if err != nil {
-			return PlanStatus{}, fmt.Errorf("%w: budget_usd must be a dollar amount, got %q", ErrBadRequest, value)
+			return api.PlanStatus{}, fmt.Errorf("%w: budget_usd must be a dollar amount, got %q", ErrBadRequest, value)
 		}
 		if err := checkBudget(usd); err != nil {
-			return PlanStatus{}, err
+			return api.PlanStatus{}, err
 		}
 		return a.planChange(actx, ctx, "set budget_usd", func(s plan.State, f plan.Facts) (plan.State, []plan.Effect, error) {
 			if !s.Active() {
@@ -741,7 +611,7 @@ func (a *sessionActor) setPlan(actx actor.Context, ctx context.Context, args Pla
 	case "tdd":
 		tdd, err := strconv.ParseBool(value)
 		if err != nil {
-			return PlanStatus{}, fmt.Errorf("%w: tdd must be true or false, got %q", ErrBadRequest, value)
+			return api.PlanStatus{}, fmt.Errorf("%w: tdd must be true or false, got %q", ErrBadRequest, value)
 		}
 		return a.planChange(actx, ctx, "set tdd", func(s plan.State, f plan.Facts) (plan.State, []plan.Effect, error) {
 			if !s.Active() {
@@ -753,12 +623,12 @@ func (a *sessionActor) setPlan(actx actor.Context, ctx context.Context, args Pla
 			return fmt.Sprintf("[drover] Plan %s: tdd is %t.", n.PlanID, n.TDD)
 		})
 	}
-	return PlanStatus{}, fmt.Errorf("%w: plan set: unknown key %q (known: max_reviews, next_phase, review_model, tdd, budget_usd)", ErrBadRequest, key)
+	return api.PlanStatus{}, fmt.Errorf("%w: plan set: unknown key %q (known: max_reviews, next_phase, review_model, tdd, budget_usd)", ErrBadRequest, key)
 }
 
-func (a *sessionActor) stopReviews(actx actor.Context, ctx context.Context) (PlanStatus, error) {
+func (a *sessionActor) stopReviews(actx actor.Context, ctx context.Context) (api.PlanStatus, error) {
 	if !a.rec.Plan.Active() {
-		return PlanStatus{}, fmt.Errorf("%w: session %s has no plan", ErrBadRequest, a.id)
+		return api.PlanStatus{}, fmt.Errorf("%w: session %s has no plan", ErrBadRequest, a.id)
 	}
 	return a.planChange(actx, ctx, "stop-reviews", plan.StopReviews, func(n plan.State) string {
 		return fmt.Sprintf("[drover] Stopped the review loop of plan %s (next_phase is null; any review in flight was cancelled). You may stop now; `drover plan continue` or `drover plan advance` moves the plan on.", n.PlanID)
@@ -781,56 +651,56 @@ func (a *sessionActor) planStopCommand() *CommandResult {
 // planChange runs a plan command that changes the state: it gathers the
 // facts, applies change, saves, performs the effects and answers with
 // message(new state).
-func (a *sessionActor) planChange(actx actor.Context, ctx context.Context, what string, change func(plan.State, plan.Facts) (plan.State, []plan.Effect, error), message func(plan.State) string) (PlanStatus, error) {
+func (a *sessionActor) planChange(actx actor.Context, ctx context.Context, what string, change func(plan.State, plan.Facts) (plan.State, []plan.Effect, error), message func(plan.State) string) (api.PlanStatus, error) {
 	s := a.rec.Plan
 	if !s.Active() {
-		return PlanStatus{}, fmt.Errorf("%w: plan %s: session %s has no plan; start one with drover plan new", ErrBadRequest, what, a.id)
+		return api.PlanStatus{}, fmt.Errorf("%w: plan %s: session %s has no plan; start one with drover plan new", ErrBadRequest, what, a.id)
 	}
 	f, err := a.planFacts(ctx, s, s.PlanID, false)
 	if err != nil {
-		return PlanStatus{}, err
+		return api.PlanStatus{}, err
 	}
 	next, effects, err := change(s, f)
 	if err != nil {
-		return PlanStatus{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return api.PlanStatus{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	rec := a.rec
 	rec.Plan = plan.DropAnswer(s, next)
-	if err := a.savePlan(ctx, rec); err != nil {
-		return PlanStatus{}, err
+	if err := a.commitEvent(ctx, rec); err != nil {
+		return api.PlanStatus{}, err
 	}
 	a.applyPlanEffects(actx, effects)
 	a.writePlanView()
 	return a.planStatus(message(next)), nil
 }
 
-func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, args PlanArgs) (PlanStatus, error) {
+func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, args api.PlanArgs) (api.PlanStatus, error) {
 	var note string
 	if s := a.rec.Plan; !s.Active() || (args.PlanID != "" && args.PlanID != s.PlanID) {
 		id, err := a.adoptPlan(ctx, args.PlanID)
 		if err != nil {
-			return PlanStatus{}, err
+			return api.PlanStatus{}, err
 		}
 		note = fmt.Sprintf("[drover] Session %s now drives plan %s, picked up from its state.json.\n", a.id, id)
 	}
 	s := a.rec.Plan
 	tmpl, err := a.env.Templates()
 	if err != nil {
-		return PlanStatus{}, fmt.Errorf("loading templates: %w", err)
+		return api.PlanStatus{}, fmt.Errorf("loading templates: %w", err)
 	}
 	f, err := a.nextFacts(ctx, s)
 	if err != nil {
-		return PlanStatus{}, err
+		return api.PlanStatus{}, err
 	}
 	next, route, effects, err := plan.Next(s, f, tmpl)
 	if err != nil {
-		return PlanStatus{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		return api.PlanStatus{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	if !reflect.DeepEqual(next, s) {
 		rec := a.rec
 		rec.Plan = plan.DropAnswer(s, next)
-		if err := a.savePlan(ctx, rec); err != nil {
-			return PlanStatus{}, err
+		if err := a.commitEvent(ctx, rec); err != nil {
+			return api.PlanStatus{}, err
 		}
 	}
 	a.applyPlanEffects(actx, effects)
@@ -882,7 +752,7 @@ func (a *sessionActor) adoptPlan(ctx context.Context, id string) (string, error)
 	if rec.CreatedAt.IsZero() {
 		rec.CreatedAt = a.env.now()
 	}
-	if err := a.savePlan(ctx, rec); err != nil {
+	if err := a.commitEvent(ctx, rec); err != nil {
 		return "", err
 	}
 	a.cancelReview()
@@ -1188,7 +1058,7 @@ func (a *sessionActor) reviewDone(actx actor.Context, m *reviewDone) {
 	}
 	rec := a.rec
 	rec.Plan = next
-	if err := a.savePlan(ctx, rec); err != nil {
+	if err := a.commitEvent(ctx, rec); err != nil {
 		a.log.Error("saving a review's answer; the review runs again at the next stop", zap.Error(err))
 		return
 	}
@@ -1240,7 +1110,7 @@ func (a *sessionActor) restoreIdle(actx actor.Context) {
 func (a *sessionActor) recordRuns(run *reviewRun, res reviewer.Result, runs []reviewer.Result) {
 	last := a.runRecord(run, res)
 	a.plan.last = &last
-	records := []PlanReviewRun{last}
+	records := []api.PlanReviewRun{last}
 	if len(runs) > 0 {
 		records = records[:0]
 		for _, r := range runs {
@@ -1274,8 +1144,8 @@ func (a *sessionActor) recordRuns(run *reviewRun, res reviewer.Result, runs []re
 }
 
 // runRecord is the reviews.jsonl line of one reviewer run of run.
-func (a *sessionActor) runRecord(run *reviewRun, res reviewer.Result) PlanReviewRun {
-	r := PlanReviewRun{
+func (a *sessionActor) runRecord(run *reviewRun, res reviewer.Result) api.PlanReviewRun {
+	r := api.PlanReviewRun{
 		Time: a.env.now().UTC(), Session: a.id, Plan: run.planID, Kind: string(run.kind), Task: run.task,
 		Iteration: run.iteration, Model: run.model, Outcome: string(res.Outcome), Verdict: res.Verdict,
 		ExitCode: res.ExitCode, DurationMS: res.Duration.Milliseconds(), Findings: len(res.Findings), CostUSD: res.CostUSD,
@@ -1297,8 +1167,8 @@ func (a *sessionActor) runRecord(run *reviewRun, res reviewer.Result) PlanReview
 // ReadPlanTotals sums the reviewer runs recorded in planDir's RunsFile:
 // all of them, and those of session sessionID. A missing or unreadable file
 // sums to zero (nothing was recorded).
-func ReadPlanTotals(planDir, sessionID string) PlanTotals {
-	var t PlanTotals
+func ReadPlanTotals(planDir, sessionID string) api.PlanTotals {
+	var t api.PlanTotals
 	fh, err := os.Open(filepath.Join(planDir, RunsFile))
 	if err != nil {
 		return t
@@ -1307,7 +1177,7 @@ func ReadPlanTotals(planDir, sessionID string) PlanTotals {
 	sc := bufio.NewScanner(io.LimitReader(fh, maxRunsRead))
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	for sc.Scan() {
-		var r PlanReviewRun
+		var r api.PlanReviewRun
 		if json.Unmarshal(sc.Bytes(), &r) != nil {
 			continue
 		}
@@ -1326,9 +1196,9 @@ func ReadPlanTotals(planDir, sessionID string) PlanTotals {
 }
 
 // planStatus describes the session's plan.
-func (a *sessionActor) planStatus(msg string) PlanStatus {
+func (a *sessionActor) planStatus(msg string) api.PlanStatus {
 	s := a.rec.Plan
-	st := PlanStatus{SessionID: a.id, Message: msg, LastReview: a.plan.last}
+	st := api.PlanStatus{SessionID: a.id, Message: msg, LastReview: a.plan.last}
 	if s.PlanID == "" {
 		return st
 	}
@@ -1349,7 +1219,7 @@ func (a *sessionActor) planStatus(msg string) PlanStatus {
 	st.ReviewModel = reviewer.NextModel(models, s.ModelIndex)
 	if r := s.Review; r != nil {
 		st.ReviewRunning = true
-		st.Review = &PlanReview{Kind: string(r.Kind), Iteration: r.Iteration, Model: r.Model, Task: r.Task, Running: a.reviewRunning(s)}
+		st.Review = &api.PlanReview{Kind: string(r.Kind), Iteration: r.Iteration, Model: r.Model, Task: r.Task, Running: a.reviewRunning(s)}
 		if st.Review.Running {
 			st.Review.StartedAt = a.plan.run.started
 		}
@@ -1370,7 +1240,7 @@ func cleanStreak(cfg config.Config) int {
 
 // planFindings lists the findings of s's current cycle, then of its past
 // cycles, newest first.
-func planFindings(s plan.State) []PlanFinding {
+func planFindings(s plan.State) []api.PlanFinding {
 	out := findingsOf(plan.CycleLedger{Kind: s.LedgerKind, Task: s.LedgerTask, Ledger: s.Ledger}, true)
 	for i := len(s.PastLedgers) - 1; i >= 0; i-- {
 		out = append(out, findingsOf(s.PastLedgers[i], false)...)
@@ -1378,11 +1248,11 @@ func planFindings(s plan.State) []PlanFinding {
 	return out
 }
 
-func findingsOf(c plan.CycleLedger, current bool) []PlanFinding {
+func findingsOf(c plan.CycleLedger, current bool) []api.PlanFinding {
 	l := c.Ledger
-	out := make([]PlanFinding, 0, len(l.Findings))
+	out := make([]api.PlanFinding, 0, len(l.Findings))
 	for _, e := range l.Findings {
-		out = append(out, PlanFinding{LedgerEntry: e, Open: e.LastReview == l.Latest, Cycle: l.Cycle, Kind: string(c.Kind), Task: c.Task, Current: current})
+		out = append(out, api.PlanFinding{Severity: e.Severity, File: e.File, Line: e.Line, Summary: e.Summary, FirstReview: e.FirstReview, LastReview: e.LastReview, Times: e.Times, Open: e.LastReview == l.Latest, Cycle: l.Cycle, Kind: string(c.Kind), Task: c.Task, Current: current})
 	}
 	return out
 }
@@ -1585,17 +1455,6 @@ func writeFileAtomic(path string, data []byte) error {
 		_ = d.Sync()
 		d.Close()
 	}
-	return nil
-}
-
-// savePlan saves rec as the session's record.
-func (a *sessionActor) savePlan(ctx context.Context, rec session.Record) error {
-	rec.UpdatedAt = a.env.now()
-	rec.Events++
-	if err := a.env.Store.Save(ctx, rec); err != nil {
-		return fmt.Errorf("saving session %s: %w", a.id, err)
-	}
-	a.rec, a.found = rec, true
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/store"
@@ -106,7 +107,7 @@ func newPlanFixtureOpts(t *testing.T, opts SessionsOptions, mods ...func(*config
 	return &planFixture{fixture: f, fake: fake}
 }
 
-func (f *planFixture) plan(id, verb string, args PlanArgs) (PlanStatus, error) {
+func (f *planFixture) plan(id, verb string, args api.PlanArgs) (api.PlanStatus, error) {
 	f.t.Helper()
 	raw, err := json.Marshal(args)
 	if err != nil {
@@ -114,16 +115,16 @@ func (f *planFixture) plan(id, verb string, args PlanArgs) (PlanStatus, error) {
 	}
 	r := f.ask(id, &WorkflowCommand{Workflow: "plan", Verb: verb, Args: raw}).(*WorkflowResult)
 	if r.Err != nil {
-		return PlanStatus{}, r.Err
+		return api.PlanStatus{}, r.Err
 	}
-	var st PlanStatus
+	var st api.PlanStatus
 	if err := json.Unmarshal(r.Response, &st); err != nil {
 		f.t.Fatalf("plan %s answered %s: %v", verb, r.Response, err)
 	}
 	return st, nil
 }
 
-func (f *planFixture) mustPlan(id, verb string, args PlanArgs) PlanStatus {
+func (f *planFixture) mustPlan(id, verb string, args api.PlanArgs) api.PlanStatus {
 	f.t.Helper()
 	st, err := f.plan(id, verb, args)
 	if err != nil {
@@ -133,10 +134,10 @@ func (f *planFixture) mustPlan(id, verb string, args PlanArgs) PlanStatus {
 }
 
 // waitReview runs `drover plan wait` until no review is in flight.
-func (f *planFixture) waitReview(id string) PlanStatus {
+func (f *planFixture) waitReview(id string) api.PlanStatus {
 	f.t.Helper()
-	var st PlanStatus
-	if !waitUntil(func() bool { st = f.mustPlan(id, "wait", PlanArgs{}); return !st.ReviewRunning }) {
+	var st api.PlanStatus
+	if !waitUntil(func() bool { st = f.mustPlan(id, "wait", api.PlanArgs{}); return !st.ReviewRunning }) {
 		f.t.Fatalf("the review never finished: %+v", st)
 	}
 	return st
@@ -210,7 +211,7 @@ func TestPlanAdvancesAfterTwoCleanReviews(t *testing.T) {
 	const sid = "plan-s1"
 	f.write("demo", "plan.md", "# Demo\n\nDo the thing.\n")
 
-	st := f.mustPlan(sid, "new", PlanArgs{PlanID: "demo"})
+	st := f.mustPlan(sid, "new", api.PlanArgs{PlanID: "demo"})
 	if st.Phase != "new-plan" || st.NextPhase == nil || *st.NextPhase != "plan-review" || st.MaxReviews != 8 || st.ReviewModel != "opus" {
 		t.Fatalf("after new: %+v", st)
 	}
@@ -238,7 +239,7 @@ func TestPlanAdvancesAfterTwoCleanReviews(t *testing.T) {
 		t.Errorf("a retried stop was not replayed: %+v", again)
 	}
 
-	st = f.mustPlan(sid, "advance", PlanArgs{Phase: "post-review"})
+	st = f.mustPlan(sid, "advance", api.PlanArgs{Phase: "post-review"})
 	if st.Phase != "post-plan-review" || *st.NextPhase != "plan-review" || st.ConsecutiveClean != 1 || st.ReviewModel != "sonnet" {
 		t.Fatalf("after post-review: %+v", st)
 	}
@@ -265,7 +266,7 @@ func TestPlanAdvancesAfterTwoCleanReviews(t *testing.T) {
 	if p := f.fakeFile("prompt-2"); !strings.Contains(p, "not the first review") || !strings.Contains(p, "plan-review-2.md") {
 		t.Errorf("review 2's prompt is not a re-check of review 1:\n%s", p)
 	}
-	st = f.mustPlan(sid, "status", PlanArgs{})
+	st = f.mustPlan(sid, "status", api.PlanArgs{})
 	if st.Totals.Runs != 2 || st.Totals.CostUSD != 1 || st.Totals.SessionRuns != 2 || st.LastReview == nil || st.LastReview.Verdict != "PASS" {
 		t.Errorf("status totals after two runs: %+v last %+v", st.Totals, st.LastReview)
 	}
@@ -291,7 +292,7 @@ func (f *planFixture) startSleepingReview(sid string) (reviewerPID, childPID int
 	f.t.Helper()
 	f.write("slow", "plan.md", "# Slow\n")
 	f.fakeScript("sleep", "3600")
-	f.mustPlan(sid, "new", PlanArgs{PlanID: "slow"})
+	f.mustPlan(sid, "new", api.PlanArgs{PlanID: "slow"})
 	if r := f.stop(sid, "stop-1"); !r.Output.IsBlock() {
 		f.t.Fatalf("first stop: %+v", r)
 	}
@@ -317,7 +318,7 @@ func TestPlanReviewDoesNotBlockTheMailbox(t *testing.T) {
 
 	// The reviewer sleeps for an hour: every answer below comes while it
 	// runs, from the same session actor.
-	st := f.mustPlan(sid, "status", PlanArgs{})
+	st := f.mustPlan(sid, "status", api.PlanArgs{})
 	if !st.ReviewRunning || st.Review == nil || !st.Review.Running || st.Review.Kind != "plan" || st.Review.Iteration != 1 || st.Review.Model != "opus" {
 		t.Fatalf("status during the review: %+v %+v", st, st.Review)
 	}
@@ -325,7 +326,7 @@ func TestPlanReviewDoesNotBlockTheMailbox(t *testing.T) {
 	if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "drover plan wait") {
 		t.Fatalf("a stop during the review: %+v", r)
 	}
-	if _, err := f.plan(sid, "advance", PlanArgs{Phase: "create-tasks"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "review is running") {
+	if _, err := f.plan(sid, "advance", api.PlanArgs{Phase: "create-tasks"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "review is running") {
 		t.Errorf("advance during a review: %v", err)
 	}
 	if n := f.fakeFile("count"); n != "1" {
@@ -338,7 +339,7 @@ func TestPlanStopCancelsTheReview(t *testing.T) {
 	const sid = "plan-s3"
 	rpid, cpid := f.startSleepingReview(sid)
 
-	st := f.mustPlan(sid, "stop-reviews", PlanArgs{})
+	st := f.mustPlan(sid, "stop-reviews", api.PlanArgs{})
 	if st.ReviewRunning || st.NextPhase != nil || !strings.Contains(st.Message, "cancelled") {
 		t.Fatalf("after stop-reviews: %+v", st)
 	}
@@ -383,7 +384,7 @@ func TestDroverStopCancelsThePlanReview(t *testing.T) {
 	if !waitUntil(func() bool { return !f.hasChild("session-" + sid) }) {
 		t.Error("the session actor was never passivated after drover stop")
 	}
-	st := f.mustPlan(sid, "status", PlanArgs{})
+	st := f.mustPlan(sid, "status", api.PlanArgs{})
 	if st.ReviewRunning || st.NextPhase != nil || st.Totals.Runs != 0 {
 		t.Errorf("status after drover stop: %+v", st)
 	}
@@ -411,7 +412,7 @@ func TestPlanReviewSurvivesTheIdleTimeout(t *testing.T) {
 	if !f.hasChild("session-" + sid) {
 		t.Fatal("the session actor was passivated during its review")
 	}
-	f.mustPlan(sid, "stop-reviews", PlanArgs{})
+	f.mustPlan(sid, "stop-reviews", api.PlanArgs{})
 	// With the review over, the idle timeout applies again.
 	if !waitUntil(func() bool { return !f.hasChild("session-" + sid) }) {
 		t.Error("the session actor was never passivated after its review")
@@ -464,7 +465,7 @@ func TestPlanMaxReviewsIsAHardStop(t *testing.T) {
 	f.write("capped", "plan.md", "# Capped\n")
 	f.fakeScript("verdicts", "FAIL\nFAIL\n")
 	one := 1
-	f.mustPlan(sid, "new", PlanArgs{PlanID: "capped", MaxReviews: &one})
+	f.mustPlan(sid, "new", api.PlanArgs{PlanID: "capped", MaxReviews: &one})
 
 	f.stop(sid, "stop-1")
 	f.waitReview(sid)
@@ -474,7 +475,7 @@ func TestPlanMaxReviewsIsAHardStop(t *testing.T) {
 	}
 	// The post-review of the last allowed review does not promise
 	// another one.
-	if st := f.mustPlan(sid, "advance", PlanArgs{Phase: "post-plan-review"}); strings.Contains(st.Message, "iteration 2 of at most 1") || !strings.Contains(st.Message, "limit of 1 review(s)") {
+	if st := f.mustPlan(sid, "advance", api.PlanArgs{Phase: "post-plan-review"}); strings.Contains(st.Message, "iteration 2 of at most 1") || !strings.Contains(st.Message, "limit of 1 review(s)") {
 		t.Errorf("post-review at the limit said: %s", st.Message)
 	}
 
@@ -484,14 +485,14 @@ func TestPlanMaxReviewsIsAHardStop(t *testing.T) {
 	if r.Err != nil || r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "reached its limit") {
 		t.Fatalf("stop at the limit: %+v", r)
 	}
-	st := f.mustPlan(sid, "status", PlanArgs{})
+	st := f.mustPlan(sid, "status", api.PlanArgs{})
 	if st.ReviewRunning || st.NextPhase == nil || *st.NextPhase != "plan-review" || st.PhaseIteration != 1 {
 		t.Errorf("status at the limit: %+v", st)
 	}
 	if n := f.fakeFile("count"); n != "1" {
 		t.Errorf("%s reviewer runs, want 1", n)
 	}
-	st = f.mustPlan(sid, "findings", PlanArgs{})
+	st = f.mustPlan(sid, "findings", api.PlanArgs{})
 	if len(st.Findings) != 1 || !st.Findings[0].Open || st.Findings[0].Severity != "blocking" {
 		t.Errorf("findings: %+v", st.Findings)
 	}
@@ -502,7 +503,7 @@ func TestPlanFailedReviewIsReportedNotCounted(t *testing.T) {
 	const sid = "plan-s6"
 	f.write("garbled", "plan.md", "# Garbled\n")
 	f.fakeScript("verdicts", "MAYBE\n")
-	f.mustPlan(sid, "new", PlanArgs{PlanID: "garbled"})
+	f.mustPlan(sid, "new", api.PlanArgs{PlanID: "garbled"})
 	f.stop(sid, "stop-1")
 	f.waitReview(sid)
 	r := f.stop(sid, "stop-2")
@@ -512,7 +513,7 @@ func TestPlanFailedReviewIsReportedNotCounted(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(f.planDir("garbled"), "plan-review-1.log")); err != nil {
 		t.Errorf("no log beside the plan: %v", err)
 	}
-	st := f.mustPlan(sid, "status", PlanArgs{})
+	st := f.mustPlan(sid, "status", api.PlanArgs{})
 	if st.PhaseIteration != 0 || st.ConsecutiveClean != 0 || st.Totals.FailedRuns != 1 {
 		t.Errorf("a failed review was counted: %+v", st)
 	}
@@ -532,7 +533,7 @@ func TestPlanReviewFileWriteFailureIsAFailedRun(t *testing.T) {
 	f := newPlanFixture(t)
 	const sid = "plan-unwritable"
 	f.write("blocked", "plan.md", "# Blocked\n")
-	f.mustPlan(sid, "new", PlanArgs{PlanID: "blocked"})
+	f.mustPlan(sid, "new", api.PlanArgs{PlanID: "blocked"})
 	reviewFile := filepath.Join(f.planDir("blocked"), "plan-review-1.md")
 	if err := os.Mkdir(reviewFile, 0o755); err != nil {
 		t.Fatal(err)
@@ -544,7 +545,7 @@ func TestPlanReviewFileWriteFailureIsAFailedRun(t *testing.T) {
 	if r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "writing review file") || !strings.Contains(r.Output.SystemMessage, "not counted") {
 		t.Fatalf("stop after a review whose file could not be written: %+v", r)
 	}
-	st := f.mustPlan(sid, "status", PlanArgs{})
+	st := f.mustPlan(sid, "status", api.PlanArgs{})
 	if st.PhaseIteration != 0 || st.ConsecutiveClean != 0 || derefStr(st.NextPhase) != "plan-review" || st.Totals.Runs != 1 || st.Totals.FailedRuns != 1 {
 		t.Errorf("a review with no review file was counted: %+v", st)
 	}
@@ -576,7 +577,7 @@ func TestPlanNewRules(t *testing.T) {
 	f := newPlanFixture(t)
 
 	// Without plan.md the plan starts, and the first stop asks for it.
-	st := f.mustPlan("fresh", "new", PlanArgs{PlanID: "empty", TDD: true})
+	st := f.mustPlan("fresh", "new", api.PlanArgs{PlanID: "empty", TDD: true})
 	if !st.TDD || !strings.Contains(st.Message, "plan.md") {
 		t.Fatalf("new without plan.md: %+v", st)
 	}
@@ -591,17 +592,17 @@ func TestPlanNewRules(t *testing.T) {
 	tests := []struct {
 		name  string
 		setup func(id string)
-		args  PlanArgs
+		args  api.PlanArgs
 		want  string
 	}{
-		{"bad id", nil, PlanArgs{PlanID: "../x"}, "not a valid plan id"},
+		{"bad id", nil, api.PlanArgs{PlanID: "../x"}, "not a valid plan id"},
 		{"queue running", func(id string) {
 			f.add(id, "a task")
 			if r := f.command(id, "start"); r.Err != nil {
 				t.Fatal(r.Err)
 			}
-		}, PlanArgs{PlanID: "p"}, "task queue"},
-		{"negative limit", nil, PlanArgs{PlanID: "p", MaxReviews: new(-1)}, "negative"},
+		}, api.PlanArgs{PlanID: "p"}, "task queue"},
+		{"negative limit", nil, api.PlanArgs{PlanID: "p", MaxReviews: new(-1)}, "negative"},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -615,10 +616,10 @@ func TestPlanNewRules(t *testing.T) {
 			}
 		})
 	}
-	if _, err := f.plan("fresh", "frobnicate", PlanArgs{}); !errors.Is(err, ErrBadRequest) {
+	if _, err := f.plan("fresh", "frobnicate", api.PlanArgs{}); !errors.Is(err, ErrBadRequest) {
 		t.Errorf("unknown verb: %v", err)
 	}
-	if _, err := f.plan("fresh", "set", PlanArgs{Key: "review_model", Value: "haiku"}); !errors.Is(err, ErrBadRequest) {
+	if _, err := f.plan("fresh", "set", api.PlanArgs{Key: "review_model", Value: "haiku"}); !errors.Is(err, ErrBadRequest) {
 		t.Errorf("set review_model outside review.models: %v", err)
 	}
 }
@@ -630,7 +631,7 @@ func TestPlanContinueAdoptsAPlanFromItsView(t *testing.T) {
 	f.write("handover", "task-1.md", "# Task 1\n")
 	f.write("handover", plan.ViewFile, `{"phase":"tasks-review","next_phase":"complete-task","current_task":null,"phase_iteration":2,"max_reviews":5,"review_model":"opus","consecutive_clean":2,"tdd":true}`)
 
-	st := f.mustPlan("next-session", "continue", PlanArgs{})
+	st := f.mustPlan("next-session", "continue", api.PlanArgs{})
 	if st.PlanID != "handover" || st.Action != plan.ActionCompleteTask || st.Task != "1" || st.MaxReviews != 5 || !st.TDD {
 		t.Fatalf("continue in a new session: %+v", st)
 	}
@@ -650,11 +651,11 @@ func TestPlanContinueReadsTheWork(t *testing.T) {
 	f := newPlanFixture(t)
 	f.write("draft", "plan.md", "# Draft\n\nhalf a plan\n")
 	f.write("draft", plan.ViewFile, `{"phase":"new-plan","next_phase":"plan-review","current_task":null,"phase_iteration":0,"max_reviews":8,"review_model":"opus","consecutive_clean":0,"tdd":false}`)
-	if st := f.mustPlan("draft-session", "continue", PlanArgs{PlanID: "draft"}); st.Action != plan.ActionNewPlan {
+	if st := f.mustPlan("draft-session", "continue", api.PlanArgs{PlanID: "draft"}); st.Action != plan.ActionNewPlan {
 		t.Errorf("continue with a half-written plan.md: %s\n%s", st.Action, st.Message)
 	}
 	f.write("draft", "plan.md", "# Draft\n\n## Overview\n\nthe whole plan\n")
-	if st := f.mustPlan("draft-session", "continue", PlanArgs{}); st.Action != plan.ActionStop {
+	if st := f.mustPlan("draft-session", "continue", api.PlanArgs{}); st.Action != plan.ActionStop {
 		t.Errorf("continue with a finished plan.md: %s\n%s", st.Action, st.Message)
 	}
 
@@ -662,11 +663,11 @@ func TestPlanContinueReadsTheWork(t *testing.T) {
 	f.write("impl", "tasks.md", "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | pending | first |\n")
 	f.write("impl", "task-1.md", "# Task 1\n\n## Subtask 1.1\n**Status**: done\n\n## Subtask 1.2\n**Status**: pending\n")
 	f.write("impl", plan.ViewFile, `{"phase":"complete-task","next_phase":"code-review","current_task":"1","phase_iteration":0,"max_reviews":8,"review_model":"opus","consecutive_clean":0,"tdd":false}`)
-	if st := f.mustPlan("impl-session", "continue", PlanArgs{PlanID: "impl"}); st.Action != plan.ActionContinueTask || st.Task != "1" {
+	if st := f.mustPlan("impl-session", "continue", api.PlanArgs{PlanID: "impl"}); st.Action != plan.ActionContinueTask || st.Task != "1" {
 		t.Errorf("continue with a subtask pending: %s %s\n%s", st.Action, st.Task, st.Message)
 	}
 	f.write("impl", "task-1.md", "# Task 1\n\n## Subtask 1.1\n**Status**: done\n\n## Subtask 1.2\n**Status**: done\n")
-	if st := f.mustPlan("impl-session", "continue", PlanArgs{}); st.Action != plan.ActionStop {
+	if st := f.mustPlan("impl-session", "continue", api.PlanArgs{}); st.Action != plan.ActionStop {
 		t.Errorf("continue with every subtask done: %s\n%s", st.Action, st.Message)
 	}
 }
@@ -693,7 +694,7 @@ func TestPlanContinuePicksTheNewestPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	st := f.mustPlan("newest-session", "continue", PlanArgs{})
+	st := f.mustPlan("newest-session", "continue", api.PlanArgs{})
 	if st.PlanID != "alpha" || st.MaxReviews != 3 || !strings.Contains(st.Message, "plan alpha, picked up") {
 		t.Fatalf("continue with two plans took %s: %+v", st.PlanID, st)
 	}
@@ -808,7 +809,7 @@ func (f *planFixture) runCleanReviews(sid string) int {
 			}
 			return n
 		}
-		f.mustPlan(sid, "advance", PlanArgs{Phase: "post-review"})
+		f.mustPlan(sid, "advance", api.PlanArgs{Phase: "post-review"})
 	}
 	f.t.Fatal("the plan review never passed")
 	return 0
@@ -820,7 +821,7 @@ func TestPlanCleanStreakFromConfig(t *testing.T) {
 			f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(cfg *config.Config) { cfg.Review.CleanStreak = c.streak })
 			const sid = "plan-streak"
 			f.write("demo", "plan.md", "# Demo\n")
-			f.mustPlan(sid, "new", PlanArgs{PlanID: "demo"})
+			f.mustPlan(sid, "new", api.PlanArgs{PlanID: "demo"})
 			if got := f.runCleanReviews(sid); got != c.want {
 				t.Errorf("clean_streak %d: the plan advanced after %d clean reviews, want %d", c.streak, got, c.want)
 			}
@@ -845,8 +846,8 @@ func TestPlanCountMinorFromConfig(t *testing.T) {
 			const sid = "plan-minor"
 			f.write("demo", "plan.md", "# Demo\n")
 			f.fakeScript("verdicts", "MINOR\nMINOR\n")
-			f.mustPlan(sid, "new", PlanArgs{PlanID: "demo"})
-			var last PlanStatus
+			f.mustPlan(sid, "new", api.PlanArgs{PlanID: "demo"})
+			var last api.PlanStatus
 			for n := 1; n <= 2; n++ {
 				if r := f.stop(sid, "stop-review-"+strconv.Itoa(n)); !r.Output.IsBlock() {
 					t.Fatalf("stop %d did not start review %d: %+v", n, n, r)
@@ -857,13 +858,13 @@ func TestPlanCountMinorFromConfig(t *testing.T) {
 					if r.Output.IsBlock() == c.advances {
 						t.Fatalf("count_minor %t: the stop after review 2 blocked %t: %+v", c.countMinor, r.Output.IsBlock(), r)
 					}
-					last = f.mustPlan(sid, "status", PlanArgs{})
+					last = f.mustPlan(sid, "status", api.PlanArgs{})
 					break
 				}
 				if !r.Output.IsBlock() {
 					t.Fatalf("stop after review 1 did not ask for the post-review: %+v", r)
 				}
-				f.mustPlan(sid, "advance", PlanArgs{Phase: "post-review"})
+				f.mustPlan(sid, "advance", api.PlanArgs{Phase: "post-review"})
 			}
 			if last.ConsecutiveClean != c.wantClean {
 				t.Errorf("count_minor %t: %d clean in a row after two reviews with a minor finding, want %d", c.countMinor, last.ConsecutiveClean, c.wantClean)
@@ -883,7 +884,7 @@ func TestPlanParallelUnanimousPassAdvances(t *testing.T) {
 	f := newPlanFixtureOpts(t, SessionsOptions{RestartMax: 3}, func(cfg *config.Config) { cfg.Review.Strategy = "parallel" })
 	const sid = "plan-parallel"
 	f.write("demo", "plan.md", "# Demo\n")
-	f.mustPlan(sid, "new", PlanArgs{PlanID: "demo"})
+	f.mustPlan(sid, "new", api.PlanArgs{PlanID: "demo"})
 	if got := f.runCleanReviews(sid); got != 1 {
 		t.Errorf("a parallel review all reviewers passed advanced after %d reviews, want 1", got)
 	}
@@ -893,7 +894,7 @@ func TestPlanParallelUnanimousPassAdvances(t *testing.T) {
 			t.Errorf("%s did not review: %v", m, err)
 		}
 	}
-	if st := f.mustPlan(sid, "status", PlanArgs{}); st.Totals.CostUSD != 1 || st.Totals.Runs != 2 || st.Totals.SessionRuns != 2 {
+	if st := f.mustPlan(sid, "status", api.PlanArgs{}); st.Totals.CostUSD != 1 || st.Totals.Runs != 2 || st.Totals.SessionRuns != 2 {
 		t.Errorf("the parallel review's totals %+v, want 2 runs costing 1 (0.5 each)", st.Totals)
 	}
 	// Each reviewer's run is its own line of reviews.jsonl, not one line
@@ -904,7 +905,7 @@ func TestPlanParallelUnanimousPassAdvances(t *testing.T) {
 	}
 	var models []string
 	for line := range strings.Lines(string(data)) {
-		var r PlanReviewRun
+		var r api.PlanReviewRun
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("reviews.jsonl line %q: %v", line, err)
 		}
@@ -923,7 +924,7 @@ func TestPlanBudgetStopsReviews(t *testing.T) {
 	const sid = "plan-budget"
 	f.write("spend", "plan.md", "# Spend\n")
 	f.fakeScript("verdicts", "FAIL\nFAIL\nFAIL\n")
-	st := f.mustPlan(sid, "new", PlanArgs{PlanID: "spend", BudgetUSD: 0.9})
+	st := f.mustPlan(sid, "new", api.PlanArgs{PlanID: "spend", BudgetUSD: 0.9})
 	if st.BudgetUSD != 0.9 {
 		t.Fatalf("budget after new: %+v", st)
 	}
@@ -937,7 +938,7 @@ func TestPlanBudgetStopsReviews(t *testing.T) {
 		if r := f.stop(sid, "stop-answer-"+strconv.Itoa(n)); !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "FAIL") {
 			t.Fatalf("stop after failing review %d: %+v", n, r)
 		}
-		f.mustPlan(sid, "advance", PlanArgs{Phase: "post-review"})
+		f.mustPlan(sid, "advance", api.PlanArgs{Phase: "post-review"})
 	}
 	r := f.stop(sid, "stop-review-3")
 	if r.Err != nil || r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "budget of $0.90 is spent ($1.00 so far)") {
@@ -946,13 +947,13 @@ func TestPlanBudgetStopsReviews(t *testing.T) {
 	if n := f.fakeFile("count"); n != "2" {
 		t.Errorf("%s reviewer runs, want 2", n)
 	}
-	st = f.mustPlan(sid, "status", PlanArgs{})
+	st = f.mustPlan(sid, "status", api.PlanArgs{})
 	if st.ReviewRunning || st.NextPhase == nil || *st.NextPhase != "plan-review" || st.PhaseIteration != 2 || st.Totals.CostUSD != 1 {
 		t.Errorf("status past the budget: %+v", st)
 	}
 
 	// Raising the budget lets the next stop review again.
-	st = f.mustPlan(sid, "set", PlanArgs{Key: "budget_usd", Value: "2"})
+	st = f.mustPlan(sid, "set", api.PlanArgs{Key: "budget_usd", Value: "2"})
 	if st.BudgetUSD != 2 || !strings.Contains(st.Message, "$2.00") {
 		t.Fatalf("set budget_usd: %+v", st)
 	}
@@ -960,7 +961,7 @@ func TestPlanBudgetStopsReviews(t *testing.T) {
 		t.Fatalf("no review after raising the budget: %+v", r)
 	}
 	f.waitReview(sid)
-	if _, err := f.plan(sid, "set", PlanArgs{Key: "budget_usd", Value: "-1"}); !errors.Is(err, ErrBadRequest) {
+	if _, err := f.plan(sid, "set", api.PlanArgs{Key: "budget_usd", Value: "-1"}); !errors.Is(err, ErrBadRequest) {
 		t.Errorf("a negative budget: %v", err)
 	}
 }
@@ -1028,11 +1029,11 @@ func TestPlanAdvanceAcceptsEveryPhase(t *testing.T) {
 			f.write(id, "plan.md", "# Plan\n")
 			f.write(id, "tasks.md", "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | pending | one |\n")
 			f.write(id, "task-1.md", "# Task 1\n")
-			f.mustPlan(sid, "new", PlanArgs{PlanID: id})
+			f.mustPlan(sid, "new", api.PlanArgs{PlanID: id})
 			if tt.prepare != nil {
 				f.setPlanState(sid, tt.prepare)
 			}
-			st, err := f.plan(sid, "advance", PlanArgs{Phase: tt.phase, Task: tt.task})
+			st, err := f.plan(sid, "advance", api.PlanArgs{Phase: tt.phase, Task: tt.task})
 			if err != nil {
 				t.Fatalf("advance %s: %v", tt.phase, err)
 			}
@@ -1045,7 +1046,7 @@ func TestPlanAdvanceAcceptsEveryPhase(t *testing.T) {
 			}
 		})
 	}
-	if _, err := f.plan("advance-0", "advance", PlanArgs{Phase: "plan-review"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "unknown phase") {
+	if _, err := f.plan("advance-0", "advance", api.PlanArgs{Phase: "plan-review"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "unknown phase") {
 		t.Errorf("advance plan-review (a review, not a finished step): %v", err)
 	}
 }
@@ -1080,14 +1081,14 @@ func TestPlanStandaloneReview(t *testing.T) {
 	f.write("solo", "tasks.md", "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | done | one |\n| 2 | pending | two |\n")
 	f.write("solo", "task-1.md", "# Task 1\n")
 	f.write("solo", "task-2.md", "# Task 2\n")
-	f.mustPlan(sid, "new", PlanArgs{PlanID: "solo"})
-	if _, err := f.plan(sid, "review", PlanArgs{Phase: "bogus-review"}); !errors.Is(err, ErrBadRequest) {
+	f.mustPlan(sid, "new", api.PlanArgs{PlanID: "solo"})
+	if _, err := f.plan(sid, "review", api.PlanArgs{Phase: "bogus-review"}); !errors.Is(err, ErrBadRequest) {
 		t.Errorf("an unknown review: %v", err)
 	}
-	if _, err := f.plan(sid, "review", PlanArgs{Phase: "code-review"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "no current task") {
+	if _, err := f.plan(sid, "review", api.PlanArgs{Phase: "code-review"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "no current task") {
 		t.Errorf("a code review with no task: %v", err)
 	}
-	st := f.mustPlan(sid, "review", PlanArgs{Phase: "code-review", Task: "2"})
+	st := f.mustPlan(sid, "review", api.PlanArgs{Phase: "code-review", Task: "2"})
 	if !st.Standalone || derefStr(st.NextPhase) != "code-review" || derefStr(st.CurrentTask) != "2" || st.Phase != "new-plan" || !strings.Contains(st.Message, "standalone code review of task 2") {
 		t.Fatalf("after review code-review 2: %+v", st)
 	}
@@ -1104,14 +1105,14 @@ func TestPlanStandaloneReview(t *testing.T) {
 			if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "task-2-review-1.md") {
 				t.Fatalf("stop after review 1: %+v", r)
 			}
-			f.mustPlan(sid, "advance", PlanArgs{Phase: "post-code-review"})
+			f.mustPlan(sid, "advance", api.PlanArgs{Phase: "post-code-review"})
 			continue
 		}
 		if r.Output.IsBlock() || !strings.Contains(r.Output.SystemMessage, "standalone code review of task 2") {
 			t.Fatalf("stop after review 2: %+v", r)
 		}
 	}
-	st = f.mustPlan(sid, "status", PlanArgs{})
+	st = f.mustPlan(sid, "status", api.PlanArgs{})
 	if st.Standalone || st.NextPhase != nil || st.Phase != "code-review" || st.ConsecutiveClean != 2 || st.CleanStreak != 2 {
 		t.Errorf("status after the standalone review: %+v", st)
 	}
@@ -1119,7 +1120,7 @@ func TestPlanStandaloneReview(t *testing.T) {
 		t.Errorf("the stop after the standalone cycle: %+v, %s reviewer runs", r, f.fakeFile("count"))
 	}
 	// continue leaves the decision to the user (seed 001's catch-all).
-	if st := f.mustPlan(sid, "continue", PlanArgs{}); st.Action != plan.ActionAskUser {
+	if st := f.mustPlan(sid, "continue", api.PlanArgs{}); st.Action != plan.ActionAskUser {
 		t.Errorf("continue after a standalone review: %+v", st)
 	}
 }
@@ -1129,14 +1130,14 @@ func TestPlanStandaloneReview(t *testing.T) {
 func TestPlanActionPrompt(t *testing.T) {
 	f := newPlanFixture(t)
 	const sid = "plan-actions"
-	if _, err := f.plan(sid, "action", PlanArgs{Phase: "create-tasks"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "no plan") {
+	if _, err := f.plan(sid, "action", api.PlanArgs{Phase: "create-tasks"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "no plan") {
 		t.Errorf("an action without a plan: %v", err)
 	}
 	f.write("acts", "plan.md", "# Acts\n")
 	f.write("acts", "tasks.md", "| Id | Status | Description |\n|----|--------|-------------|\n| 1 | done | one |\n| 2 | pending | two |\n")
 	f.write("acts", "task-1.md", "# Task 1\n")
 	f.write("acts", "task-2.md", "# Task 2\n")
-	st := f.mustPlan(sid, "new", PlanArgs{PlanID: "acts"})
+	st := f.mustPlan(sid, "new", api.PlanArgs{PlanID: "acts"})
 	if !strings.Contains(st.Message, "[drover] Started plan acts") || !strings.Contains(st.Message, "Write the plan to "+filepath.Join(f.planDir("acts"), "plan.md")+" (") {
 		t.Errorf("new printed:\n%s", st.Message)
 	}
@@ -1147,12 +1148,12 @@ func TestPlanActionPrompt(t *testing.T) {
 		{"add-task", "", "`drover plan add-task 3`"},
 		{"tasks-review", "", "`drover plan tasks-review`"},
 	} {
-		st := f.mustPlan(sid, "action", PlanArgs{Phase: c.action, Task: c.task})
+		st := f.mustPlan(sid, "action", api.PlanArgs{Phase: c.action, Task: c.task})
 		if !strings.Contains(st.Message, c.want) || !strings.Contains(st.Message, f.planDir("acts")) {
 			t.Errorf("action %s:\n%s", c.action, st.Message)
 		}
 	}
-	if _, err := f.plan(sid, "action", PlanArgs{Phase: "continue-task"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "no current task") {
+	if _, err := f.plan(sid, "action", api.PlanArgs{Phase: "continue-task"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "no current task") {
 		t.Errorf("continue-task with no current task: %v", err)
 	}
 	// Rendering changes nothing.
@@ -1190,7 +1191,7 @@ func TestPlanAnswerSurvivesTheActor(t *testing.T) {
 	f := newPlanFixture(t)
 	const sid = "plan-answer"
 	f.write("demo", "plan.md", "# Demo\n\nDo the thing.\n")
-	f.mustPlan(sid, "new", PlanArgs{PlanID: "demo"})
+	f.mustPlan(sid, "new", api.PlanArgs{PlanID: "demo"})
 	if err := os.WriteFile(filepath.Join(f.fake, "verdicts"), []byte("FAIL\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -1220,10 +1221,10 @@ func TestPlanAnswerSurvivesTheActor(t *testing.T) {
 func TestPlanNewRefusesAnotherSessionsPlan(t *testing.T) {
 	f := newPlanFixture(t)
 	f.write("shared", "plan.md", "# Shared\n\n## Overview\n\nThe plan.\n")
-	f.mustPlan("owner", "new", PlanArgs{PlanID: "shared"})
-	f.mustPlan("owner", "stop-reviews", PlanArgs{})
+	f.mustPlan("owner", "new", api.PlanArgs{PlanID: "shared"})
+	f.mustPlan("owner", "stop-reviews", api.PlanArgs{})
 
-	_, err := f.plan("other", "new", PlanArgs{PlanID: "shared"})
+	_, err := f.plan("other", "new", api.PlanArgs{PlanID: "shared"})
 	if !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "drover plan continue shared") {
 		t.Fatalf("plan new over another session's plan: %v, want a bad request naming plan continue", err)
 	}
@@ -1235,7 +1236,7 @@ func TestPlanNewRefusesAnotherSessionsPlan(t *testing.T) {
 		t.Errorf("state.json of the owner's plan changed: %s (%v)", view, err)
 	}
 
-	if st := f.mustPlan("owner", "new", PlanArgs{PlanID: "shared"}); st.Phase != "new-plan" {
+	if st := f.mustPlan("owner", "new", api.PlanArgs{PlanID: "shared"}); st.Phase != "new-plan" {
 		t.Errorf("the owner could not start its plan over: %+v", st)
 	}
 }

@@ -287,13 +287,12 @@ func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) *HookResult
 		next.Events++
 		next.UpdatedAt = a.env.now()
 		next = next.Remember(m.RequestID, m.Event, res.Output)
-		if err := a.env.Store.Save(ctx, next); err != nil {
+		if err := a.commit(ctx, next); err != nil {
 			// Nothing was committed, so nothing may be decided: let the
 			// agent go on and say why.
 			a.log.Error("saving session", zap.Error(err))
 			return &HookResult{Output: hook.Output{SystemMessage: a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})}}
 		}
-		a.rec, a.found = next, true
 	}
 	return &HookResult{Output: res.Output, Text: res.Text}
 }
@@ -395,10 +394,9 @@ func (a *sessionActor) addTask(m *AddTask) *AddResult {
 		rec.CreatedAt = a.env.now()
 		rec.UpdatedAt = rec.CreatedAt
 		rec.Queue = queue.Session{State: queue.Off}
-		if err := a.env.Store.Save(ctx, rec); err != nil {
+		if err := a.commit(ctx, rec); err != nil {
 			return &AddResult{Err: err}
 		}
-		a.rec, a.found = rec, true
 	}
 	return &AddResult{Response: api.AddResponse{Path: path, Pending: len(list.Pending)}}
 }
@@ -468,12 +466,9 @@ func (a *sessionActor) command(m *Command) *CommandResult {
 	default:
 		return &CommandResult{Err: fmt.Errorf("%w: unknown command %q", ErrBadRequest, m.Verb)}
 	}
-	rec.UpdatedAt = a.env.now()
-	rec.Events++
-	if err := a.env.Store.Save(ctx, rec); err != nil {
+	if err := a.commitEvent(ctx, rec); err != nil {
 		return &CommandResult{Err: err}
 	}
-	a.rec, a.found = rec, true
 	resp.State, resp.Iteration = string(rec.Queue.State), rec.Queue.Iteration
 	return &CommandResult{Response: resp}
 }

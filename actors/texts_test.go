@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/templates"
 )
@@ -49,7 +50,7 @@ func TestUserTextsComeFromTemplates(t *testing.T) {
 		t.Errorf("queue stop: %+v", c)
 	}
 
-	args, _ := json.Marshal(LoopStartArgs{Prompt: "keep going"})
+	args, _ := json.Marshal(api.LoopStartArgs{Prompt: "keep going"})
 	if r := f.ask("l", &WorkflowCommand{Workflow: "loop", Verb: "start", Args: args}).(*WorkflowResult); r.Err != nil {
 		t.Fatal(r.Err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/argsplit"
 )
 
@@ -30,7 +30,7 @@ to the developer, debugger or architect role. The tracker is
 }
 
 func (a *app) loopStartCmd(g *globalFlags) *cobra.Command {
-	var args actors.LoopStartArgs
+	var args api.LoopStartArgs
 	var argsFrom string
 	cmd := &cobra.Command{
 		Use:   `start "PROMPT" [flags]`,
@@ -116,7 +116,7 @@ func (a *app) loopCall(ctx context.Context, g *globalFlags, verb string, args an
 	if err != nil {
 		return err
 	}
-	var st actors.LoopStatus
+	var st api.LoopStatus
 	if err := c.Workflow(ctx, id, "loop", verb, args, &st); err != nil {
 		return fmt.Errorf("loop %s: %w", verb, err)
 	}

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 )
 
-func (p *proj) loopStatus(id string) actors.LoopStatus {
+func (p *proj) loopStatus(id string) api.LoopStatus {
 	p.t.Helper()
-	var st actors.LoopStatus
+	var st api.LoopStatus
 	out := p.must("", "loop", "status", "--session", id, "--json")
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		p.t.Fatalf("loop status --json: %v\n%s", err, out)

@@ -17,7 +17,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/argsplit"
 	"github.com/drover-dev/drover/internal/workflow/plan"
 )
@@ -104,7 +104,7 @@ reaches max_reviews, next_phase becomes null and the plan does not move
 on. Then drover plan continue says what comes next.`,
 		Args: args,
 		RunE: func(cmd *cobra.Command, rest []string) error {
-			pa := actors.PlanArgs{Phase: name}
+			pa := api.PlanArgs{Phase: name}
 			if len(rest) == 1 {
 				pa.Task = rest[0]
 			}
@@ -187,7 +187,7 @@ func (a *app) planSlashAction(ctx context.Context, g *globalFlags, action string
 	if err != nil {
 		return err
 	}
-	st, err := a.planCall(ctx, g, "action", actors.PlanArgs{Phase: action, Task: task})
+	st, err := a.planCall(ctx, g, "action", api.PlanArgs{Phase: action, Task: task})
 	if err != nil {
 		return err
 	}
@@ -196,8 +196,8 @@ func (a *app) planSlashAction(ctx context.Context, g *globalFlags, action string
 }
 
 // planCall runs one plan command on the session's supervisor.
-func (a *app) planCall(ctx context.Context, g *globalFlags, verb string, args actors.PlanArgs) (actors.PlanStatus, error) {
-	var st actors.PlanStatus
+func (a *app) planCall(ctx context.Context, g *globalFlags, verb string, args api.PlanArgs) (api.PlanStatus, error) {
+	var st api.PlanStatus
 	id, c, err := a.sessionClient(ctx, g)
 	if err != nil {
 		return st, err
@@ -209,7 +209,7 @@ func (a *app) planCall(ctx context.Context, g *globalFlags, verb string, args ac
 }
 
 // planAct runs a command that acts and prints its message (or JSON).
-func (a *app) planAct(ctx context.Context, g *globalFlags, verb string, args actors.PlanArgs, asJSON bool) error {
+func (a *app) planAct(ctx context.Context, g *globalFlags, verb string, args api.PlanArgs, asJSON bool) error {
 	st, err := a.planCall(ctx, g, verb, args)
 	if err != nil {
 		return err
@@ -233,7 +233,7 @@ func (a *app) printJSON(v any) error {
 
 func (a *app) planNewCmd(g *globalFlags) *cobra.Command {
 	var (
-		args       actors.PlanArgs
+		args       api.PlanArgs
 		maxReviews int
 	)
 	cmd := &cobra.Command{
@@ -262,7 +262,7 @@ session must be ended first.`,
 }
 
 func (a *app) planAdvanceCmd(g *globalFlags) *cobra.Command {
-	var args actors.PlanArgs
+	var args api.PlanArgs
 	cmd := &cobra.Command{
 		Use:   "advance PHASE [--task ID]",
 		Short: "Report a finished phase of the plan",
@@ -309,7 +309,7 @@ func (a *app) planPhaseCmd(g *globalFlags, name, phase, short string, task bool)
 		Long:  short + ".\nIt is drover plan advance " + phase + " under another name.",
 		Args:  args,
 		RunE: func(cmd *cobra.Command, rest []string) error {
-			pa := actors.PlanArgs{Phase: phase}
+			pa := api.PlanArgs{Phase: phase}
 			if len(rest) == 1 {
 				pa.Task = rest[0]
 			}
@@ -343,7 +343,7 @@ func (a *app) planSetCmd(g *globalFlags) *cobra.Command {
 			if !ok || key == "" {
 				return fmt.Errorf("plan set: want KEY=VALUE, got %q", rest[1])
 			}
-			return a.planAct(cmd.Context(), g, "set", actors.PlanArgs{PlanID: rest[0], Key: key, Value: value}, false)
+			return a.planAct(cmd.Context(), g, "set", api.PlanArgs{PlanID: rest[0], Key: key, Value: value}, false)
 		},
 	}
 }
@@ -358,7 +358,7 @@ func (a *app) planSetMaxReviewsCmd(g *globalFlags) *cobra.Command {
 			if _, err := strconv.Atoi(rest[0]); err != nil {
 				return fmt.Errorf("plan set-max-reviews: N must be a whole number, got %q", rest[0])
 			}
-			return a.planAct(cmd.Context(), g, "set", actors.PlanArgs{Key: "max_reviews", Value: rest[0]}, false)
+			return a.planAct(cmd.Context(), g, "set", api.PlanArgs{Key: "max_reviews", Value: rest[0]}, false)
 		},
 	}
 }
@@ -373,7 +373,7 @@ stop, and kills a reviewer that is running (its whole process group). The
 plan stays where it is; drover plan continue or advance moves it on.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return a.planAct(cmd.Context(), g, "stop-reviews", actors.PlanArgs{}, false)
+			return a.planAct(cmd.Context(), g, "stop-reviews", api.PlanArgs{}, false)
 		},
 	}
 }
@@ -385,7 +385,7 @@ func (a *app) planAddTaskCmd(g *globalFlags) *cobra.Command {
 		Long:  "add-task checks that task-ID.md exists and makes it the current task when none is in progress.",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, rest []string) error {
-			return a.planAct(cmd.Context(), g, "add-task", actors.PlanArgs{Task: rest[0]}, false)
+			return a.planAct(cmd.Context(), g, "add-task", api.PlanArgs{Task: rest[0]}, false)
 		},
 	}
 }
@@ -403,7 +403,7 @@ restart) it takes over PLAN-ID, or the plan whose state.json changed
 last, from its state.json.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, rest []string) error {
-			var args actors.PlanArgs
+			var args api.PlanArgs
 			if len(rest) == 1 {
 				args.PlanID = rest[0]
 			}
@@ -426,7 +426,7 @@ their cost. Outside a session (no CLAUDE_CODE_SESSION_ID and no --session)
 it lists every plan of the project from its state.json, or PLAN-ID's.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, rest []string) error {
-			var args actors.PlanArgs
+			var args api.PlanArgs
 			if len(rest) == 1 {
 				args.PlanID = rest[0]
 			}
@@ -448,7 +448,7 @@ it lists every plan of the project from its state.json, or PLAN-ID's.`,
 	return cmd
 }
 
-func (a *app) printPlanStatus(st actors.PlanStatus) {
+func (a *app) printPlanStatus(st api.PlanStatus) {
 	w := a.stdout
 	if st.PlanID == "" {
 		fmt.Fprintf(w, "session %s has no plan; drover plan new <plan-id> starts one.\n", st.SessionID)
@@ -481,7 +481,7 @@ func (a *app) printPlanStatus(st actors.PlanStatus) {
 	fmt.Fprintf(w, "folder: %s\n", st.PlanDir)
 }
 
-func runResult(r actors.PlanReviewRun) string {
+func runResult(r api.PlanReviewRun) string {
 	if r.Verdict != "" {
 		return r.Verdict
 	}
@@ -575,14 +575,14 @@ earlier cycles follow, newest cycle first, each labelled with what it
 reviewed; open there means the cycle ended with it still reported.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := a.planCall(cmd.Context(), g, "findings", actors.PlanArgs{})
+			st, err := a.planCall(cmd.Context(), g, "findings", api.PlanArgs{})
 			if err != nil {
 				return err
 			}
 			if asJSON {
 				if st.Findings == nil {
 					// A list for scripts to range over, never null.
-					st.Findings = []actors.PlanFinding{}
+					st.Findings = []api.PlanFinding{}
 				}
 				return a.printJSON(st.Findings)
 			}
@@ -595,8 +595,8 @@ reviewed; open there means the cycle ended with it still reported.`,
 
 // printFindings prints the findings of st one cycle at a time, as the
 // actor lists them: the current cycle, then the earlier ones.
-func (a *app) printFindings(st actors.PlanStatus) error {
-	var groups [][]actors.PlanFinding
+func (a *app) printFindings(st api.PlanStatus) error {
+	var groups [][]api.PlanFinding
 	for i, f := range st.Findings {
 		if i == 0 || f.Cycle != st.Findings[i-1].Cycle || f.Current != st.Findings[i-1].Current {
 			groups = append(groups, nil)
@@ -676,7 +676,7 @@ restart is started again here.`,
 			deadline := time.Now().Add(timeout)
 			pause := planWaitFirstPoll
 			for {
-				st, err := a.planCall(ctx, g, "wait", actors.PlanArgs{})
+				st, err := a.planCall(ctx, g, "wait", api.PlanArgs{})
 				if err != nil {
 					return err
 				}
@@ -706,7 +706,7 @@ restart is started again here.`,
 	return cmd
 }
 
-func (a *app) printWaitDone(st actors.PlanStatus) {
+func (a *app) printWaitDone(st api.PlanStatus) {
 	if r := st.LastReview; r != nil && r.Plan == st.PlanID {
 		fmt.Fprintf(a.stdout, "[drover] The %s review %d (%s) of plan %s is done: %s, %d finding(s) (%d blocking). Stop now: drover tells you what to do next.\n", r.Kind, r.Iteration, r.Model, st.PlanID, runResult(*r), r.Findings, r.Blocking)
 		return

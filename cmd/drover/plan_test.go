@@ -220,7 +220,7 @@ func TestPlanActionsThroughTheCLI(t *testing.T) {
 			t.Fatalf("stop after review 2: %+v", h)
 		}
 	}
-	var st actors.PlanStatus
+	var st api.PlanStatus
 	out := p.must("", "plan", "status", "--session", id, "--json")
 	if err := json.Unmarshal([]byte(out), &st); err != nil {
 		t.Fatalf("plan status --json: %v\n%s", err, out)
@@ -477,7 +477,7 @@ func TestPlanFindingsThroughTheCLI(t *testing.T) {
 		t.Errorf("a finding under the wrong cycle:\n%s", out)
 	}
 
-	var found []actors.PlanFinding
+	var found []api.PlanFinding
 	out = p.must("", "plan", "findings", "--session", id, "--json")
 	if err := json.Unmarshal([]byte(out), &found); err != nil {
 		t.Fatalf("plan findings --json: %v\n%s", err, out)
