@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,6 +31,22 @@ func corruptRecord(t *testing.T, db, id string) {
 	}
 }
 
+// hookStop runs `drover hook stop` once as a process and returns its run
+// time and what it printed.
+func hookStop(b *testing.B, p *proj, env []string, stdin []byte) (time.Duration, string) {
+	b.Helper()
+	cmd := exec.Command(droverBin, "hook", "stop")
+	cmd.Dir, cmd.Env = p.root, env
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start), out.String()
+}
+
 // benchHook runs `drover hook stop` b.N times as a process and reports the
 // median and p99 of the round trip.
 func benchHook(b *testing.B, p *proj, env []string, stdin []byte) {
@@ -35,38 +54,118 @@ func benchHook(b *testing.B, p *proj, env []string, stdin []byte) {
 	durs := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		cmd := exec.Command(droverBin, "hook", "stop")
-		cmd.Dir, cmd.Env = p.root, env
-		cmd.Stdin = bytes.NewReader(stdin)
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatal(err)
-		}
-		durs = append(durs, time.Since(start))
-		if i == 0 && !strings.Contains(strings.Join(env, " "), "DROVER_HOOK_DISABLE") && !strings.Contains(out.String(), `"block"`) {
-			b.Fatalf("the benchmarked stop did not block: %q", out.String())
-		}
+		d, _ := hookStop(b, p, env, stdin)
+		durs = append(durs, d)
 	}
 	b.StopTimer()
-	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
-	b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "median-ms")
-	b.ReportMetric(float64(durs[(len(durs)*99)/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(ms(quantile(durs, 0.5)), "median-ms")
+	b.ReportMetric(ms(quantile(durs, 0.99)), "p99-ms")
 }
+
+// quantile returns the q-quantile of durs (sorted in place).
+func quantile(durs []time.Duration, q float64) time.Duration {
+	if len(durs) == 0 {
+		return 0
+	}
+	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
+	return durs[int(float64(len(durs)-1)*q+0.5)]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // BenchmarkHookStop is the full round trip of `drover hook stop` as a
 // process against a warm supervisor: a session with a queue that blocks on
-// every stop with its next task (no git check, no review).
+// every stop with its next task (no git check, no review). Each iteration
+// also starts an empty Go program and runs `git status --porcelain` in the
+// same repository, interleaved so that the machine's load weighs on all
+// three alike, and the benchmark reports the ratio of the medians:
+// round trip / (empty start + git status), what a hook costs against the
+// least a hook that looks at the work tree could cost.
 func BenchmarkHookStop(b *testing.B) {
 	p := newBenchProj(b)
+	floor := buildFloor(b)
 	id := "bench-session"
 	p.must("", "do", "--session", id, "benchmark task")
 	env := append(p.env, "CLAUDE_PROJECT_DIR="+p.root)
 	in, _ := json.Marshal(stopInput(id))
 	// Warm: the supervisor is up and the session actor is live.
 	p.must(string(in), "hook", "stop")
-	benchHook(b, p, env, in)
+	hooks := make([]time.Duration, 0, b.N)
+	floors := make([]time.Duration, 0, b.N)
+	gits := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		d, out := hookStop(b, p, env, in)
+		if i == 0 && !strings.Contains(out, `"block"`) {
+			b.Fatalf("the benchmarked stop did not block: %q", out)
+		}
+		hooks = append(hooks, d)
+		floors = append(floors, runProgram(b, exec.Command(floor), "{}\n"))
+		git := exec.Command("git", "status", "--porcelain")
+		git.Dir, git.Env = p.root, p.env
+		gits = append(gits, runProgram(b, git, ""))
+	}
+	b.StopTimer()
+	hook, empty, status := quantile(hooks, 0.5), quantile(floors, 0.5), quantile(gits, 0.5)
+	b.ReportMetric(ms(hook), "median-ms")
+	b.ReportMetric(ms(quantile(hooks, 0.99)), "p99-ms")
+	b.ReportMetric(ms(empty), "empty-ms")
+	b.ReportMetric(ms(status), "git-ms")
+	b.ReportMetric(float64(hook)/float64(empty+status), "ratio")
+}
+
+// BenchmarkHookStopConcurrent is many agents at once: 16 hook clients stop
+// over and over, spread over 40 sessions with a queue each, against one
+// warm supervisor. It reports the stops per second and the supervisor's
+// median decision latency, read from its log ("hook decision" lines), which
+// rises when the clients' own start-up takes the cores from it.
+func BenchmarkHookStopConcurrent(b *testing.B) {
+	const clients, sessions = 16, 40
+	p := newBenchProj(b)
+	env := append(p.env, "CLAUDE_PROJECT_DIR="+p.root)
+	inputs := make([][]byte, sessions)
+	for i := range inputs {
+		id := fmt.Sprintf("bench-%02d", i)
+		p.must("", "do", "--session", id, "benchmark task")
+		inputs[i], _ = json.Marshal(stopInput(id))
+		p.must(string(inputs[i]), "hook", "stop")
+	}
+	logFile := filepath.Join(p.root, ".drover", "logs", "drover.log")
+	before := fileSize(b, logFile)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				n := next.Add(1) - 1
+				if n >= int64(b.N) {
+					return
+				}
+				in := inputs[n%sessions]
+				cmd := exec.Command(droverBin, "hook", "stop")
+				cmd.Dir, cmd.Env = p.root, env
+				cmd.Stdin = bytes.NewReader(in)
+				out, err := cmd.Output()
+				if err != nil || !strings.Contains(string(out), `"block"`) {
+					b.Errorf("stop %d: %v, printed %q", n, err, out)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	lat := decisionLatencies(b, logFile, before)
+	if len(lat) < b.N {
+		b.Fatalf("the log holds %d stop decisions, want %d", len(lat), b.N)
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "stops/s")
+	b.ReportMetric(ms(quantile(lat, 0.5)), "decision-median-ms")
 }
 
 // BenchmarkHookStart is the cost of starting the binary alone: the same
@@ -77,6 +176,38 @@ func BenchmarkHookStart(b *testing.B) {
 	env := append(p.env, "CLAUDE_PROJECT_DIR="+p.root, "DROVER_HOOK_DISABLE=1")
 	in, _ := json.Marshal(stopInput("bench-session"))
 	benchHook(b, p, env, in)
+}
+
+func fileSize(b *testing.B, path string) int64 {
+	b.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// decisionLatencies reads the supervisor's log from offset on and returns
+// the latency of every stop decision it logged.
+func decisionLatencies(b *testing.B, path string, offset int64) []time.Duration {
+	b.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []time.Duration
+	for _, line := range strings.Split(string(data[offset:]), "\n") {
+		var rec struct {
+			Msg     string  `json:"msg"`
+			Event   string  `json:"event"`
+			Latency float64 `json:"latency"`
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Msg != "hook decision" || rec.Event != "stop" {
+			continue
+		}
+		out = append(out, time.Duration(rec.Latency*float64(time.Second)))
+	}
+	return out
 }
 
 func newBenchProj(b *testing.B) *proj {
@@ -91,6 +222,12 @@ func newBenchProj(b *testing.B) *proj {
 // BenchmarkHookStop to it, within one run, is what drover's binary and work
 // add to the cost of being a process at all on this machine.
 func BenchmarkProcessFloor(b *testing.B) {
+	benchProgram(b, buildFloor(b))
+}
+
+// buildFloor builds the empty Go program of BenchmarkProcessFloor.
+func buildFloor(b *testing.B) string {
+	b.Helper()
 	dir := b.TempDir()
 	src := "package main\n\nimport \"os\"\n\nfunc main() { os.Stdout.WriteString(\"{}\\n\") }\n"
 	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
@@ -105,7 +242,7 @@ func BenchmarkProcessFloor(b *testing.B) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("building the floor program: %v\n%s", err, out)
 	}
-	benchProgram(b, bin)
+	return bin
 }
 
 // BenchmarkProcessActorFloor starts a program that links only
@@ -128,20 +265,26 @@ func benchProgram(b *testing.B, bin string) {
 	durs := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		cmd := exec.Command(bin)
-		var out bytes.Buffer
-		cmd.Stdout = &out
-		start := time.Now()
-		if err := cmd.Run(); err != nil {
-			b.Fatal(err)
-		}
-		durs = append(durs, time.Since(start))
-		if out.String() != "{}\n" {
-			b.Fatalf("%s printed %q", filepath.Base(bin), out.String())
-		}
+		durs = append(durs, runProgram(b, exec.Command(bin), "{}\n"))
 	}
 	b.StopTimer()
-	sort.Slice(durs, func(i, j int) bool { return durs[i] < durs[j] })
-	b.ReportMetric(float64(durs[len(durs)/2].Microseconds())/1000, "median-ms")
-	b.ReportMetric(float64(durs[(len(durs)*99)/100].Microseconds())/1000, "p99-ms")
+	b.ReportMetric(ms(quantile(durs, 0.5)), "median-ms")
+	b.ReportMetric(ms(quantile(durs, 0.99)), "p99-ms")
+}
+
+// runProgram runs cmd and returns its run time; unless want is empty, cmd
+// must print exactly want.
+func runProgram(b *testing.B, cmd *exec.Cmd, want string) time.Duration {
+	b.Helper()
+	var out bytes.Buffer
+	cmd.Stdout = &out
+	start := time.Now()
+	if err := cmd.Run(); err != nil {
+		b.Fatalf("%s: %v", filepath.Base(cmd.Path), err)
+	}
+	d := time.Since(start)
+	if want != "" && out.String() != want {
+		b.Fatalf("%s printed %q", filepath.Base(cmd.Path), out.String())
+	}
+	return d
 }
