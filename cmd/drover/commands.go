@@ -17,17 +17,16 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/client"
-	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/cmdline"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/hookclient"
+	"github.com/drover-dev/drover/internal/hookconf"
 	"github.com/drover-dev/drover/internal/project"
 	"github.com/drover-dev/drover/templates"
 )
 
-type globalFlags struct {
-	project string
-	session string
-}
+// globalFlags are the flags every command takes.
+type globalFlags = cmdline.Globals
 
 func (a *app) rootCmd() *cobra.Command {
 	g := &globalFlags{}
@@ -35,9 +34,9 @@ func (a *app) rootCmd() *cobra.Command {
 		Use:   "drover",
 		Short: "Keep coding agents working until the work is really done",
 		Long: `drover supervises coding agents (Claude Code first). One supervisor runs per
-project (drover serve, started on demand); the Claude Code plugin calls
-drover hook <event> on every hook event, and the slash commands call the
-other subcommands.
+project (droverd, started on demand; drover serve runs it); the Claude Code
+plugin calls drover hook <event> on every hook event, and the slash commands
+call the other subcommands.
 
 Queue workflow: drover do "task" adds a task and starts the queue; each time
 the agent tries to stop, drover hands it the next task, refuses to stop with
@@ -47,10 +46,9 @@ stop when review adds nothing or the iteration budget is spent.`,
 		SilenceErrors: true,
 		Version:       version,
 	}
-	root.PersistentFlags().StringVar(&g.project, "project", "", "project directory (default: $CLAUDE_PROJECT_DIR, else the current directory; worktrees resolve to their main repository)")
-	root.PersistentFlags().StringVar(&g.session, "session", "", "session id (default: $CLAUDE_CODE_SESSION_ID)")
+	cmdline.AddGlobals(root, g)
 	root.AddCommand(
-		a.serveCmd(g),
+		a.serveCmd(),
 		a.hookCmd(g),
 		a.addCmd(g),
 		a.startCmd(g),
@@ -60,15 +58,14 @@ stop when review adds nothing or the iteration budget is spent.`,
 		a.statusCmd(g),
 		a.cleanupCmd(g),
 		a.templatesCmd(g),
-		a.configCmd(g),
+		a.configCmd(),
 		a.initCmd(g),
 		a.loopCmd(g),
 		a.planCmd(g),
 		a.runCmd(g),
-		a.reflectCmd(g),
-		a.convergeCmd(g),
-		a.routeCmd(g),
-		a.watchdogCmd(),
+		a.reflectCmd(),
+		a.convergeCmd(),
+		a.routeCmd(),
 	)
 	return root
 }
@@ -82,7 +79,7 @@ func (a *app) cwd() string {
 }
 
 func (a *app) paths(g *globalFlags) (project.Paths, error) {
-	root, err := project.FromEnv(g.project, a.cwd(), a.getenv)
+	root, err := project.FromEnv(g.Project, a.cwd(), a.getenv)
 	if err != nil {
 		return project.Paths{}, fmt.Errorf("finding the project: %w", err)
 	}
@@ -90,7 +87,7 @@ func (a *app) paths(g *globalFlags) (project.Paths, error) {
 }
 
 func (a *app) sessionID(g *globalFlags) (string, error) {
-	id := g.session
+	id := g.Session
 	if id == "" {
 		id = a.getenv("CLAUDE_CODE_SESSION_ID")
 	}
@@ -125,15 +122,23 @@ func (a *app) sessionClient(ctx context.Context, g *globalFlags) (string, *clien
 // none answers.
 func (a *app) connect(ctx context.Context, p project.Paths) (*client.Client, error) {
 	c := client.New(p.Socket)
+	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	_, err := c.Health(hctx)
+	cancel()
+	if err == nil {
+		return c, nil
+	}
+	// Only now, with a supervisor to start, is the configuration read, and
+	// only its hook.start_timeout (see internal/hookconf).
 	timeout := 10 * time.Second
-	if cfg, err := config.Load(config.DefaultSources(p.Root, a.environ)); err == nil && cfg.Hook.StartTimeout > timeout {
-		timeout = cfg.Hook.StartTimeout
+	if d, err := hookconf.StartTimeout(hookconf.DefaultSources(p.Root, a.getenv)); err == nil && d > timeout {
+		timeout = d
 	}
 	sctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	_, err := client.Ensure(sctx, c, client.Spawner{Exe: a.getenv("DROVER_BIN"), Root: p.Root, OutFile: filepath.Join(p.LogsDir, "serve.out")}.Spawn)
-	if err != nil {
-		return nil, fmt.Errorf("reaching the supervisor for %s: %w (see %s)", p.Root, err, filepath.Join(p.LogsDir, "serve.out"))
+	out := filepath.Join(p.LogsDir, "serve.out")
+	if _, err = client.Ensure(sctx, c, client.Spawner{Getenv: a.getenv, Root: p.Root, OutFile: out}.Spawn); err != nil {
+		return nil, fmt.Errorf("reaching the supervisor for %s: %w (see %s)", p.Root, err, out)
 	}
 	return c, nil
 }
@@ -176,9 +181,8 @@ on and says why in a systemMessage.`,
 				Event:   e,
 				Stdin:   a.stdin,
 				Getenv:  a.getenv,
-				Environ: a.environ,
 				Cwd:     a.cwd(),
-				Project: g.project,
+				Project: g.Project,
 			})
 			if res.Problem != "" {
 				fmt.Fprintln(a.stderr, res.Problem)
@@ -463,52 +467,4 @@ placeholders such as {{next_task}} and {{iteration}} are filled in.`,
 			return nil
 		},
 	}
-}
-
-func (a *app) configCmd(g *globalFlags) *cobra.Command {
-	var fromSupervisor bool
-	cmd := &cobra.Command{
-		Use:   "config",
-		Short: "Print the effective configuration (defaults < user file < .drover/config.yaml < DROVER_* env)",
-		Long: `config prints the configuration this command line would use, as YAML.
-With --from-supervisor it prints what the project's running supervisor uses
-(it reloads .drover/config.yaml on change; a file that does not load leaves
-the previous configuration in force, and the reason is in its log).
-
-A running supervisor reads these keys only when it starts; a change to them
-takes effect after drover serve is restarted (SIGTERM it; the next hook
-starts a new one):
-  ` + strings.Join(config.RestartKeys(), "\n  "),
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			p, err := a.paths(g)
-			if err != nil {
-				return err
-			}
-			if fromSupervisor {
-				c, err := a.connect(cmd.Context(), p)
-				if err != nil {
-					return err
-				}
-				y, err := c.Config(cmd.Context())
-				if err != nil {
-					return fmt.Errorf("config: %w", err)
-				}
-				_, err = io.WriteString(a.stdout, y)
-				return err
-			}
-			cfg, err := a.projectConfig(p.Root)
-			if err != nil {
-				return err
-			}
-			y, err := cfg.YAML()
-			if err != nil {
-				return err
-			}
-			_, err = a.stdout.Write(y)
-			return err
-		},
-	}
-	cmd.Flags().BoolVar(&fromSupervisor, "from-supervisor", false, "print the configuration the running supervisor uses")
-	return cmd
 }

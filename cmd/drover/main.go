@@ -1,12 +1,16 @@
 // Command drover keeps coding agents working until the work is really done.
-// It is one binary in two roles: `drover serve`, the supervisor of one
-// project, and `drover hook <event>`, the thin client Claude Code runs on
-// every hook event. The other subcommands are what the plugin's slash
-// commands and people call.
+// It is the CLI and the thin hook client: `drover hook <event>` is what
+// Claude Code runs on every hook event, and the other subcommands are what
+// the plugin's slash commands and people call. The supervisor is droverd,
+// which drover starts on demand; drover links only the standard library,
+// cobra, the wire types and the client (a test guards its dependencies),
+// and hands the commands that need more (serve, config and the loop's
+// components) to droverd.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,6 +33,9 @@ func main() {
 // app is the process's view of the world, passed to every command so tests
 // can run commands in-process with their own streams and environment.
 type app struct {
+	// args is the command line, handed to droverd as it is by the
+	// commands droverd runs.
+	args    []string
 	stdin   io.Reader
 	stdout  io.Writer
 	stderr  io.Writer
@@ -50,18 +57,23 @@ func (a *app) getenv(k string) string {
 
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {
-	a := &app{stdin: stdin, stdout: stdout, stderr: stderr, environ: environ}
+	a := &app{args: args, stdin: stdin, stdout: stdout, stderr: stderr, environ: environ}
 	return a.execute(ctx, args)
 }
 
 // execute runs one command line in a and returns the exit code.
 func (a *app) execute(ctx context.Context, args []string) int {
+	a.args = args
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetIn(a.stdin)
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	if err := root.ExecuteContext(ctx); err != nil {
+		var code exitCode
+		if errors.As(err, &code) {
+			return int(code)
+		}
 		fmt.Fprintf(a.stderr, "drover: %v\n", err)
 		return 1
 	}

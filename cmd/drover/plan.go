@@ -135,11 +135,11 @@ func (a *app) planFromStdin(cmd *cobra.Command, g *globalFlags) error {
 		return a.planSlashAction(cmd.Context(), g, words[0], words[1:])
 	}
 	var args []string
-	if g.project != "" {
-		args = append(args, "--project", g.project)
+	if g.Project != "" {
+		args = append(args, "--project", g.Project)
 	}
-	if g.session != "" {
-		args = append(args, "--session", g.session)
+	if g.Session != "" {
+		args = append(args, "--session", g.Session)
 	}
 	args = append(append(args, "plan"), words...)
 	root := a.rootCmd()

@@ -18,7 +18,8 @@ import (
 	"github.com/drover-dev/drover/internal/hook"
 )
 
-// droverBin is the drover binary built once for the process tests.
+// droverBin is the drover binary built once for the process tests, with
+// droverd beside it, where drover looks for it first.
 var droverBin string
 
 func TestMain(m *testing.M) {
@@ -30,9 +31,9 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		droverBin = filepath.Join(dir, "drover")
-		out, err := exec.Command("go", "build", "-o", droverBin, ".").CombinedOutput()
+		out, err := exec.Command("go", "build", "-o", dir, ".", "../droverd").CombinedOutput()
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "building drover: %v\n%s", err, out)
+			fmt.Fprintf(os.Stderr, "building drover and droverd: %v\n%s", err, out)
 			return 1
 		}
 		return m.Run()
@@ -65,7 +66,6 @@ func newProj(t testing.TB) *proj {
 		"HOME=" + home,
 		"XDG_RUNTIME_DIR=" + run,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
-		"DROVER_BIN=" + droverBin,
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
 		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",

@@ -13,10 +13,50 @@ import (
 	"github.com/drover-dev/drover/internal/proctag"
 )
 
+// DaemonEnv names the droverd binary that drover starts and hands its
+// supervisor commands to, overriding the search of Daemon. Test harnesses
+// set it; so may a user whose droverd lies elsewhere.
+const DaemonEnv = "DROVERD_BIN"
+
+// DaemonName is the supervisor binary's name.
+const DaemonName = "droverd"
+
+// Daemon returns the droverd binary to run: $DROVERD_BIN when set, else
+// the droverd beside the running executable (both are built and installed
+// together), else the one on PATH. The error names where it looked.
+func Daemon(getenv func(string) string) (string, error) {
+	if getenv != nil {
+		if p := getenv(DaemonEnv); p != "" {
+			return p, nil
+		}
+	}
+	var beside string
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		beside = filepath.Join(filepath.Dir(exe), DaemonName)
+		if fi, err := os.Stat(beside); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
+			return beside, nil
+		}
+	}
+	p, err := exec.LookPath(DaemonName)
+	if err != nil {
+		where := "on PATH"
+		if beside != "" {
+			where = fmt.Sprintf("beside drover (%s) nor on PATH", beside)
+		}
+		return "", fmt.Errorf("%s, the drover supervisor binary, was not found %s: install both binaries (make install) or set %s", DaemonName, where, DaemonEnv)
+	}
+	return p, nil
+}
+
 // Spawner starts a detached supervisor for one project.
 type Spawner struct {
-	// Exe is the drover binary; empty means the running executable.
+	// Exe is the droverd binary; empty means the one Daemon finds.
 	Exe string
+	// Getenv reads the environment for Daemon; nil means os.Getenv.
+	Getenv func(string) string
 	// Root is the project root passed as --project.
 	Root string
 	// OutFile, when set, receives the new process's stdout and stderr, so a
@@ -26,15 +66,19 @@ type Spawner struct {
 	Env []string
 }
 
-// Spawn starts `drover serve --project Root` in its own session, so it
-// outlives the hook that started it and is not killed with the agent's
-// process group. It does not wait for the supervisor to answer.
+// Spawn starts `droverd serve --no-console --project Root` in its own
+// session, so it outlives the hook that started it and is not killed with
+// the agent's process group. It does not wait for the supervisor to answer.
 func (s Spawner) Spawn() error {
 	exe := s.Exe
 	if exe == "" {
+		getenv := s.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
 		var err error
-		if exe, err = os.Executable(); err != nil {
-			return fmt.Errorf("finding the drover executable: %w", err)
+		if exe, err = Daemon(getenv); err != nil {
+			return err
 		}
 	}
 	cmd := exec.Command(exe, "serve", "--no-console", "--project", s.Root)
@@ -62,7 +106,7 @@ func (s Spawner) Spawn() error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting supervisor %q: %w", exe, err)
 	}
-	// Reap it in the background so a long-lived caller (a test, `drover
+	// Reap it in the background so a long-lived caller (a test, `droverd
 	// serve --detach`) does not keep a zombie; a short-lived hook simply
 	// exits and the process is re-parented.
 	go func() { _ = cmd.Wait() }()

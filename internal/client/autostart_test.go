@@ -52,3 +52,26 @@ func TestSpawnStripsProcessTags(t *testing.T) {
 		t.Errorf("spawned with %q (%v)", args, err)
 	}
 }
+
+// drover finds droverd from $DROVERD_BIN, else beside itself, else on
+// PATH, and names droverd when there is none.
+func TestDaemon(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	if got, err := Daemon(env(map[string]string{DaemonEnv: "/opt/x/droverd"})); err != nil || got != "/opt/x/droverd" {
+		t.Errorf("with %s: %q, %v", DaemonEnv, got, err)
+	}
+	dir := t.TempDir()
+	bin := filepath.Join(dir, DaemonName)
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	if got, err := Daemon(env(nil)); err != nil || got != bin {
+		t.Errorf("on PATH: %q, %v", got, err)
+	}
+	t.Setenv("PATH", t.TempDir())
+	_, err := Daemon(env(nil))
+	if err == nil || !strings.Contains(err.Error(), "droverd") || !strings.Contains(err.Error(), DaemonEnv) {
+		t.Errorf("without droverd: %v", err)
+	}
+}

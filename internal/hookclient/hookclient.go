@@ -17,8 +17,8 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/client"
-	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/hookconf"
 	"github.com/drover-dev/drover/internal/project"
 )
 
@@ -34,9 +34,8 @@ const DisableEnv = "DROVER_HOOK_DISABLE"
 type Options struct {
 	Event hook.Event
 	Stdin io.Reader
-	// Getenv reads the environment; Environ lists it (for config).
-	Getenv  func(string) string
-	Environ []string
+	// Getenv reads the environment.
+	Getenv func(string) string
 	// Cwd is the process's working directory, used when neither --project
 	// nor CLAUDE_PROJECT_DIR nor the payload's cwd names the project.
 	Cwd string
@@ -117,20 +116,33 @@ func run(ctx context.Context, o Options) Result {
 		warn = fmt.Sprintf("drover: %s is missing (was .drover/ removed?): the running supervisor still has the sessions in memory, but they will not survive its restart", paths.DB)
 	}
 
-	cfg, err := config.Load(config.DefaultSources(root, o.Environ))
+	// Only the hook's own keys are read (internal/hookconf), not the
+	// whole configuration: the budget now, the start timeout only if a
+	// supervisor must be started.
+	src := hookconf.DefaultSources(root, o.Getenv)
+	budget, err := hookconf.Budget(src, o.Event)
 	if err != nil {
 		warn = joinMsg(warn, fmt.Sprintf("drover: %v; using default hook budgets", err))
-		cfg = config.Defaults()
 	}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Budget(o.Event))
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	var started time.Duration
+	startTimeout := func() time.Duration {
+		if started == 0 {
+			var err error
+			if started, err = hookconf.StartTimeout(src); err != nil {
+				warn = joinMsg(warn, fmt.Sprintf("drover: %v; using default hook budgets", err))
+			}
+		}
+		return started
+	}
 
 	spawn := o.Spawn
 	if noStore {
 		spawn = func(string, project.Paths) error { return errNoStore }
 	} else if spawn == nil {
 		spawn = func(root string, p project.Paths) error {
-			return client.Spawner{Exe: o.Getenv("DROVER_BIN"), Root: root, OutFile: p.LogsDir + "/serve.out"}.Spawn()
+			return client.Spawner{Getenv: o.Getenv, Root: root, OutFile: p.LogsDir + "/serve.out"}.Spawn()
 		}
 	}
 	newID := o.NewRequestID
@@ -140,7 +152,7 @@ func run(ctx context.Context, o Options) Result {
 	req := api.HookRequest{RequestID: newID(), Input: in}
 	c := client.New(paths.Socket)
 
-	resp, err := send(ctx, c, o.Event, req, cfg.Hook.StartTimeout, func() error { return spawn(root, paths) })
+	resp, err := send(ctx, c, o.Event, req, startTimeout, func() error { return spawn(root, paths) })
 	if errors.Is(err, errNoStore) {
 		// Nothing runs and nothing is stored: drover was never used here.
 		return Result{}
@@ -163,7 +175,7 @@ func run(ctx context.Context, o Options) Result {
 // send forwards the event, starting a supervisor when none answers and
 // retrying with the same request id when one dies mid-request, until ctx
 // ends.
-func send(ctx context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout time.Duration, spawn func() error) (api.HookResponse, error) {
+func send(ctx context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout func() time.Duration, spawn func() error) (api.HookResponse, error) {
 	spawned := false
 	for {
 		resp, err := c.Hook(ctx, e, req)
@@ -179,7 +191,7 @@ func send(ctx context.Context, c *client.Client, e hook.Event, req api.HookReque
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
-		sctx, cancel := context.WithTimeout(ctx, startTimeout)
+		sctx, cancel := context.WithTimeout(ctx, startTimeout())
 		_, err = client.Ensure(sctx, c, func() error {
 			if spawned {
 				return nil

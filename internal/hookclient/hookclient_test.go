@@ -44,7 +44,7 @@ func setup(t *testing.T, extra ...string) (root string, o Options) {
 		}
 		return ""
 	}
-	return root, Options{Event: hook.Stop, Getenv: getenv, Environ: environ, Cwd: root}
+	return root, Options{Event: hook.Stop, Getenv: getenv, Cwd: root}
 }
 
 func decode(t *testing.T, r Result) hook.Output {
