@@ -155,42 +155,47 @@ and prints the decision JSON. It always exits 0: on any trouble of its own
 (bad input, no supervisor within the event's budget) it lets the agent go
 on and says why in a systemMessage.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) (err error) {
-			var e hook.Event
-			// hookclient.Run recovers its own panics; this covers the rest
-			// of the command, since a panic exits 2, which blocks on Stop.
-			defer func() {
-				if r := recover(); r != nil {
-					res := hookclient.Recovered(e, r)
-					fmt.Fprintln(a.stderr, res.Problem)
-					fmt.Fprint(a.stdout, res.Stdout)
-					err = nil
-				}
-			}()
-			e, err = hook.ParseEvent(args[0])
-			if err != nil {
-				// Even a wrong event name must not block the agent.
-				fmt.Fprintf(a.stdout, "{\"systemMessage\":%q}\n", "drover: "+err.Error())
-				return nil
-			}
-			runHook := a.hookRun
-			if runHook == nil {
-				runHook = hookclient.Run
-			}
-			res := runHook(cmd.Context(), hookclient.Options{
-				Event:   e,
-				Stdin:   a.stdin,
-				Getenv:  a.getenv,
-				Cwd:     a.cwd(),
-				Project: g.Project,
-			})
-			if res.Problem != "" {
-				fmt.Fprintln(a.stderr, res.Problem)
-			}
-			fmt.Fprint(a.stdout, res.Stdout)
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.hook(cmd.Context(), g, args[0])
 			return nil
 		},
 	}
+}
+
+// hook handles one hook event named name and prints the decision. It
+// never fails: on its own trouble it lets the agent go on.
+func (a *app) hook(ctx context.Context, g *globalFlags, name string) {
+	var e hook.Event
+	// hookclient.Run recovers its own panics; this covers the rest of the
+	// command, since a panic exits 2, which blocks on Stop.
+	defer func() {
+		if r := recover(); r != nil {
+			res := hookclient.Recovered(e, r)
+			fmt.Fprintln(a.stderr, res.Problem)
+			fmt.Fprint(a.stdout, res.Stdout)
+		}
+	}()
+	e, err := hook.ParseEvent(name)
+	if err != nil {
+		// Even a wrong event name must not block the agent.
+		fmt.Fprintf(a.stdout, "{\"systemMessage\":%q}\n", "drover: "+err.Error())
+		return
+	}
+	runHook := a.hookRun
+	if runHook == nil {
+		runHook = hookclient.Run
+	}
+	res := runHook(ctx, hookclient.Options{
+		Event:   e,
+		Stdin:   a.stdin,
+		Getenv:  a.getenv,
+		Cwd:     a.cwd(),
+		Project: g.Project,
+	})
+	if res.Problem != "" {
+		fmt.Fprintln(a.stderr, res.Problem)
+	}
+	fmt.Fprint(a.stdout, res.Stdout)
 }
 
 func (a *app) addCmd(g *globalFlags) *cobra.Command {

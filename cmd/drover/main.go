@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/drover-dev/drover/internal/hookclient"
@@ -64,6 +65,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 // execute runs one command line in a and returns the exit code.
 func (a *app) execute(ctx context.Context, args []string) int {
 	a.args = args
+	// `drover hook EVENT`, as the plugin's hooks.json runs it on every
+	// event, skips building the command tree: the hook's time is the
+	// agent's. Any other form (flags, help) goes through cobra.
+	if len(args) == 2 && args[0] == "hook" && !strings.HasPrefix(args[1], "-") {
+		a.hook(ctx, &globalFlags{}, args[1])
+		return 0
+	}
 	root := a.rootCmd()
 	root.SetArgs(args)
 	root.SetIn(a.stdin)

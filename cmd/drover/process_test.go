@@ -31,7 +31,11 @@ func TestMain(m *testing.M) {
 		}
 		defer os.RemoveAll(dir)
 		droverBin = filepath.Join(dir, "drover")
-		out, err := exec.Command("go", "build", "-o", dir, ".", "../droverd").CombinedOutput()
+		// Built as make build builds them: drover without cgo, so that it
+		// is a static binary that starts without the dynamic loader.
+		build := exec.Command("go", "build", "-o", dir, ".", "../droverd")
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		out, err := build.CombinedOutput()
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "building drover and droverd: %v\n%s", err, out)
 			return 1

@@ -3,46 +3,33 @@
 package client
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net/http"
-	"sync"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
-	"github.com/drover-dev/drover/internal/sockets"
 )
 
 // maxResponseBytes caps a response body; decisions and status lists are far
 // smaller, so anything larger is a broken peer.
 const maxResponseBytes = 32 << 20
 
-// Client talks to one supervisor. Socket must be set; HTTP, when nil, is
-// built on first use to dial Socket.
+// Client talks to one supervisor, over a new connection to Socket for
+// each request (see transport.go).
 type Client struct {
 	Socket string
-	HTTP   *http.Client
-
-	once sync.Once
-	hc   *http.Client
 }
 
 // New returns a Client for the supervisor listening on socket.
 func New(socket string) *Client { return &Client{Socket: socket} }
 
-func (c *Client) httpClient() *http.Client {
-	c.once.Do(func() {
-		c.hc = c.HTTP
-		if c.hc == nil {
-			c.hc = sockets.HTTPClient(c.Socket)
-		}
-	})
-	return c.hc
-}
+// The request methods.
+const (
+	methodGet  = "GET"
+	methodPost = "POST"
+)
 
 // APIError is a non-2xx answer from the supervisor.
 type APIError struct {
@@ -59,44 +46,29 @@ func (e *APIError) Error() string {
 var ErrUnavailable = errors.New("drover supervisor unavailable")
 
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
+	var body []byte
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
 			return fmt.Errorf("encoding %s request: %w", path, err)
 		}
-		body = bytes.NewReader(b)
+		body = b
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+api.Host+path, body)
+	resp, err := roundTrip(ctx, c.Socket, method, path, body)
 	if err != nil {
-		return fmt.Errorf("building %s request: %w", path, err)
+		return err
 	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.httpClient().Do(req)
-	if err != nil {
-		if ctx.Err() != nil {
-			return fmt.Errorf("calling %s: %w", path, ctx.Err())
-		}
-		return fmt.Errorf("calling %s on %s: %w: %w", path, c.Socket, ErrUnavailable, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes))
-	if err != nil {
-		return fmt.Errorf("reading %s response: %w", path, err)
-	}
-	if resp.StatusCode/100 != 2 {
+	if resp.status/100 != 2 {
 		var e api.Error
-		if json.Unmarshal(data, &e) != nil || e.Error == "" {
-			e.Error = http.StatusText(resp.StatusCode)
+		if json.Unmarshal(resp.body, &e) != nil || e.Error == "" {
+			e.Error = resp.reason
 		}
-		return &APIError{Status: resp.StatusCode, Message: e.Error}
+		return &APIError{Status: resp.status, Message: e.Error}
 	}
 	if out == nil {
 		return nil
 	}
-	if err := json.Unmarshal(data, out); err != nil {
+	if err := json.Unmarshal(resp.body, out); err != nil {
 		return fmt.Errorf("decoding %s response: %w", path, err)
 	}
 	return nil
@@ -105,28 +77,28 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 // Health asks the supervisor who it is.
 func (c *Client) Health(ctx context.Context) (api.HealthResponse, error) {
 	var r api.HealthResponse
-	err := c.do(ctx, http.MethodGet, api.PathHealth, nil, &r)
+	err := c.do(ctx, methodGet, api.PathHealth, nil, &r)
 	return r, err
 }
 
 // Hook sends one hook event and returns the decision.
 func (c *Client) Hook(ctx context.Context, e hook.Event, req api.HookRequest) (api.HookResponse, error) {
 	var r api.HookResponse
-	err := c.do(ctx, http.MethodPost, api.HookPath(e), req, &r)
+	err := c.do(ctx, methodPost, api.HookPath(e), req, &r)
 	return r, err
 }
 
 // Add adds a task to a session's queue.
 func (c *Client) Add(ctx context.Context, sessionID, prompt string) (api.AddResponse, error) {
 	var r api.AddResponse
-	err := c.do(ctx, http.MethodPost, api.SessionPath(sessionID, "tasks"), api.AddRequest{Prompt: prompt}, &r)
+	err := c.do(ctx, methodPost, api.SessionPath(sessionID, "tasks"), api.AddRequest{Prompt: prompt}, &r)
 	return r, err
 }
 
 // Command runs a session command: "start", "stop" or "unstick".
 func (c *Client) Command(ctx context.Context, sessionID, verb string) (api.CommandResponse, error) {
 	var r api.CommandResponse
-	err := c.do(ctx, http.MethodPost, api.SessionPath(sessionID, verb), struct{}{}, &r)
+	err := c.do(ctx, methodPost, api.SessionPath(sessionID, verb), struct{}{}, &r)
 	return r, err
 }
 
@@ -136,20 +108,20 @@ func (c *Client) Workflow(ctx context.Context, sessionID, workflow, verb string,
 	if args == nil {
 		args = struct{}{}
 	}
-	return c.do(ctx, http.MethodPost, api.WorkflowPath(sessionID, workflow, verb), args, out)
+	return c.do(ctx, methodPost, api.WorkflowPath(sessionID, workflow, verb), args, out)
 }
 
 // Status lists the sessions.
 func (c *Client) Status(ctx context.Context) (api.StatusResponse, error) {
 	var r api.StatusResponse
-	err := c.do(ctx, http.MethodGet, api.PathStatus, nil, &r)
+	err := c.do(ctx, methodGet, api.PathStatus, nil, &r)
 	return r, err
 }
 
 // Cleanup removes old session directories.
 func (c *Client) Cleanup(ctx context.Context, req api.CleanupRequest) (api.CleanupResponse, error) {
 	var r api.CleanupResponse
-	err := c.do(ctx, http.MethodPost, api.PathCleanup, req, &r)
+	err := c.do(ctx, methodPost, api.PathCleanup, req, &r)
 	return r, err
 }
 
@@ -158,7 +130,7 @@ func (c *Client) Config(ctx context.Context) (string, error) {
 	var r struct {
 		YAML string `json:"yaml"`
 	}
-	err := c.do(ctx, http.MethodGet, api.PathConfig, nil, &r)
+	err := c.do(ctx, methodGet, api.PathConfig, nil, &r)
 	return r.YAML, err
 }
 

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"net/http"
 
 	"github.com/drover-dev/drover/internal/api"
 )
@@ -10,28 +9,28 @@ import (
 // StartRun starts a run of a task graph and returns it as first saved.
 func (c *Client) StartRun(ctx context.Context, req api.StartRunRequest) (api.Run, error) {
 	var r api.Run
-	err := c.do(ctx, http.MethodPost, api.PathRuns, req, &r)
+	err := c.do(ctx, methodPost, api.PathRuns, req, &r)
 	return r, err
 }
 
 // Runs lists the project's runs, newest first.
 func (c *Client) Runs(ctx context.Context) ([]api.Run, error) {
 	var r api.RunsResponse
-	err := c.do(ctx, http.MethodGet, api.PathRuns, nil, &r)
+	err := c.do(ctx, methodGet, api.PathRuns, nil, &r)
 	return r.Runs, err
 }
 
 // Run returns one run.
 func (c *Client) Run(ctx context.Context, id string) (api.Run, error) {
 	var r api.Run
-	err := c.do(ctx, http.MethodGet, api.RunPath(id), nil, &r)
+	err := c.do(ctx, methodGet, api.RunPath(id), nil, &r)
 	return r, err
 }
 
 // ResumeRun goes on with a run that is not being worked.
 func (c *Client) ResumeRun(ctx context.Context, id string) (api.Run, error) {
 	var r api.Run
-	err := c.do(ctx, http.MethodPost, api.RunPath(id, "resume"), struct{}{}, &r)
+	err := c.do(ctx, methodPost, api.RunPath(id, "resume"), struct{}{}, &r)
 	return r, err
 }
 
@@ -40,6 +39,6 @@ func (c *Client) ResumeRun(ctx context.Context, id string) (api.Run, error) {
 // while a wave checkpoint finishes.
 func (c *Client) CancelRun(ctx context.Context, id string) (api.Run, error) {
 	var r api.Run
-	err := c.do(ctx, http.MethodPost, api.RunPath(id, "cancel"), struct{}{}, &r)
+	err := c.do(ctx, methodPost, api.RunPath(id, "cancel"), struct{}{}, &r)
 	return r, err
 }

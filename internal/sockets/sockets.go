@@ -1,7 +1,7 @@
 // Package sockets is the unix-socket plumbing between the drover
 // supervisor and its clients: a listener that will not steal a live socket
 // and cleans up only its own, the per-project lock, the peer-uid check and
-// an HTTP client that dials the socket.
+// the dial that clients use (internal/client speaks HTTP over it).
 package sockets
 
 import (
@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -142,20 +141,4 @@ func Dial(ctx context.Context, path string) (net.Conn, error) {
 		return nil, fmt.Errorf("dialing %q: %w", path, err)
 	}
 	return c, nil
-}
-
-// HTTPClient returns a client whose every request goes to the unix socket
-// at path, whatever the URL's host (drover uses http://drover/...). It
-// ignores proxy settings from the environment and has no overall timeout:
-// callers bound each request with its context.
-func HTTPClient(path string) *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy: nil,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return Dial(ctx, path)
-		},
-		MaxIdleConns:        4,
-		MaxIdleConnsPerHost: 4,
-		IdleConnTimeout:     30 * time.Second,
-	}}
 }

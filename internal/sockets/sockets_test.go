@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -408,56 +407,6 @@ func TestOwnerOnlyDropsOtherUsers(t *testing.T) {
 	}
 	// Accept kept going after dropping it.
 	assertEcho(t, path)
-}
-
-func TestHTTPClient(t *testing.T) {
-	path := sockPath(t)
-	ln := listen(t, path)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "%s %s %s", r.Method, r.Host, r.URL.Path)
-	})}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Close() })
-
-	// A proxy in the environment must not be used for the socket.
-	t.Setenv("HTTP_PROXY", "http://127.0.0.1:1")
-	t.Setenv("http_proxy", "http://127.0.0.1:1")
-
-	hc := HTTPClient(path)
-	for range 2 {
-		req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://drover/v1/health", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatalf("GET over the socket: %v", err)
-		}
-		b, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got, want := string(b), "GET drover /v1/health"; got != want {
-			t.Errorf("body = %q, want %q", got, want)
-		}
-	}
-}
-
-func TestHTTPClientNoServer(t *testing.T) {
-	hc := HTTPClient(filepath.Join(t.TempDir(), "none.sock"))
-	req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, "http://drover/v1/health", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := hc.Do(req)
-	if err == nil {
-		_ = resp.Body.Close()
-		t.Fatal("request with no server succeeded")
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("error %v should say the socket does not exist", err)
-	}
 }
 
 func assertEcho(t *testing.T, path string) {
