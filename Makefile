@@ -3,7 +3,6 @@
 # by the targets themselves.
 
 GO          ?= go
-BIN         := bin/drover
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS     := -s -w -X main.version=$(VERSION)
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -15,17 +14,25 @@ TEST_TIMEOUT ?= 30m
 
 all: build
 
+# Two binaries: drover, the CLI and hook client, and droverd, the
+# supervisor it starts on demand (found beside drover, else on PATH).
+# drover is built without cgo: a static binary starts without the dynamic
+# loader, and it runs as a new process on every hook event.
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/drover
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/drover ./cmd/drover
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/droverd ./cmd/droverd
 
 # Runs the supervisor for the project in the current directory, in the
 # foreground (Ctrl-C stops it). Hooks and commands would also start it on
 # demand.
 run: build
-	./$(BIN) serve --project $(CURDIR)
+	./bin/droverd serve --project $(CURDIR)
 
+# Both into the same directory (GOBIN, else GOPATH/bin), where drover finds
+# droverd.
 install:
-	$(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/drover
+	CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/drover
+	$(GO) install -trimpath -ldflags '$(LDFLAGS)' ./cmd/droverd
 
 # Node and npm come from Debian when missing (CI runs as root on Debian).
 node:
@@ -61,7 +68,8 @@ lint:
 	$(GO) run $(STATICCHECK) ./...
 
 # Benchmarks, printed as a table (name, iterations, ns/op and the custom
-# metrics such as median and p99 of the hook round trip).
+# metrics: median and p99 of the hook round trip, the empty program's start,
+# git status, their ratio, the supervisor's decision latency, stops/s).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./... | tee bin/bench.txt | sh scripts/benchtable.sh
 

@@ -80,7 +80,9 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 // same repository, interleaved so that the machine's load weighs on all
 // three alike, and the benchmark reports the ratio of the medians:
 // round trip / (empty start + git status), what a hook costs against the
-// least a hook that looks at the work tree could cost.
+// least a hook that looks at the work tree could cost. It also reports the
+// supervisor's median decision latency, the part of the round trip that is
+// not the client's.
 func BenchmarkHookStop(b *testing.B) {
 	p := newBenchProj(b)
 	floor := buildFloor(b)
@@ -90,6 +92,8 @@ func BenchmarkHookStop(b *testing.B) {
 	in, _ := json.Marshal(stopInput(id))
 	// Warm: the supervisor is up and the session actor is live.
 	p.must(string(in), "hook", "stop")
+	logFile := filepath.Join(p.root, ".drover", "logs", "drover.log")
+	before := fileSize(b, logFile)
 	hooks := make([]time.Duration, 0, b.N)
 	floors := make([]time.Duration, 0, b.N)
 	gits := make([]time.Duration, 0, b.N)
@@ -112,6 +116,9 @@ func BenchmarkHookStop(b *testing.B) {
 	b.ReportMetric(ms(empty), "empty-ms")
 	b.ReportMetric(ms(status), "git-ms")
 	b.ReportMetric(float64(hook)/float64(empty+status), "ratio")
+	// The supervisor's part of the round trip, from its log: the rest is
+	// the client's start-up and work, and the socket.
+	b.ReportMetric(ms(quantile(decisionLatencies(b, logFile, before), 0.5)), "decision-median-ms")
 }
 
 // BenchmarkHookStopConcurrent is many agents at once: 16 hook clients stop

@@ -94,16 +94,16 @@ func run(ctx context.Context, w io.Writer, keep bool) error {
 		}
 	}
 
-	d.say("Building drover from %s ...", root)
-	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(d.bin, "drover"), "./cmd/drover")
+	d.say("Building drover and droverd from %s ...", root)
+	build := exec.CommandContext(ctx, "go", "build", "-o", d.bin, "./cmd/drover", "./cmd/droverd")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building drover: %w\n%s", err, out)
+		return fmt.Errorf("building drover and droverd: %w\n%s", err, out)
 	}
+	// drover finds droverd beside itself.
 	d.env = []string{
 		"PATH=" + d.bin + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"XDG_RUNTIME_DIR=" + d.run,
-		"DROVER_BIN=" + filepath.Join(d.bin, "drover"),
 	}
 	// Whatever happens, the supervisor the demo started does not outlive it.
 	defer d.stopSupervisor()

@@ -72,7 +72,6 @@ func newQueueProject(t *testing.T, sc *fakemodel.Scenario) *queueProject {
 	p.env = []string{
 		"PATH=" + droverDir + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"XDG_RUNTIME_DIR=" + run,
-		"DROVER_BIN=" + droverBin,
 	}
 	t.Cleanup(p.stopSupervisor)
 	p.model = startModel(t, sc)

@@ -16,8 +16,9 @@ import (
 )
 
 // The drover binary the end-to-end tests put on the CLI's PATH, built once
-// by TestMain from the module's own source, and the module root (for the
-// plugin directory).
+// by TestMain from the module's own source with droverd beside it (where
+// drover looks for it first), and the module root (for the plugin
+// directory).
 var (
 	droverBin  string
 	droverDir  string
@@ -50,10 +51,10 @@ func testMain(m *testing.M) int {
 	droverBin = filepath.Join(dir, "drover")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	build := exec.CommandContext(ctx, "go", "build", "-o", droverBin, "./cmd/drover")
+	build := exec.CommandContext(ctx, "go", "build", "-o", dir, "./cmd/drover", "./cmd/droverd")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building drover: %v\n%s", err, out)
+		fmt.Fprintf(os.Stderr, "building drover and droverd: %v\n%s", err, out)
 		return 1
 	}
 	return m.Run()

@@ -66,7 +66,6 @@ func newRunProject(t *testing.T, scenario string) *runProject {
 	p.environ = claudecli.Environ(parent, q.home, q.model.URL(), []string{
 		"PATH=" + filepath.Dir(q.cliBin) + sep + droverDir + sep + os.Getenv("PATH"),
 		"XDG_RUNTIME_DIR=" + q.run,
-		"DROVER_BIN=" + droverBin,
 		"GOCACHE=" + strings.TrimSpace(string(gocache)),
 		"GOTOOLCHAIN=local",
 	})
