@@ -27,6 +27,16 @@ func (a *app) serveCmd() *cobra.Command {
 	cmd.DisableFlagParsing = true
 	cmd.Args = cobra.ArbitraryArgs
 	cmd.RunE = a.delegate
+	// `drover help serve` too: droverd's help lists the config flags.
+	cmd.SetHelpFunc(func(c *cobra.Command, _ []string) {
+		exe, err := client.Daemon(a.getenv)
+		if err != nil {
+			fmt.Fprintf(a.stderr, "drover: %s (without droverd, only this part of the help):\n\n%s\n", err, c.Long)
+			return
+		}
+		// droverd has said what went wrong, if anything did.
+		_ = runDaemon(c.Context(), exe, a, []string{"serve", "--help"})
+	})
 	return cmd
 }
 
@@ -66,14 +76,17 @@ func (a *app) delegate(cmd *cobra.Command, _ []string) error {
 	if err != nil {
 		return fmt.Errorf("%s runs in droverd: %w", cmd.CommandPath(), err)
 	}
-	return runDaemon(cmd.Context(), exe, a)
+	return runDaemon(cmd.Context(), exe, a, a.args)
 }
 
-// runDaemon runs exe with a's arguments, streams and environment. A signal
+// runDaemon runs exe with args and a's streams and environment. A signal
 // that ends drover's context is passed on as SIGTERM, so droverd stops
 // gracefully (serve in the foreground), and drover waits for it.
-func runDaemon(ctx context.Context, exe string, a *app) error {
-	c := exec.CommandContext(ctx, exe, a.args...)
+func runDaemon(ctx context.Context, exe string, a *app, args []string) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	c := exec.CommandContext(ctx, exe, args...)
 	c.Stdin, c.Stdout, c.Stderr = a.stdin, a.stdout, a.stderr
 	c.Env = a.environ
 	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
