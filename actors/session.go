@@ -125,6 +125,8 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 		a.begin(ctx, msg)
 		ctx.Respond(a.workflowCommand(ctx, msg))
 		a.inflight = nil
+	case *StatusQuery:
+		ctx.Respond(a.status())
 	default:
 		a.receiveOther(ctx, msg)
 	}
@@ -168,6 +170,8 @@ func failedReply(_ actor.Context, msg any) any {
 		return &CommandResult{Err: ErrSessionFailed}
 	case *WorkflowCommand:
 		return &WorkflowResult{Err: ErrSessionFailed}
+	case *StatusQuery:
+		return &StatusResult{Err: ErrSessionFailed}
 	}
 	return &HookResult{Err: ErrSessionFailed}
 }

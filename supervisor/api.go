@@ -16,9 +16,7 @@ import (
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
-	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/tasks"
-	"github.com/drover-dev/drover/internal/workflow/plan"
 )
 
 // maxRequestBytes caps a request body: a hook payload may carry a large
@@ -202,49 +200,42 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
+	ids := make([]string, 0, len(recs))
 	seen := map[string]bool{}
-	resp := api.StatusResponse{Project: s.opts.Paths.Root, PID: os.Getpid(), Sessions: []api.SessionStatus{}}
-	add := func(rec session.Record) {
-		st := api.SessionStatus{ID: rec.ID, Workflow: string(rec.Workflow), State: string(rec.Queue.State), Iteration: rec.Queue.Iteration, UpdatedAt: rec.UpdatedAt}
-		switch rec.Workflow {
-		case session.Loop:
-			st.State, st.Iteration = "off", rec.Loop.Iteration
-			if rec.Loop.Active {
-				st.State = "on"
-			}
-		case session.Plan:
-			st.State, st.Iteration = string(rec.Plan.Phase), rec.Plan.Iteration
-			// The id comes from the store; a bad one must not name a
-			// path outside the plans folder.
-			if plan.ValidPlanID(rec.Plan.PlanID) {
-				st.CostUSD = actors.ReadPlanTotals(filepath.Join(s.opts.Paths.Root, ".drover", "plans", rec.Plan.PlanID), rec.ID).SessionCostUSD
-			}
-		}
-		if st.State == "" {
-			st.State = "off"
-		}
-		if list, err := tasks.Scan(filepath.Join(s.opts.Paths.SessionsDir, rec.ID)); err == nil {
-			st.Pending, st.Done, st.Stuck = len(list.Pending), len(list.Done), len(list.Stuck)
-			if len(list.Pending) > 0 {
-				st.NextTask = list.Pending[0]
-			}
-		}
-		resp.Sessions = append(resp.Sessions, st)
+	for _, rec := range recs {
+		ids = append(ids, rec.ID)
 		seen[rec.ID] = true
 	}
-	for _, rec := range recs {
-		add(rec)
-	}
 	// Task files can exist for a session the store does not know (the store
-	// was removed by hand): list them too, as stopped queues.
+	// was removed by hand): its actor shows them too, as a stopped queue.
 	if ents, err := os.ReadDir(s.opts.Paths.SessionsDir); err == nil {
 		for _, e := range ents {
 			if e.IsDir() && !seen[e.Name()] && hook.ValidSessionID(e.Name()) {
-				add(session.Record{ID: e.Name(), Workflow: session.Queue})
+				ids = append(ids, e.Name())
 			}
 		}
 	}
-	sort.Slice(resp.Sessions, func(i, j int) bool { return resp.Sessions[i].ID < resp.Sessions[j].ID })
+	sort.Strings(ids)
+	resp := api.StatusResponse{Project: s.opts.Paths.Root, PID: os.Getpid(), Sessions: []api.SessionStatus{}}
+	// What a session shows is its actor's to say; the supervisor only asks.
+	for _, id := range ids {
+		res, err := s.ask(id, &actors.StatusQuery{})
+		var out *actors.StatusResult
+		if err == nil {
+			var ok bool
+			if out, ok = res.(*actors.StatusResult); !ok {
+				err = fmt.Errorf("unexpected reply %T", res)
+			} else {
+				err = out.Err
+			}
+		}
+		if err != nil {
+			s.log.Error("session status failed", zap.String("session", id), zap.Error(err))
+			resp.Sessions = append(resp.Sessions, api.SessionStatus{ID: id, State: "unavailable"})
+			continue
+		}
+		resp.Sessions = append(resp.Sessions, out.Status)
+	}
 	if q, err := s.store.Quarantined(r.Context()); err == nil {
 		resp.Quarantined = len(q)
 	}

@@ -1,0 +1,65 @@
+package actors
+
+import (
+	"path/filepath"
+
+	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/tasks"
+	"github.com/drover-dev/drover/internal/workflow/plan"
+)
+
+// StatusQuery asks a session actor what `drover status` shows of its
+// session; it is answered with a *StatusResult. The supervisor only
+// forwards it: what each workflow shows is the actors' to say.
+type StatusQuery struct{}
+
+// StatusResult is the answer to StatusQuery.
+type StatusResult struct {
+	Status api.SessionStatus
+	Err    error
+}
+
+// status answers a StatusQuery from the session's committed record.
+func (a *sessionActor) status() *StatusResult {
+	if a.loadErr != nil {
+		return &StatusResult{Err: a.loadErr}
+	}
+	rec := a.rec
+	if !a.found {
+		// Task files without a record (the store was removed by hand):
+		// a stopped queue.
+		rec = session.Record{ID: a.id, Workflow: session.Queue}
+	}
+	return &StatusResult{Status: sessionStatus(rec, a.env.Root, a.sessionDir())}
+}
+
+// sessionStatus is what status shows of rec: its workflow's state and
+// iteration, what its plan's reviews cost, and the task files in dir.
+func sessionStatus(rec session.Record, root, dir string) api.SessionStatus {
+	st := api.SessionStatus{ID: rec.ID, Workflow: string(rec.Workflow), State: string(rec.Queue.State), Iteration: rec.Queue.Iteration, UpdatedAt: rec.UpdatedAt}
+	switch rec.Workflow {
+	case session.Loop:
+		st.State, st.Iteration = "off", rec.Loop.Iteration
+		if rec.Loop.Active {
+			st.State = "on"
+		}
+	case session.Plan:
+		st.State, st.Iteration = string(rec.Plan.Phase), rec.Plan.Iteration
+		// The id comes from the store; a bad one must not name a path
+		// outside the plans folder.
+		if plan.ValidPlanID(rec.Plan.PlanID) {
+			st.CostUSD = ReadPlanTotals(filepath.Join(root, ".drover", "plans", rec.Plan.PlanID), rec.ID).SessionCostUSD
+		}
+	}
+	if st.State == "" {
+		st.State = "off"
+	}
+	if list, err := tasks.Scan(dir); err == nil {
+		st.Pending, st.Done, st.Stuck = len(list.Pending), len(list.Done), len(list.Stuck)
+		if len(list.Pending) > 0 {
+			st.NextTask = list.Pending[0]
+		}
+	}
+	return st
+}

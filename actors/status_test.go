@@ -1,0 +1,55 @@
+package actors
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/workflow/loop"
+	"github.com/drover-dev/drover/internal/workflow/plan"
+	"github.com/drover-dev/drover/internal/workflow/queue"
+)
+
+// What status shows of each workflow's record, and of its task files.
+func TestSessionStatus(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, ".drover", "sessions", "s")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"20260101T000000.md", "20260101T000001.md", "20250101T000000.done.md", "20250101T000001.stuck.md"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := []struct {
+		name            string
+		rec             session.Record
+		state, workflow string
+		iteration       int
+	}{
+		{"queue on", session.Record{Workflow: session.Queue, Queue: queue.Session{State: queue.On, Iteration: 3}}, "on", "queue", 3},
+		{"no workflow yet", session.Record{}, "off", "", 0},
+		{"loop running", session.Record{Workflow: session.Loop, Loop: loop.State{Active: true, Iteration: 4}}, "on", "loop", 4},
+		{"loop ended", session.Record{Workflow: session.Loop, Loop: loop.State{Iteration: 9}}, "off", "loop", 9},
+		{"plan", session.Record{Workflow: session.Plan, Plan: plan.State{Phase: plan.PhaseCodeReview, Iteration: 2, PlanID: "../escape"}}, string(plan.PhaseCodeReview), "plan", 2},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.rec.ID, c.rec.UpdatedAt = "s", at
+			st := sessionStatus(c.rec, root, dir)
+			if st.ID != "s" || st.State != c.state || st.Workflow != c.workflow || st.Iteration != c.iteration || !st.UpdatedAt.Equal(at) {
+				t.Errorf("got %+v", st)
+			}
+			if st.Pending != 2 || st.Done != 1 || st.Stuck != 1 || st.NextTask != filepath.Join(dir, "20260101T000000.md") {
+				t.Errorf("task counts: %+v", st)
+			}
+			if st.CostUSD != 0 {
+				t.Errorf("cost %v from a plan id that is not valid", st.CostUSD)
+			}
+		})
+	}
+}
