@@ -202,6 +202,9 @@ func decisionLatencies(b *testing.B, path string, offset int64) []time.Duration 
 	if err != nil {
 		b.Fatal(err)
 	}
+	if offset > int64(len(data)) {
+		offset = 0 // rotated: the lines before are in a backup
+	}
 	var out []time.Duration
 	for _, line := range strings.Split(string(data[offset:]), "\n") {
 		var rec struct {

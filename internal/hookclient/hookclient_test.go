@@ -246,3 +246,51 @@ func TestRetryAfterDroppedConnectionReusesTheRequestID(t *testing.T) {
 		t.Errorf("request ids sent: %q, want the same id twice", ids)
 	}
 }
+
+// A hook whose supervisor answers reads no config file it does not need:
+// with the budget in the environment, not even a broken one (here a
+// directory where .drover/config.yaml should be) is opened, and
+// hook.start_timeout is read only to start a supervisor.
+func TestWarmHookReadsNoConfigFile(t *testing.T) {
+	root, o := setup(t, "DROVER_HOOK_BUDGET_STOP=5s")
+	if err := os.Mkdir(filepath.Join(root, ".drover", "config.yaml"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	p, err := project.PathsFor(root, o.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := project.EnsureRuntimeDir(p.RuntimeDir); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", p.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST "+api.HookPath(hook.Stop), func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(api.HookResponse{Output: hook.Output{Decision: "block", Reason: "next"}})
+	})
+	srv := &http.Server{Handler: mux}
+	go func() { _ = srv.Serve(ln) }()
+	defer srv.Close()
+	o.Stdin = strings.NewReader(`{"session_id":"s1"}`)
+	o.Spawn = func(string, project.Paths) error { t.Error("spawned although a supervisor answers"); return nil }
+	r := Run(context.Background(), o)
+	if r.Problem != "" || !strings.Contains(r.Stdout, `"block"`) || strings.Contains(r.Stdout, "config") {
+		t.Errorf("got %q (problem %q)", r.Stdout, r.Problem)
+	}
+	// Without the variable the project's file must be read, and its
+	// trouble is said.
+	o2 := o
+	o2.Getenv = func(k string) string {
+		if k == "DROVER_HOOK_BUDGET_STOP" {
+			return ""
+		}
+		return o.Getenv(k)
+	}
+	o2.Stdin = strings.NewReader(`{"session_id":"s1"}`)
+	if r := Run(context.Background(), o2); !strings.Contains(r.Stdout, "config.yaml") || !strings.Contains(r.Stdout, `"block"`) {
+		t.Errorf("with an unreadable config file: %q", r.Stdout)
+	}
+}
