@@ -11,6 +11,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -115,6 +116,9 @@ type Review struct {
 	CountMinor  bool          `koanf:"count_minor" help:"minor findings also make a plan review unclean (by default only blocking findings do)"`
 }
 
+// Budget returns review.budget_usd in dollars; 0 means no budget.
+func (r Review) Budget() (float64, error) { return ParseUSD(r.BudgetUSD) }
+
 // Run configures `drover run`: the defaults of its flags, read when a run
 // starts (a run keeps its options when it is resumed).
 type Run struct {
@@ -126,6 +130,27 @@ type Run struct {
 	IterationTimeout time.Duration `koanf:"iteration_timeout" help:"time limit of one agent process of drover run; its process group is killed past it"`
 	TaskMaxUSD       string        `koanf:"task_max_usd" number:"text" help:"dollars the agents of one task of drover run may cost, as they report it, before the task fails (empty or 0: no limit; drover run --task-max-usd)"`
 	Review           bool          `koanf:"review" help:"a reviewer (review.cli, review.models) must pass each task of drover run before it is done (drover run --no-review turns it off for one run)"`
+}
+
+// TaskMax returns run.task_max_usd in dollars; 0 means no limit.
+func (r Run) TaskMax() (float64, error) { return ParseUSD(r.TaskMaxUSD) }
+
+// ParseUSD parses a dollar amount written in config ("0.50", "2"), the
+// one parse of every such key: blank means 0 (none); a negative, NaN or
+// infinite amount, or one that is not a number, is an error.
+func ParseUSD(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number of dollars", s)
+	}
+	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q is not a non-negative number of dollars", s)
+	}
+	return v, nil
 }
 
 // Queue bounds the task queue loop.
@@ -401,15 +426,11 @@ func (c Config) Validate() error {
 	default:
 		bad("review.cli", "must be claude, codex, gemini or custom, got %q", c.Review.CLI)
 	}
-	if c.Review.BudgetUSD != "" {
-		if v, err := strconv.ParseFloat(c.Review.BudgetUSD, 64); err != nil || v < 0 {
-			bad("review.budget_usd", "must be a non-negative number of dollars, got %q", c.Review.BudgetUSD)
-		}
+	if _, err := c.Review.Budget(); err != nil {
+		bad("review.budget_usd", "must be a non-negative number of dollars, got %q", c.Review.BudgetUSD)
 	}
-	if c.Run.TaskMaxUSD != "" {
-		if v, err := strconv.ParseFloat(c.Run.TaskMaxUSD, 64); err != nil || v < 0 || v != v {
-			bad("run.task_max_usd", "must be a non-negative number of dollars, got %q", c.Run.TaskMaxUSD)
-		}
+	if _, err := c.Run.TaskMax(); err != nil {
+		bad("run.task_max_usd", "must be a non-negative number of dollars, got %q", c.Run.TaskMaxUSD)
 	}
 	for _, p := range []struct{ key, v string }{{"run.test_command", c.Run.TestCommand}, {"run.suite_command", c.Run.SuiteCommand}} {
 		if strings.TrimSpace(p.v) == "" {
