@@ -413,3 +413,15 @@ func TestRunStreamsInOrder(t *testing.T) {
 		t.Errorf("streamed %q", got.String())
 	}
 }
+
+func TestQuote(t *testing.T) {
+	for _, s := range []string{"./internal/...", "", "a b", "it's", `$(touch x); "y" \z`, "-v", "ünï"} {
+		res, err := Shell(context.Background(), `printf '%s' `+Quote(s), Cmd{Dir: t.TempDir()})
+		if err != nil || res.Stdout.String() != s {
+			t.Errorf("sh read Quote(%q) = %s as %q, %v", s, Quote(s), res.Stdout.String(), err)
+		}
+	}
+	if got := Quote("./pkg/a"); got != "./pkg/a" {
+		t.Errorf("Quote(./pkg/a) = %s, want it bare", got)
+	}
+}

@@ -26,3 +26,13 @@ func Shell(ctx context.Context, command string, c Cmd) (Result, error) {
 	c.Path, c.Args = "sh", []string{"-c", command}
 	return Run(ctx, c)
 }
+
+// Quote returns s quoted for sh, as one word whatever it holds: for
+// values drover puts into a command line that Shell runs (the packages a
+// test command's {{packages}} stands for).
+func Quote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
