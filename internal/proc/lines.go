@@ -15,7 +15,7 @@ import "bytes"
 type LineWriter struct {
 	// Sep ends a record: '\n' for lines, 0 for git's -z output.
 	Sep byte
-	// Max is the longest record passed to Fn.
+	// Max is the longest record passed to Fn; it must be positive.
 	Max int
 	// Fn receives each record; it must not keep the slice.
 	Fn func(record []byte)

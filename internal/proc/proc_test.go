@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/proctag"
 )
 
@@ -72,17 +73,12 @@ func gone(pid int) bool {
 }
 
 // requireGone fails the test when pid still runs after a generous bound
-// (a SIGKILLed process needs a moment to be torn down); the bound ends a
-// failing test, it measures nothing.
+// (a SIGKILLed process needs a moment to be torn down).
 func requireGone(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !gone(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d outlived the run", pid)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually.Holds(10*time.Second, func() bool { return gone(pid) }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("process %d outlived the run", pid)
 	}
 }
 
@@ -424,4 +420,31 @@ func TestQuote(t *testing.T) {
 	if got := Quote("./pkg/a"); got != "./pkg/a" {
 		t.Errorf("Quote(./pkg/a) = %s, want it bare", got)
 	}
+}
+
+// BenchmarkRun measures what a run costs beyond exec itself: a bare
+// exec.Command, Run, and Run with a tag of its own (whose kill reads
+// /proc).
+func BenchmarkRun(b *testing.B) {
+	b.Run("exec", func(b *testing.B) {
+		for b.Loop() {
+			if err := exec.Command("true").Run(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("proc", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Run(context.Background(), Cmd{Path: "true"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("proc_tagged", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := Run(context.Background(), Cmd{Path: "true", TagKey: proctag.AgentKey}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
