@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -381,5 +382,52 @@ func TestRunSettingsUseTheLoopThresholds(t *testing.T) {
 	}
 	if set.Thresholds != cfg.Thresholds() || set.Thresholds.SuccessPassRate != 0.8 || set.Thresholds.MinImprovement != 0.1 {
 		t.Errorf("thresholds %+v, want the loop's %+v", set.Thresholds, cfg.Thresholds())
+	}
+}
+
+// failingRunStore is a RunStore whose saves fail.
+type failingRunStore struct{ RunStore }
+
+func (failingRunStore) SaveRun(context.Context, api.Run) error { return errors.New("disk full") }
+
+// No effect runs before its commit: a run whose first state cannot be
+// saved is refused, and no agent, work tree or test starts for it.
+func TestRunStartsNothingItCouldNotSave(t *testing.T) {
+	root := benchRepo(t)
+	db, err := store.Open(context.Background(), filepath.Join(root, ".drover", "state", "drover.db"), store.Options{MaxBatchDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	marker := filepath.Join(t.TempDir(), "agent-ran")
+	cfg := config.Defaults()
+	env := RunsEnv{Store: failingRunStore{db}, Root: root, Config: func() config.Config { return cfg }}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	defer system.Shutdown()
+	pid, err := system.Root.SpawnNamed(NewRunsProps(env), RunsActorName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := api.StartRunRequest{
+		File:  "one.yaml",
+		Graph: "tasks:\n  - {id: one, description: Work., tests: [x]}\n",
+		Options: api.RunOptions{
+			Concurrency: 1, MaxIterations: 1, NoReview: true,
+			Agent: "touch " + marker, TestCommand: "true {{packages}}", SuiteCommand: "true",
+		},
+	}
+	res, err := system.Root.RequestFuture(pid, &StartRun{Request: req}, time.Minute).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr := res.(*RunReply); rr.Err == nil || !strings.Contains(rr.Err.Error(), "disk full") {
+		t.Fatalf("start with a failing store: %+v", rr)
+	}
+	runsIdle(t, system, pid)
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the agent ran for a run that was never saved")
+	}
+	if _, err := os.Stat(filepath.Join(root, ".drover", "worktrees")); err == nil {
+		t.Error("a work tree was made for a run that was never saved")
 	}
 }
