@@ -192,8 +192,14 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 		if d.out, err = validation(f, t); err != nil {
 			return d, err
 		}
-		d.warn(fmt.Sprintf("[drover] Plan %s: the %s (iteration %d) did not start: the plan's reviewer budget of $%.2f is spent ($%.2f so far). The plan waits for you: raise it with `drover plan set %s budget_usd=<dollars>` (0 removes it), or move on with `drover plan advance`.",
-			s.PlanID, reviewName(kind, orNone(s.CurrentTask)), r.Iteration, s.BudgetUSD, f.SpentUSD, s.PlanID))
+		v := vars(s, f, kind)
+		v["next_iteration"] = strconv.Itoa(r.Iteration)
+		v["budget_usd"], v["spent_usd"] = dollars(s.BudgetUSD), dollars(f.SpentUSD)
+		msg, err := t.Render(templates.PlanBudgetSpent, v)
+		if err != nil {
+			return d, err
+		}
+		d.warn(msg)
 		return d, nil
 	}
 	if problem := missingInput(s, f, kind); problem != "" {
@@ -613,6 +619,9 @@ func addVerdictVars(v map[string]string, o ReviewOutcome) {
 	}
 	v["findings"] = strings.TrimRight(b.String(), "\n")
 }
+
+// dollars formats an amount of dollars for a message, without the sign.
+func dollars(usd float64) string { return strconv.FormatFloat(usd, 'f', 2, 64) }
 
 func orNone(s string) string {
 	if s == "" {

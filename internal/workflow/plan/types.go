@@ -241,6 +241,11 @@ type Facts struct {
 	// State.BudgetUSD; the actor need only fill it when a budget is set.
 	SpentUSD float64
 
+	// SessionID is the session that runs the command, and
+	// DefaultMaxReviews review.max_reviews: the plan commands use them.
+	SessionID         string
+	DefaultMaxReviews int
+
 	// StopHookActive is the Stop input's stop_hook_active. It only keeps
 	// a failing folder validation from blocking twice in a row: review
 	// loops are bounded by max_reviews instead.
