@@ -20,9 +20,10 @@ import (
 // the templates. The actor commits the new state when Decision.Changed says
 // so, then performs the effects, then answers with Decision.Message.
 
-// Verbs lists the plan commands Command knows, besides the read-only
-// status, findings and wait, which the actor answers from its own state.
-var Verbs = []string{"new", "advance", "set", "continue", "stop-reviews", "add-task", "review", "action"}
+// Verbs lists the plan commands. Command decides all of them but status,
+// findings and wait, which change nothing and which the caller answers from
+// its own state (Status, Findings, and the review it runs).
+var Verbs = []string{"new", "advance", "set", "status", "findings", "continue", "wait", "stop-reviews", "add-task", "review", "action"}
 
 // Decision is what a verb answers besides its new state.
 type Decision struct {
@@ -88,6 +89,8 @@ func Command(s State, f Facts, t templates.Set, verb string, args api.PlanArgs) 
 		})
 	case "review":
 		return standaloneReview(s, f, t, args)
+	case "status", "findings", "wait":
+		return s, Decision{}, nil, fmt.Errorf("plan %s changes nothing: its caller answers it (Status, Findings)", verb)
 	case "action":
 		if !s.Active() {
 			return s, Decision{}, nil, refusef("plan %s: session %s has no plan; start one with /drover:plan new <plan-id>", args.Phase, f.SessionID)
@@ -98,7 +101,7 @@ func Command(s State, f Facts, t templates.Set, verb string, args api.PlanArgs) 
 		}
 		return s, Decision{Message: text}, nil, nil
 	}
-	return s, Decision{}, nil, refusef("unknown plan command %q (known: %s)", verb, strings.Join(slices.Concat(Verbs, []string{"status", "findings", "wait"}), ", "))
+	return s, Decision{}, nil, refusef("unknown plan command %q (known: %s)", verb, strings.Join(Verbs, ", "))
 }
 
 // SamePlan checks that a plan id given with a command (empty: none) names
@@ -297,7 +300,7 @@ func setPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 				return s, nil, errors.New("plan set: this session has no plan")
 			}
 			apply(&s)
-			return s, nil, nil
+			return s, viewEffects(s, f), nil
 		}
 	}
 	render := func(name string) func(State) (string, error) {
