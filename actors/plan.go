@@ -30,8 +30,8 @@ import (
 //     a failure), and stopping it kills the reviewer's process group.
 //   - The reviewer's answer comes back as a reviewDone message. It is applied
 //     at once (plan.Stop with the answer as a fact), the new state is saved,
-//     the review file written, and the hook answer the rules gave is kept in
-//     memory for the next Stop, which gets it as it is.
+//     the review file written, and the hook answer the rules gave is saved
+//     with the state for the next Stop, which gives it as it is.
 //   - The review in flight is part of the saved state. After a crash or a
 //     restart it is run again, with the same iteration and model, by the
 //     next Stop hook or `drover plan wait`, whichever comes first.
