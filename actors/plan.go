@@ -207,7 +207,7 @@ func (a *sessionActor) planDecide(actx actor.Context, ctx context.Context, verb 
 		return api.PlanStatus{}, planErr(err)
 	}
 	if d.Changed {
-		if err := a.commitPlan(ctx, next); err != nil {
+		if err := a.commitPlan(ctx, next, verb == "new"); err != nil {
 			return api.PlanStatus{}, err
 		}
 	}
@@ -219,15 +219,16 @@ func (a *sessionActor) planDecide(actx actor.Context, ctx context.Context, verb 
 }
 
 // commitPlan commits the session's record with plan state s, through the
-// actor's one save site; the session becomes a plan session.
-func (a *sessionActor) commitPlan(ctx context.Context, s plan.State) error {
+// actor's one save site. A plan started or taken up (take) makes the
+// session a plan session; other changes leave its workflow alone.
+func (a *sessionActor) commitPlan(ctx context.Context, s plan.State, take bool) error {
 	rec := a.rec
 	rec.Plan = s
-	if s.Active() {
+	if take {
 		rec.Workflow = session.Plan
-	}
-	if rec.CreatedAt.IsZero() {
-		rec.CreatedAt = a.env.now()
+		if rec.CreatedAt.IsZero() {
+			rec.CreatedAt = a.env.now()
+		}
 	}
 	return a.commitEvent(ctx, rec)
 }
@@ -279,7 +280,7 @@ func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, arg
 		if err != nil {
 			return api.PlanStatus{}, planErr(err)
 		}
-		if err := a.commitPlan(ctx, next); err != nil {
+		if err := a.commitPlan(ctx, next, true); err != nil {
 			return api.PlanStatus{}, err
 		}
 		a.applyPlanEffects(actx, effects)
