@@ -16,10 +16,10 @@ import (
 	"github.com/drover-dev/drover/reviewer"
 )
 
-// The plan workflow's processes, as they were before internal/proc: the
-// git runner and the reviewer invocations built from the configuration.
-// They stay together in this file so that they can be swapped for the
-// shared runner and builder in one place.
+// The plan workflow's own process plumbing, unchanged: the git runner and
+// the reviewer invocations built from the configuration. They stay together
+// in this file so that the shared runner and builder (internal/proc) can
+// replace them in one place.
 
 // reviewJob builds the reviewer invocations of e from the configuration.
 func (a *sessionActor) reviewJob(cfg config.Config, id uint64, e plan.StartReview) (reviewJob, error) {
