@@ -5,13 +5,17 @@
 // review cycles run by independent reviewer processes until two reviews in a
 // row are clean or max_reviews is reached.
 //
-// Nothing here does I/O. The session actor owns the state: it gathers Facts
-// (the plan folder's files, the result of a reviewer that finished, whether
-// one is running), calls Stop or a command, persists the new State, performs
-// the Effects (start a reviewer, write the review file, write state.json)
-// and only then answers the hook. The agent never edits state.json: it is a
-// view drover writes, and the agent reports progress with `drover plan ...`
-// commands, each of which is a function here.
+// Nothing here does I/O or reads the clock. The session actor owns the
+// state: it gathers Facts (the plan folder's files, git, the result of a
+// reviewer that finished, whether one is running), calls Stop for a hook or
+// Command (and Adopt) for a `drover plan` verb, commits the new State,
+// performs the Effects (start or cancel a reviewer, write the review file,
+// write state.json, create the plan folder) and answers with the text the
+// decision rendered from the templates. The agent never edits state.json:
+// it is a view drover writes (View) and reads back only to take a plan up
+// in another session (StateFromView), one field list for both; the agent
+// reports progress with `drover plan ...` commands, each of which is a
+// function here. Status and Findings describe the state for the API.
 //
 // Where seed 001 differs from the real CLI or from drover's architecture,
 // this package follows drover: the verdict comes from a reviewer.Result
@@ -240,6 +244,11 @@ type Facts struct {
 	// SpentUSD is what the plan's reviewer runs have cost so far, for
 	// State.BudgetUSD; the actor need only fill it when a budget is set.
 	SpentUSD float64
+
+	// SessionID is the session that runs the command, and
+	// DefaultMaxReviews review.max_reviews: the plan commands use them.
+	SessionID         string
+	DefaultMaxReviews int
 
 	// StopHookActive is the Stop input's stop_hook_active. It only keeps
 	// a failing folder validation from blocking twice in a row: review
