@@ -4,8 +4,25 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
 	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/workflow/loop"
+	"github.com/drover-dev/drover/internal/workflow/plan"
 )
+
+// The session actor's engine: every event is handled as gather facts, call
+// the workflow's pure decision, commit the record it returns (the one save
+// site below), answer, and only then execute the decision's effects, which
+// are data (a loop.Effect or a plan.Effect). An effect never runs before
+// its commit, so a crash can lose an effect but never do one for a state
+// that was not saved; and because effects are idempotent, resume re-derives
+// the lost ones from the stored record when the actor starts again.
+
+// effect is one thing a decision asks for once its record is committed: a
+// loop.Effect or a plan.Effect.
+type effect any
 
 // commit saves rec as the session's state and adopts it. It is the session
 // actor's one save site: every change of the record goes through it, before
@@ -29,4 +46,122 @@ func (a *sessionActor) commitEvent(ctx context.Context, rec session.Record) erro
 		return fmt.Errorf("saving session %s: %w", a.id, err)
 	}
 	return nil
+}
+
+// commitThen commits rec as one event and then executes effects: the step
+// every handler that changes the record ends with (a hook's answer goes
+// between the two, in Receive). Nothing is executed when the commit fails.
+func (a *sessionActor) commitThen(actx actor.Context, ctx context.Context, rec session.Record, effects []effect) error {
+	if err := a.commitEvent(ctx, rec); err != nil {
+		return err
+	}
+	a.execute(actx, effects)
+	return nil
+}
+
+// execute performs the effects of a committed decision, in order. Each is
+// idempotent; one that fails is logged and does not stop the others.
+func (a *sessionActor) execute(actx actor.Context, effects []effect) {
+	var planned []plan.Effect
+	for _, e := range effects {
+		switch e := e.(type) {
+		case loop.Effect:
+			a.loopEffect(actx, e)
+		case plan.Effect:
+			planned = append(planned, e)
+		default:
+			a.log.Error("unknown effect", zap.String("type", fmt.Sprintf("%T", e)))
+		}
+	}
+	if len(planned) > 0 {
+		a.applyPlanEffects(actx, planned)
+	}
+}
+
+// loopEffects widens loop effects to the engine's.
+func loopEffects(es []loop.Effect) []effect {
+	out := make([]effect, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// planEffectList widens plan effects to the engine's.
+func planEffectList(es []plan.Effect) []effect {
+	out := make([]effect, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// resume executes the effects the stored record still waits for, when the
+// actor starts (first use, recovery after passivation, a restart after a
+// failure, a new supervisor): what was committed but whose effects may not
+// have run.
+func (a *sessionActor) resume(actx actor.Context) {
+	if a.loadErr != nil || !a.found || a.rec.Workflow != session.Loop {
+		return
+	}
+	tmpl, err := a.env.Templates()
+	if err != nil {
+		a.log.Warn("loading templates; pending loop effects wait for the next event", zap.Error(err))
+		return
+	}
+	effects := loop.Pending(a.loopSession(), a.loopStopFacts(), tmpl)
+	a.execute(actx, loopEffects(effects))
+}
+
+// The background work (checks, metric commands, checkpoint reviews) runs in
+// child actors of the session actor: a workActor runs one job outside the
+// session's mailbox, and its result comes back to the session as a
+// workDone message, which the session turns into the workflow's event.
+
+// workDone is what a work child sends its parent when its job returned.
+type workDone struct {
+	child  *actor.PID
+	result any
+}
+
+// workActor runs one job; stopping it cancels the job's context and waits
+// until the job returned (and so its process groups are gone).
+type workActor struct {
+	job    func(ctx context.Context) any
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// spawnWork starts job in a child actor named prefix-<n> and returns it.
+func spawnWork(actx actor.Context, prefix string, job func(ctx context.Context) any) *actor.PID {
+	ctx, cancel := context.WithCancel(context.Background())
+	return actx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
+		return &workActor{job: job, ctx: ctx, cancel: cancel}
+	}), prefix)
+}
+
+// Receive implements actor.Actor.
+func (w *workActor) Receive(actx actor.Context) {
+	switch actx.Message().(type) {
+	case *actor.Started:
+		if w.done != nil {
+			return
+		}
+		w.done = make(chan struct{})
+		system, self, parent := actx.ActorSystem(), actx.Self(), actx.Parent()
+		go func() {
+			defer close(w.done)
+			result := w.job(w.ctx)
+			if w.ctx.Err() != nil {
+				return // stopped: nobody waits for it
+			}
+			system.Root.Send(parent, &workDone{child: self, result: result})
+		}()
+	case *actor.Stopping:
+		w.cancel()
+		if w.done != nil {
+			<-w.done
+		}
+	}
 }

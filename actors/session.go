@@ -102,24 +102,32 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 		if a.idle > 0 {
 			ctx.SetReceiveTimeout(a.idle)
 		}
+		a.resume(ctx)
 	case *actor.Restarting:
 		if a.inflight != nil {
 			ctx.Send(a.inflight, failedReply(ctx, a.lastMsg))
 			a.inflight = nil
 		}
 	case *actor.ReceiveTimeout:
+		if a.loop.busy() {
+			// Passivating would cut the loop's background work short.
+			return
+		}
 		ctx.Send(ctx.Parent(), &passivate{sessionID: a.id})
 	case *HandleHook:
 		a.begin(ctx, msg)
-		ctx.Respond(a.handleHook(ctx, msg))
+		res, effects := a.handleHook(ctx, msg)
+		ctx.Respond(res)
 		a.inflight = nil
+		// Committed and answered: now the effects.
+		a.execute(ctx, effects)
 	case *AddTask:
 		a.begin(ctx, msg)
 		ctx.Respond(a.addTask(msg))
 		a.inflight = nil
 	case *Command:
 		a.begin(ctx, msg)
-		ctx.Respond(a.command(msg))
+		ctx.Respond(a.command(ctx, msg))
 		a.inflight = nil
 	case *WorkflowCommand:
 		a.begin(ctx, msg)
@@ -259,24 +267,28 @@ func (a *sessionActor) workTree(cwd string) string {
 	return top
 }
 
-func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) *HookResult {
+// handleHook decides one hook event and commits the decision; it returns
+// the answer and the effects to execute once the answer is sent (none when
+// the commit failed).
+func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) (*HookResult, []effect) {
 	if a.loadErr != nil {
 		// The store could not be read (not a decode problem: that is
 		// quarantined). Try again on this request.
 		a.load()
 		if a.loadErr != nil {
-			return &HookResult{Err: a.loadErr}
+			return &HookResult{Err: a.loadErr}, nil
 		}
+		a.resume(actx)
 	}
 	if out, ok := a.rec.Lookup(m.RequestID, m.Event); ok {
-		return &HookResult{Output: out, Replayed: true}
+		return &HookResult{Output: out, Replayed: true}, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
 
 	res, changed, err := a.decide(actx, ctx, m)
 	if err != nil {
-		return &HookResult{Err: err}
+		return &HookResult{Err: err}, nil
 	}
 	if a.notice != "" {
 		res.Output.SystemMessage = joinLines(a.notice, res.Output.SystemMessage)
@@ -291,16 +303,19 @@ func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) *HookResult
 			// Nothing was committed, so nothing may be decided: let the
 			// agent go on and say why.
 			a.log.Error("saving session", zap.Error(err))
-			return &HookResult{Output: hook.Output{SystemMessage: a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})}}
+			return &HookResult{Output: hook.Output{SystemMessage: a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})}}, nil
 		}
 	}
-	return &HookResult{Output: res.Output, Text: res.Text}
+	return &HookResult{Output: res.Output, Text: res.Text}, res.effects
 }
 
+// decision is a workflow's answer to one hook event: the next record, the
+// output, and the effects to execute once the record is committed.
 type decision struct {
-	rec    session.Record
-	Output hook.Output
-	Text   string
+	rec     session.Record
+	Output  hook.Output
+	Text    string
+	effects []effect
 }
 
 // decide applies the session's workflow to one hook event. changed reports
@@ -309,7 +324,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 	d := decision{rec: a.rec}
 	switch a.rec.Workflow {
 	case session.Loop:
-		return a.decideLoop(actx, ctx, m)
+		return a.decideLoop(ctx, m)
 	case session.Plan:
 		return a.decidePlan(actx, ctx, m)
 	}
@@ -401,7 +416,7 @@ func (a *sessionActor) addTask(m *AddTask) *AddResult {
 	return &AddResult{Response: api.AddResponse{Path: path, Pending: len(list.Pending)}}
 }
 
-func (a *sessionActor) command(m *Command) *CommandResult {
+func (a *sessionActor) command(actx actor.Context, m *Command) *CommandResult {
 	if a.loadErr != nil {
 		return &CommandResult{Err: a.loadErr}
 	}
@@ -411,7 +426,7 @@ func (a *sessionActor) command(m *Command) *CommandResult {
 	case m.Verb == "stop" && a.rec.Workflow == session.Plan:
 		return a.planStopCommand()
 	case m.Verb == "stop" && a.rec.Workflow == session.Loop:
-		res := a.loopCommand(nil, &WorkflowCommand{Workflow: string(session.Loop), Verb: "cancel"})
+		res := a.loopCommand(actx, &WorkflowCommand{Workflow: string(session.Loop), Verb: "cancel"})
 		if res.Err != nil {
 			if !a.rec.Loop.Active {
 				return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: a.text(templates.LoopNone, map[string]string{"session_id": a.id})}}

@@ -48,3 +48,27 @@ const (
 	RoleDebugger  = RolePrefix + "debugger"
 	RoleArchitect = RolePrefix + "architect"
 )
+
+// The loop's texts for background work (checks, checkpoint reviews) and
+// cancel, composed by internal/workflow/loop.
+const (
+	// LoopChecksStarted and LoopChecksRunning block a completion claim
+	// while the required checks run.
+	LoopChecksStarted = "loop_checks_started"
+	LoopChecksRunning = "loop_checks_running"
+	// LoopChecksPassed, LoopChecksError and LoopChecksTimeout are the
+	// check command's result, as the agent reads it in checks_summary.
+	LoopChecksPassed  = "loop_checks_passed"
+	LoopChecksError   = "loop_checks_error"
+	LoopChecksTimeout = "loop_checks_timeout"
+	// LoopCancelled is what drover loop cancel reports.
+	LoopCancelled = "loop_cancelled"
+	// LoopConsensus is a checkpoint review's consensus; LoopConsensusClean
+	// stands in for its findings when none blocks. LoopConsensusNone is a
+	// checkpoint where no reviewer reached a verdict, and
+	// LoopConsensusNoRun its reason when no run even reported an error.
+	LoopConsensus      = "loop_consensus"
+	LoopConsensusClean = "loop_consensus_clean"
+	LoopConsensusNone  = "loop_consensus_none"
+	LoopConsensusNoRun = "loop_consensus_no_run"
+)
