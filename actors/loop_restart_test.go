@@ -18,6 +18,7 @@ import (
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/internal/tracker"
+	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
 )
@@ -263,5 +264,34 @@ func TestLoopFilesSurviveACrashAfterTheCommit(t *testing.T) {
 	}
 	if old, _ := filepath.Glob(reflections + ".*"); len(old) != 1 {
 		t.Errorf("the restart set reflections aside again: %v", old)
+	}
+}
+
+// TestLoopRecoveryStartsTheCheckpointTheRecordWaitsFor: a supervisor that
+// starts over a store whose record says a checkpoint review runs (it died
+// with the old supervisor, or never started) starts it when the session is
+// next touched, once, and adopts its consensus.
+func TestLoopRecoveryStartsTheCheckpointTheRecordWaitsFor(t *testing.T) {
+	f := newCrashFixture(t, func(*config.Config, string) {})
+	started := time.Now()
+	rec := session.Record{ID: "s1", Workflow: session.Loop, CreatedAt: started, UpdatedAt: started, Events: 2,
+		Loop: loop.State{Active: true, Iteration: 2, MaxIterations: 10, CompletionPromise: "DONE", Prompt: "build the parser",
+			StartedAt: started, CheckpointEvery: 1, CheckpointFor: 1}}
+	if err := f.store.Save(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	if st := (&planFixture{fixture: f.fixture}).loop("s1", "status", nil); !st.Active || st.Iteration != 2 {
+		t.Fatalf("status of the recovered loop: %+v", st)
+	}
+	if !waitUntil(func() bool { return f.record().LoopCheckpoint != "" }) {
+		t.Fatal("the recovered session never ran the checkpoint its record waits for")
+	}
+	if n := f.lines("runs"); n != 2 {
+		t.Errorf("%d reviewer runs, want 2 (opus and sonnet, once each)", n)
+	}
+	msg := "working"
+	res := f.ask("s1", &HandleHook{RequestID: "a", Event: hook.Stop, Input: hook.Input{SessionID: "s1", LastAssistantMessage: &msg}}).(*HookResult)
+	if !res.Output.IsBlock() || !strings.Contains(res.Output.Reason, "After iteration 1: FAIL") {
+		t.Errorf("the consensus is not in the next block reason:\n%s", res.Output.Reason)
 	}
 }
