@@ -285,12 +285,7 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 		if m.Event == hook.SessionStart && m.Input.Source != "compact" && m.Input.Source != "resume" {
 			return d, false, nil
 		}
-		f := a.loopFacts()
-		if n := len(a.rec.LoopReflections); n > 0 {
-			f.Reflection = loop.ReflectionLine(a.rec.LoopReflections[n-1])
-		}
-		f.OpenFindings = a.rec.LoopFindings
-		text, err := loop.ContextSnapshot(s, f, tmpl)
+		text, err := loop.Snapshot(a.loopSession(), a.loopFacts(), tmpl)
 		if err != nil || text == "" {
 			return d, false, err
 		}

@@ -71,4 +71,11 @@ const (
 	LoopConsensusClean = "loop_consensus_clean"
 	LoopConsensusNone  = "loop_consensus_none"
 	LoopConsensusNoRun = "loop_consensus_no_run"
+	// LoopReflectionLine is the one-line summary of the last reflection in
+	// the continuation prompt, followed by LoopReflectionFailures (its first
+	// failure) and LoopReflectionThrashing (the failure repeats) when they
+	// apply.
+	LoopReflectionLine      = "loop_reflection_line"
+	LoopReflectionFailures  = "loop_reflection_failures"
+	LoopReflectionThrashing = "loop_reflection_thrashing"
 )

@@ -8,6 +8,7 @@ var loopNames = []string{
 	RoleDeveloper, RoleDebugger, RoleArchitect,
 	LoopChecksStarted, LoopChecksRunning, LoopChecksPassed, LoopChecksError, LoopChecksTimeout,
 	LoopCancelled, LoopConsensus, LoopConsensusClean, LoopConsensusNone, LoopConsensusNoRun,
+	LoopReflectionLine, LoopReflectionFailures, LoopReflectionThrashing,
 }
 
 // loopContent pins what each loop template must say and which placeholders
@@ -52,4 +53,7 @@ var loopContent = []struct {
 	{LoopConsensusClean, []string{"No blocking findings."}},
 	{LoopConsensusNone, []string{"After iteration {{checkpoint_iteration}}: no review", "all {{failed_runs}} reviewer run(s) failed", "{{first_error}}"}},
 	{LoopConsensusNoRun, []string{"no reviewer ran"}},
+	{LoopReflectionLine, []string{"Iteration {{reflection_iteration}}: {{approach}}"}},
+	{LoopReflectionFailures, []string{"Failures: {{failure}}"}},
+	{LoopReflectionThrashing, []string{"the same failure keeps coming back"}},
 }

@@ -3,6 +3,7 @@ package loop
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/hook"
@@ -108,7 +109,10 @@ func OnStop(s Session, f StopFacts, t templates.Set) (Session, hook.Output, []Ef
 		facts.RolePrompt = p
 	}
 	if n := len(reflections); n > 0 {
-		facts.Reflection = ReflectionLine(reflections[n-1])
+		var err error
+		if facts.Reflection, err = ReflectionLine(reflections[n-1], t); err != nil {
+			return s, hook.Output{}, nil, fmt.Errorf("loop stop hook: %w", err)
+		}
 	}
 	facts.CheckpointDue = st.CheckpointFor != 0
 	facts.CheckpointConsensus = s.Consensus
@@ -314,16 +318,45 @@ func routedOutcome(m convergence.Metrics, history []convergence.Metrics) converg
 }
 
 // ReflectionLine is the one-line summary of r that the continuation prompt
-// and the context snapshot carry.
-func ReflectionLine(r convergence.Reflection) string {
-	line := fmt.Sprintf("Iteration %d: %s", r.Iteration, r.Approach)
+// and the context snapshot carry: its approach, its first failure, and
+// whether that failure keeps coming back.
+func ReflectionLine(r convergence.Reflection, t templates.Set) (string, error) {
+	vars := map[string]string{"reflection_iteration": strconv.Itoa(r.Iteration), "approach": r.Approach}
+	line, err := t.Render(templates.LoopReflectionLine, vars)
+	if err != nil {
+		return "", err
+	}
+	parts := []string{line}
 	if len(r.Failures) > 0 {
-		line += " Failures: " + r.Failures[0]
+		vars["failure"] = r.Failures[0]
+		p, err := t.Render(templates.LoopReflectionFailures, vars)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, p)
 	}
 	if r.Thrashing {
-		line += " (the same failure keeps coming back)"
+		p, err := t.Render(templates.LoopReflectionThrashing, vars)
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, p)
 	}
-	return line
+	return strings.Join(parts, " "), nil
+}
+
+// Snapshot is ContextSnapshot for the loop s: the text that brings the
+// agent back after a compaction, with the last reflection and the open
+// findings of the last checkpoint.
+func Snapshot(s Session, f Facts, t templates.Set) (string, error) {
+	if n := len(s.Reflections); n > 0 {
+		var err error
+		if f.Reflection, err = ReflectionLine(s.Reflections[n-1], t); err != nil {
+			return "", fmt.Errorf("loop context snapshot: %w", err)
+		}
+	}
+	f.OpenFindings = s.Findings
+	return ContextSnapshot(s.State, f, t)
 }
 
 func appendCapped[T any](s []T, v T, n int) []T {

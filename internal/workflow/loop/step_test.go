@@ -371,3 +371,35 @@ func TestConsensus(t *testing.T) {
 		})
 	}
 }
+
+func TestReflectionLineAndSnapshot(t *testing.T) {
+	tm := templates.Defaults()
+	for _, tc := range []struct {
+		r    convergence.Reflection
+		want string
+	}{
+		{convergence.Reflection{Iteration: 2, Approach: "Ran go test."}, "Iteration 2: Ran go test."},
+		{convergence.Reflection{Iteration: 3, Approach: "Ran go test.", Failures: []string{"TestLex fails", "later"}, Thrashing: true},
+			"Iteration 3: Ran go test. Failures: TestLex fails (the same failure keeps coming back)"},
+	} {
+		if got, err := ReflectionLine(tc.r, tm); err != nil || got != tc.want {
+			t.Errorf("ReflectionLine(%+v) = %q, %v; want %q", tc.r, got, err, tc.want)
+		}
+	}
+	s := activeSession(func(s *Session) {
+		s.Reflections = []convergence.Reflection{{Iteration: 1, Approach: "Ran go test.", Failures: []string{"TestLex fails"}}}
+		s.Findings = "After iteration 1: FAIL\n- parser.go:3 (opus): unicode"
+	})
+	text, err := Snapshot(s, stopFacts("", nil).Facts, tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"Iteration 1: Ran go test. Failures: TestLex fails", "## Open findings", "parser.go:3 (opus): unicode", "build the parser"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("snapshot lacks %q:\n%s", w, text)
+		}
+	}
+	if text, err := Snapshot(Session{}, stopFacts("", nil).Facts, tm); err != nil || text != "" {
+		t.Errorf("snapshot of no loop: %q, %v", text, err)
+	}
+}
