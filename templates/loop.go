@@ -78,4 +78,12 @@ const (
 	LoopReflectionLine      = "loop_reflection_line"
 	LoopReflectionFailures  = "loop_reflection_failures"
 	LoopReflectionThrashing = "loop_reflection_thrashing"
+	// The status_effect of LoopStatus: what the convergence status means
+	// for the end of the loop (converged with checks required, converged
+	// with a streak to go, converged, stuck with a limit, stuck).
+	LoopEffectConvergedChecks = "loop_effect_converged_checks"
+	LoopEffectConvergedStreak = "loop_effect_converged_streak"
+	LoopEffectConverged       = "loop_effect_converged"
+	LoopEffectStuckLimit      = "loop_effect_stuck_limit"
+	LoopEffectStuck           = "loop_effect_stuck"
 )

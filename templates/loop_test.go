@@ -9,6 +9,7 @@ var loopNames = []string{
 	LoopChecksStarted, LoopChecksRunning, LoopChecksPassed, LoopChecksError, LoopChecksTimeout,
 	LoopCancelled, LoopConsensus, LoopConsensusClean, LoopConsensusNone, LoopConsensusNoRun,
 	LoopReflectionLine, LoopReflectionFailures, LoopReflectionThrashing,
+	LoopEffectConvergedChecks, LoopEffectConvergedStreak, LoopEffectConverged, LoopEffectStuckLimit, LoopEffectStuck,
 }
 
 // loopContent pins what each loop template must say and which placeholders
@@ -56,4 +57,9 @@ var loopContent = []struct {
 	{LoopReflectionLine, []string{"Iteration {{reflection_iteration}}: {{approach}}"}},
 	{LoopReflectionFailures, []string{"Failures: {{failure}}"}},
 	{LoopReflectionThrashing, []string{"the same failure keeps coming back"}},
+	{LoopEffectConvergedChecks, []string{"requires checks", "completion promise"}},
+	{LoopEffectConvergedStreak, []string{"{{iterations_left}} from now, drover ends the loop"}},
+	{LoopEffectConverged, []string{"ends only on your completion signal"}},
+	{LoopEffectStuckLimit, []string{"stuck for {{stuck_run}} in a row", "iteration {{end_iteration}} ends"}},
+	{LoopEffectStuck, []string{"Change your approach"}},
 }
