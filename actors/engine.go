@@ -7,9 +7,11 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/internal/workflow/plan"
+	"github.com/drover-dev/drover/templates"
 )
 
 // The session actor's engine: every event is handled as gather facts, call
@@ -23,6 +25,67 @@ import (
 // effect is one thing a decision asks for once its record is committed: a
 // loop.Effect or a plan.Effect.
 type effect any
+
+// onHook is the engine's step for a hook event: decide and commit, answer,
+// then execute the decision's effects.
+func (a *sessionActor) onHook(actx actor.Context, m *HandleHook) {
+	a.begin(actx, m)
+	res, effects := a.handleHook(actx, m)
+	actx.Respond(res)
+	a.inflight = nil
+	a.execute(actx, effects)
+}
+
+// handleHook decides one hook event and commits the decision; it returns
+// the answer and the effects to execute once the answer is sent (none when
+// the commit failed).
+func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) (*HookResult, []effect) {
+	if a.loadErr != nil {
+		// The store could not be read (not a decode problem: that is
+		// quarantined). Try again on this request.
+		a.load()
+		if a.loadErr != nil {
+			return &HookResult{Err: a.loadErr}, nil
+		}
+		a.resume(actx)
+	}
+	if out, ok := a.rec.Lookup(m.RequestID, m.Event); ok {
+		return &HookResult{Output: out, Replayed: true}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+
+	res, changed, err := a.decide(actx, ctx, m)
+	if err != nil {
+		return &HookResult{Err: err}, nil
+	}
+	if a.notice != "" {
+		res.Output.SystemMessage = joinLines(a.notice, res.Output.SystemMessage)
+		a.notice = ""
+	}
+	if changed {
+		next := res.rec
+		next.Events++
+		next.UpdatedAt = a.env.now()
+		next = next.Remember(m.RequestID, m.Event, res.Output)
+		if err := a.commit(ctx, next); err != nil {
+			// Nothing was committed, so nothing may be decided: let the
+			// agent go on and say why.
+			a.log.Error("saving session", zap.Error(err))
+			return &HookResult{Output: hook.Output{SystemMessage: a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})}}, nil
+		}
+	}
+	return &HookResult{Output: res.Output, Text: res.Text}, res.effects
+}
+
+// decision is a workflow's answer to one hook event: the next record, the
+// output, and the effects to execute once the record is committed.
+type decision struct {
+	rec     session.Record
+	Output  hook.Output
+	Text    string
+	effects []effect
+}
 
 // commit saves rec as the session's state and adopts it. It is the session
 // actor's one save site: every change of the record goes through it, before

@@ -115,12 +115,7 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 		}
 		ctx.Send(ctx.Parent(), &passivate{sessionID: a.id})
 	case *HandleHook:
-		a.begin(ctx, msg)
-		res, effects := a.handleHook(ctx, msg)
-		ctx.Respond(res)
-		a.inflight = nil
-		// Committed and answered: now the effects.
-		a.execute(ctx, effects)
+		a.onHook(ctx, msg)
 	case *AddTask:
 		a.begin(ctx, msg)
 		ctx.Respond(a.addTask(msg))
@@ -265,57 +260,6 @@ func (a *sessionActor) workTree(cwd string) string {
 		return a.env.Root
 	}
 	return top
-}
-
-// handleHook decides one hook event and commits the decision; it returns
-// the answer and the effects to execute once the answer is sent (none when
-// the commit failed).
-func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) (*HookResult, []effect) {
-	if a.loadErr != nil {
-		// The store could not be read (not a decode problem: that is
-		// quarantined). Try again on this request.
-		a.load()
-		if a.loadErr != nil {
-			return &HookResult{Err: a.loadErr}, nil
-		}
-		a.resume(actx)
-	}
-	if out, ok := a.rec.Lookup(m.RequestID, m.Event); ok {
-		return &HookResult{Output: out, Replayed: true}, nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
-	defer cancel()
-
-	res, changed, err := a.decide(actx, ctx, m)
-	if err != nil {
-		return &HookResult{Err: err}, nil
-	}
-	if a.notice != "" {
-		res.Output.SystemMessage = joinLines(a.notice, res.Output.SystemMessage)
-		a.notice = ""
-	}
-	if changed {
-		next := res.rec
-		next.Events++
-		next.UpdatedAt = a.env.now()
-		next = next.Remember(m.RequestID, m.Event, res.Output)
-		if err := a.commit(ctx, next); err != nil {
-			// Nothing was committed, so nothing may be decided: let the
-			// agent go on and say why.
-			a.log.Error("saving session", zap.Error(err))
-			return &HookResult{Output: hook.Output{SystemMessage: a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})}}, nil
-		}
-	}
-	return &HookResult{Output: res.Output, Text: res.Text}, res.effects
-}
-
-// decision is a workflow's answer to one hook event: the next record, the
-// output, and the effects to execute once the record is committed.
-type decision struct {
-	rec     session.Record
-	Output  hook.Output
-	Text    string
-	effects []effect
 }
 
 // decide applies the session's workflow to one hook event. changed reports
