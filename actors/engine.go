@@ -125,33 +125,20 @@ func (a *sessionActor) commitThen(actx actor.Context, ctx context.Context, rec s
 // execute performs the effects of a committed decision, in order. Each is
 // idempotent; one that fails is logged and does not stop the others.
 func (a *sessionActor) execute(actx actor.Context, effects []effect) {
-	var planned []plan.Effect
 	for _, e := range effects {
 		switch e := e.(type) {
 		case loop.Effect:
 			a.loopEffect(actx, e)
 		case plan.Effect:
-			planned = append(planned, e)
+			a.applyPlanEffects(actx, []plan.Effect{e})
 		default:
 			a.log.Error("unknown effect", zap.String("type", fmt.Sprintf("%T", e)))
 		}
 	}
-	if len(planned) > 0 {
-		a.applyPlanEffects(actx, planned)
-	}
 }
 
-// loopEffects widens loop effects to the engine's.
-func loopEffects(es []loop.Effect) []effect {
-	out := make([]effect, len(es))
-	for i, e := range es {
-		out[i] = e
-	}
-	return out
-}
-
-// planEffectList widens plan effects to the engine's.
-func planEffectList(es []plan.Effect) []effect {
+// asEffects widens a workflow's effects to the engine's.
+func asEffects[E any](es []E) []effect {
 	out := make([]effect, len(es))
 	for i, e := range es {
 		out[i] = e
@@ -173,7 +160,7 @@ func (a *sessionActor) resume(actx actor.Context) {
 		return
 	}
 	effects := loop.Pending(a.loopSession(), a.loopStopFacts(), tmpl)
-	a.execute(actx, loopEffects(effects))
+	a.execute(actx, asEffects(effects))
 }
 
 // The background work (checks, metric commands, checkpoint reviews) runs in

@@ -77,7 +77,7 @@ func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *Work
 		if err != nil {
 			return &WorkflowResult{Err: err}
 		}
-		if err := a.commitThen(actx, ctx, withLoop(a.rec, next), loopEffects(effects)); err != nil {
+		if err := a.commitThen(actx, ctx, withLoop(a.rec, next), asEffects(effects)); err != nil {
 			return &WorkflowResult{Err: err}
 		}
 		return reply(a.loopStatus(text))
@@ -118,7 +118,7 @@ func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *Work
 			rec.CreatedAt = a.env.now()
 		}
 		rec.Workflow = session.Loop
-		if err := a.commitThen(actx, ctx, rec, loopEffects(effects)); err != nil {
+		if err := a.commitThen(actx, ctx, rec, asEffects(effects)); err != nil {
 			return &WorkflowResult{Err: err}
 		}
 		return reply(a.loopStatus(text))
@@ -316,7 +316,7 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 	}
 	d.rec = withLoop(a.rec, next)
 	d.Output = out
-	d.effects = loopEffects(effects)
+	d.effects = asEffects(effects)
 	n := next.State
 	a.log.Info("loop decision", zap.Int("iteration", n.Iteration), zap.String("status", n.LastStatus), zap.String("role", n.LastRole), zap.Bool("active", n.Active))
 	return d, true, nil
