@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/store"
@@ -195,7 +196,7 @@ func TestLoopEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 			if committed.Events != before+1 {
 				t.Fatalf("events %d after the crashing stop, want %d: the decision was not committed", committed.Events, before+1)
 			}
-			if !waitUntil(func() bool { return tc.done(f.record()) }) {
+			if !eventually.Holds(testTimeout, func() bool { return tc.done(f.record()) }) {
 				t.Fatalf("the restarted session never did the committed effect: %+v", f.record().Loop)
 			}
 			tc.after(t, f)
@@ -234,7 +235,7 @@ func TestLoopFilesSurviveACrashAfterTheCommit(t *testing.T) {
 	if r := f.ask("s1", &WorkflowCommand{Workflow: "loop", Verb: "start", Args: raw}).(*WorkflowResult); !errors.Is(r.Err, ErrSessionFailed) {
 		t.Fatalf("the crashing start: %+v", r)
 	}
-	if !waitUntil(func() bool {
+	if !eventually.Holds(testTimeout, func() bool {
 		tr, err := tracker.Read(tracker.Path(sessionDir))
 		_, serr := os.Stat(filepath.Join(reflections, "iteration-7.json"))
 		return err == nil && tr.Iteration == 1 && tr.Active && os.IsNotExist(serr)
@@ -252,7 +253,7 @@ func TestLoopFilesSurviveACrashAfterTheCommit(t *testing.T) {
 	if r := f.ask("s1", stop).(*HookResult); !errors.Is(r.Err, ErrSessionFailed) {
 		t.Fatalf("the crashing stop: %+v", r)
 	}
-	if !waitUntil(func() bool {
+	if !eventually.Holds(testTimeout, func() bool {
 		tr, err := tracker.Read(tracker.Path(sessionDir))
 		_, rerr := os.Stat(filepath.Join(reflections, "iteration-1.json"))
 		return err == nil && tr.Iteration == 2 && rerr == nil
@@ -283,7 +284,7 @@ func TestLoopRecoveryStartsTheCheckpointTheRecordWaitsFor(t *testing.T) {
 	if st := (&planFixture{fixture: f.fixture}).loop("s1", "status", nil); !st.Active || st.Iteration != 2 {
 		t.Fatalf("status of the recovered loop: %+v", st)
 	}
-	if !waitUntil(func() bool { return f.record().LoopCheckpoint != "" }) {
+	if !eventually.Holds(testTimeout, func() bool { return f.record().LoopCheckpoint != "" }) {
 		t.Fatal("the recovered session never ran the checkpoint its record waits for")
 	}
 	if n := f.lines("runs"); n != 2 {
