@@ -350,6 +350,9 @@ func TestLoopStartSetsAsideTheEarlierLoopsReflections(t *testing.T) {
 		if r.Err != nil || !r.Output.IsBlock() {
 			t.Fatalf("stop %s: %+v", id, r)
 		}
+		// The reflection is an effect, written once the answer is sent:
+		// the next message to the session is handled after it.
+		f.loop("s1", "status", nil)
 	}
 	f.loop("s1", "start", api.LoopStartArgs{Prompt: "first loop", MaxIterations: 10})
 	stop("a")

@@ -1,8 +1,22 @@
 // Package actors holds drover's actors: the sessions actor (the root of the
 // tree, one-for-one supervisor and registry of session actors) and the
-// session actor (one per agent session: gathers facts, applies a workflow,
-// persists, answers). Messages are plain structs; replies carry their error
-// so nothing panics across the actor boundary.
+// session actor (one per agent session). Messages are plain structs;
+// replies carry their error so nothing panics across the actor boundary.
+//
+// The session actor handles every event with one engine (engine.go):
+// gather the facts, call the workflow's pure decision (internal/workflow/
+// queue, loop, plan), commit the record it returns through the one save
+// site, answer, and only then execute the decision's effects, which are
+// data. Effects are idempotent, and when a session actor starts (first use,
+// recovery, a restart after a failure) it executes again the effects its
+// stored record still waits for, so a crash between a commit and its
+// effects loses nothing and does nothing twice.
+//
+// Background work (loop checks, metric commands, checkpoint reviews, plan
+// reviews) runs in child actors of the session actor, one job each, never
+// in its mailbox; a job's result comes back to the session as a message,
+// which is the event of the workflow's next decision. Stopping a child
+// cancels its job and kills its process groups.
 package actors
 
 import (

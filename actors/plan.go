@@ -103,9 +103,7 @@ func (a *sessionActor) decidePlan(actx actor.Context, ctx context.Context, m *Ha
 			return d, false, err
 		}
 		d.rec.Plan, d.Output = next, out
-		if len(effects) > 0 {
-			actx.Send(actx.Self(), &planEffects{effects: effects})
-		}
+		d.effects = asEffects(effects)
 		return d, true, nil
 	case hook.SessionStart, hook.PreCompact:
 		if m.Event == hook.SessionStart && m.Input.Source != "compact" && m.Input.Source != "resume" {

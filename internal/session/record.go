@@ -25,7 +25,7 @@ const (
 )
 
 // MaxHistory bounds the loop metrics and reflections a record keeps.
-const MaxHistory = 50
+const MaxHistory = loop.MaxHistory
 
 // MaxRecorded bounds how many recent decisions a record keeps for replay.
 const MaxRecorded = 32
