@@ -48,20 +48,11 @@ type planRuntime struct {
 	idleOff bool
 }
 
-// planEffects carries the effects of a Stop decision to the session actor
-// itself, so that they run after handleHook saved the decision's state.
-type planEffects struct {
-	effects []plan.Effect
-}
-
 // planMessage handles the plan workflow's background results; it reports
 // whether msg was one. *actor.Stopping is handled and still reported as
 // not handled, so that the loop workflow sees it too.
 func (a *sessionActor) planMessage(actx actor.Context, msg any) bool {
 	switch m := msg.(type) {
-	case *planEffects:
-		a.applyPlanEffects(actx, m.effects)
-		return true
 	case *reviewDone:
 		a.reviewDone(actx, m)
 		return true
