@@ -4,17 +4,16 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
 	"github.com/drover-dev/drover/convergence"
+	"github.com/drover-dev/drover/internal/proc"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/tracker"
 	"github.com/drover-dev/drover/internal/workflow/loop"
@@ -168,21 +167,24 @@ func (a *sessionActor) startChecks(actx actor.Context, e loop.StartChecks) {
 	a.loop.checks = &workRun{iteration: e.Iteration, pid: pid}
 }
 
-// runCheck runs the check command with sh -c in root, killing its process
-// group past timeout.
-func runCheck(parent context.Context, root, command, childTag string, timeout time.Duration) loop.CheckResult {
-	ctx, cancel := context.WithTimeout(parent, timeout)
-	defer cancel()
-	out, err := runShell(ctx, root, command, childTag)
-	r := loop.CheckResult{Command: command, Output: string(out), Timeout: timeout}
+// runCheck runs the check command with sh -c in root, its process group
+// killed past timeout.
+func runCheck(ctx context.Context, root, command, childTag string, timeout time.Duration) loop.CheckResult {
+	res, err := proc.Shell(ctx, command, proc.Cmd{Dir: root, OwnerTag: childTag, Combined: true, OutputCap: checkOutputCap, Timeout: timeout})
+	r := loop.CheckResult{Command: command, Output: res.Stdout.String(), Timeout: timeout}
 	switch {
-	case ctx.Err() == context.DeadlineExceeded:
+	case res.TimedOut:
 		r.TimedOut, r.Err = true, "timed out"
 	case err != nil:
 		r.Err = err.Error()
 	}
 	return r
 }
+
+// checkOutputCap caps what a check run keeps of its output: the agent
+// reads its tail (loop.CheckResult.Summary), and its head when the check
+// failed early.
+const checkOutputCap = 64 << 10
 
 // startMetrics runs the metric commands after e.Iteration in parallel in a
 // work child, each in its own process group with its own timeout, replacing
@@ -207,37 +209,15 @@ func (a *sessionActor) startMetrics(actx actor.Context, e loop.StartMetrics) {
 	a.loop.metrics = &workRun{iteration: e.Iteration, pid: pid}
 }
 
-// runMetricCommand runs one metric command with sh -c in root, killing its
-// process group past timeout.
-func runMetricCommand(parent context.Context, root, command, childTag string, timeout time.Duration) convergence.CommandResult {
-	ctx, cancel := context.WithTimeout(parent, timeout)
-	defer cancel()
-	out, err := runShell(ctx, root, command, childTag)
-	output := string(out)
-	if len(output) > maxMetricOutput {
-		output = output[len(output)-maxMetricOutput:]
-	}
-	return convergence.CommandResult{Command: command, Output: output, Failed: err != nil}
-}
-
-// runShell runs command with sh -c in root, in a process group of its own
-// that is killed whole when ctx ends, and returns its combined output.
-// childTag, when set, goes in its environment, for the supervisor's
-// watchdog: nothing else ends the group when the supervisor dies.
-func runShell(ctx context.Context, root, command, childTag string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "sh", "-c", command)
-	cmd.Dir = root
-	if childTag != "" {
-		cmd.Env = append(cmd.Environ(), childTag)
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	return cmd.CombinedOutput()
+// runMetricCommand runs one metric command with sh -c in root, its
+// process group killed past timeout.
+func runMetricCommand(ctx context.Context, root, command, childTag string, timeout time.Duration) convergence.CommandResult {
+	res, err := proc.Shell(ctx, command, proc.Cmd{Dir: root, OwnerTag: childTag, Combined: true, OutputCap: maxMetricOutput, Timeout: timeout})
+	return convergence.CommandResult{Command: command, Output: res.Stdout.String(), Failed: err != nil}
 }
 
 // maxMetricOutput caps what a metric command's result keeps of its output:
-// the summaries that matter come at the end.
+// the summaries that matter come at the end, and proc keeps the tail.
 const maxMetricOutput = 256 << 10
 
 // loopMessage handles the loop's background results; it reports whether
