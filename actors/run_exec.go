@@ -229,12 +229,3 @@ func agentSpec(o api.RunOptions, runID, taskID string, iteration int, dir, promp
 	}
 	return spec, nil
 }
-
-// runUserCommand runs a command the user wrote (a test or suite command) as
-// written, through `sh -c`, as the loop's check command runs; its result
-// names the command as the user wrote it.
-func runUserCommand(ctx context.Context, dir, command, childTag string) api.TestResult {
-	res := runCommand(ctx, dir, []string{"sh", "-c", command}, childTag)
-	res.Command = command
-	return res
-}

@@ -1,23 +1,20 @@
 package actors
 
-// The process and git runners of the runs, and the reviewer they build from
-// the configuration: kept apart from the run actor, for one runner of each
-// kind (internal/proc) to replace.
+// What the runs start besides their agents: the test and suite commands
+// and git (through internal/proc), and the reviewer of their tasks (built
+// by internal/reviewconf from the configuration, or from --reviewer).
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/drover-dev/drover/internal/api"
-	"github.com/drover-dev/drover/internal/argsplit"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/proc"
+	"github.com/drover-dev/drover/internal/reviewconf"
 	"github.com/drover-dev/drover/internal/workflow/run"
 	"github.com/drover-dev/drover/reviewer"
 )
@@ -34,11 +31,13 @@ type runSettings struct {
 }
 
 // newRunSettings reads a run's settings from the configuration and its
-// options. The reviewer is the configured one (review.cli, review.command,
-// review.models, review.timeout, review.budget_usd) unless the options
-// turn it off or name another command; limiter caps the reviewer
-// processes of the whole supervisor, and childTag (when set) goes in the
-// environment of every reviewer, for the supervisor's watchdog.
+// options. The reviewer is the configured one (reviewconf.Spec: review.cli,
+// review.command, review.timeout, review.budget_usd; run.Settings reads
+// review.models) unless the options turn it off or name another: the run's
+// --reviewer replaces review.cli and review.command, so a configured
+// command it replaces need not parse. limiter caps the reviewer processes
+// of the whole supervisor, and childTag (when set) goes in the environment
+// of every reviewer, for the supervisor's watchdog.
 func newRunSettings(cfg config.Config, o api.RunOptions, limiter *reviewer.Limiter, childTag string) (runSettings, error) {
 	var set runSettings
 	ws, err := run.NewSettings(cfg, o)
@@ -49,29 +48,23 @@ func newRunSettings(cfg config.Config, o api.RunOptions, limiter *reviewer.Limit
 	if o.NoReview {
 		return set, nil
 	}
-	spec := &reviewer.Spec{CLI: cfg.Review.CLI, Timeout: cfg.Review.Timeout, Limiter: limiter, OwnerTag: childTag}
 	argv, err := run.ReviewerCommand(o.Reviewer)
-	switch {
-	case err != nil:
+	if err != nil {
 		return set, err
-	case argv != nil:
+	}
+	conf := cfg.Review
+	if argv != nil || strings.TrimSpace(o.Reviewer) == reviewer.CLIClaude {
+		conf.CLI, conf.Command = reviewer.CLIClaude, ""
+	}
+	spec, err := reviewconf.Spec(conf)
+	if err != nil {
+		return set, err
+	}
+	if argv != nil {
 		spec.CLI, spec.Command = reviewer.CLICustom, argv
-	case strings.TrimSpace(o.Reviewer) == reviewer.CLIClaude:
-		spec.CLI = reviewer.CLIClaude
-	case cfg.Review.CLI == reviewer.CLICustom:
-		if spec.Command, err = argsplit.Split(cfg.Review.Command); err != nil {
-			return set, fmt.Errorf("review.command %q: %w", cfg.Review.Command, err)
-		}
-		if len(spec.Command) == 0 {
-			return set, errors.New("review.command is empty while review.cli is custom")
-		}
 	}
-	if b := strings.TrimSpace(cfg.Review.BudgetUSD); b != "" {
-		if spec.BudgetUSD, err = strconv.ParseFloat(b, 64); err != nil || spec.BudgetUSD < 0 {
-			return set, fmt.Errorf("review.budget_usd %q is not a number of dollars", b)
-		}
-	}
-	set.review = spec
+	spec.Limiter, spec.OwnerTag = limiter, childTag
+	set.review = &spec
 	return set, nil
 }
 
@@ -101,67 +94,48 @@ const commandTimeout = 30 * time.Minute
 // in the run's state and fed back to the agent.
 const maxTestOutput = 4000
 
-// runCommand runs argv in dir, without a shell, in its own process group
-// (killed whole on timeout or cancel), keeping the end of its output.
-// childTag, when set, goes in its environment, for the supervisor's
-// watchdog: nothing else ends the group when the supervisor dies.
-func runCommand(ctx context.Context, dir string, argv []string, childTag string) api.TestResult {
-	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
-	defer cancel()
-	cmdline := strings.Join(argv, " ")
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	if childTag != "" {
-		cmd.Env = append(cmd.Environ(), childTag)
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	out := &tailBuffer{max: maxTestOutput}
-	cmd.Stdout, cmd.Stderr = out, out
-	err := cmd.Run()
-	res := api.TestResult{Command: cmdline, Passed: err == nil, Output: out.String(), At: time.Now()}
+// runUserCommand runs a command the user wrote (a test or suite command) as
+// written, through `sh -c` in dir, as the loop's check command runs, and
+// keeps the end of its output, which is what the agent needs. Its result
+// names the command as the user wrote it. childTag, when set, goes in its
+// environment, for the supervisor's watchdog: nothing else ends its
+// process group when the supervisor dies.
+func runUserCommand(ctx context.Context, dir, command, childTag string) api.TestResult {
+	// Twice maxTestOutput, so that proc's tail (three quarters of its
+	// cap) holds the whole end that is kept.
+	res, err := proc.Shell(ctx, command, proc.Cmd{Dir: dir, OwnerTag: childTag, Combined: true, OutputCap: 2 * maxTestOutput, Timeout: commandTimeout})
+	tr := api.TestResult{Command: command, Passed: err == nil, Output: lastBytes(res.Stdout.Bytes(), maxTestOutput), At: time.Now()}
 	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		res.Output = fmt.Sprintf("timed out after %s\n%s", commandTimeout, res.Output)
+	case res.TimedOut:
+		tr.Output = fmt.Sprintf("timed out after %s\n%s", commandTimeout, tr.Output)
 	case err != nil:
-		res.Output = fmt.Sprintf("%v\n%s", err, res.Output)
+		tr.Output = fmt.Sprintf("%v\n%s", err, tr.Output)
 	}
-	return res
+	return tr
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	max int
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+// lastBytes returns the last n bytes of b, from the start of a
+// character, after "..." when that cut anything.
+func lastBytes(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
 	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	if len(t.buf) > t.max {
-		return "..." + string(t.buf[len(t.buf)-t.max:])
+	cut := len(b) - n
+	for cut < len(b) && !utf8.RuneStart(b[cut]) {
+		cut++
 	}
-	return string(t.buf)
+	return "..." + string(b[cut:])
 }
 
-// gitOut runs git in dir and returns its trimmed output.
+// gitOut runs git in dir (proc.Git), bounded by ioTimeout, and returns its
+// output without the surrounding white space (a ref, a count, a status),
+// or nothing when it failed: a failed rev-parse still prints its argument.
 func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	cmd.Env = append(cmd.Environ(), "GIT_OPTIONAL_LOCKS=0")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := proc.Git(ctx, dir, args...)
 	if err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+		return "", err
 	}
-	return strings.TrimSpace(string(out)), nil
+	return strings.TrimSpace(out), nil
 }

@@ -44,9 +44,9 @@ func TestAgentSpec(t *testing.T) {
 func TestRunCommandCarriesTheTag(t *testing.T) {
 	const tag = "DROVER_SUPERVISOR_RUN=abc"
 	for _, want := range []string{tag, ""} {
-		argv := []string{"sh", "-c", `printf '%s' "${DROVER_SUPERVISOR_RUN+DROVER_SUPERVISOR_RUN=$DROVER_SUPERVISOR_RUN}"`}
-		if got := runCommand(context.Background(), t.TempDir(), argv, want); !got.Passed || got.Output != want {
-			t.Errorf("runCommand with tag %q: %+v", want, got)
+		command := `printf '%s' "${DROVER_SUPERVISOR_RUN+DROVER_SUPERVISOR_RUN=$DROVER_SUPERVISOR_RUN}"`
+		if got := runUserCommand(context.Background(), t.TempDir(), command, want); !got.Passed || got.Output != want {
+			t.Errorf("runUserCommand with tag %q: %+v", want, got)
 		}
 	}
 }
@@ -296,6 +296,18 @@ func TestUserCommandsRunThroughTheShell(t *testing.T) {
 		if data, _ := os.ReadFile(log); string(data) != c.log {
 			t.Errorf("%q wrote %q, want %q", c.command, data, c.log)
 		}
+	}
+}
+
+// A test command's result keeps the end of its output, which says what
+// failed, and says that it cut the start.
+func TestUserCommandKeepsTheTail(t *testing.T) {
+	got := runUserCommand(context.Background(), t.TempDir(), `echo first; head -c 20000 /dev/zero | tr '\0' x; echo; echo the end; exit 3`, "")
+	if got.Passed || !strings.HasPrefix(got.Output, "exit status 3\n...x") || !strings.HasSuffix(got.Output, "x\nthe end\n") || strings.Contains(got.Output, "first") {
+		t.Errorf("output %q; want the exit status, then ... and the tail", got.Output)
+	}
+	if n := len(strings.TrimPrefix(got.Output, "exit status 3\n...")); n != maxTestOutput {
+		t.Errorf("kept %d bytes of the output, want %d", n, maxTestOutput)
 	}
 }
 
