@@ -3,13 +3,11 @@ package actors
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/drover-dev/drover/internal/argsplit"
+	"github.com/drover-dev/drover/internal/reviewconf"
 	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
@@ -54,34 +52,17 @@ func (a *sessionActor) startCheckpoint(actx actor.Context, e loop.StartCheckpoin
 }
 
 // checkpointSpecs builds one reviewer spec per configured model for the
-// checkpoint e.
+// checkpoint e, and the quorum that combines them.
 func (a *sessionActor) checkpointSpecs(e loop.StartCheckpoint) ([]reviewer.Spec, reviewer.Quorum, error) {
 	cfg := a.env.Config()
-	var err error
-	base := reviewer.Spec{CLI: cfg.Review.CLI, Prompt: e.Prompt, Timeout: cfg.Review.Timeout, Dir: a.env.Root, Limiter: a.env.Reviewers, OwnerTag: a.env.ChildTag,
-		LogPath: fmt.Sprintf("%s/checkpoint-%d.log", a.sessionDir(), e.Iteration)}
-	if cfg.Review.CLI == reviewer.CLICustom {
-		if base.Command, err = argsplit.Split(cfg.Review.Command); err != nil {
-			return nil, 0, fmt.Errorf("review.command: %w", err)
-		}
+	base, err := reviewconf.Spec(cfg.Review)
+	if err != nil {
+		return nil, 0, err
 	}
-	if cfg.Review.BudgetUSD != "" {
-		if base.BudgetUSD, err = strconv.ParseFloat(cfg.Review.BudgetUSD, 64); err != nil {
-			return nil, 0, fmt.Errorf("review.budget_usd: %w", err)
-		}
-	}
-	var specs []reviewer.Spec
-	for _, m := range cfg.ReviewModels() {
-		sp := base
-		sp.Model = m
-		sp.LogPath = strings.TrimSuffix(base.LogPath, ".log") + "-" + m + ".log"
-		specs = append(specs, sp)
-	}
-	quorum := reviewer.All
-	if cfg.Review.Quorum == "majority" {
-		quorum = reviewer.Majority
-	}
-	return specs, quorum, nil
+	base.Prompt, base.Dir = e.Prompt, a.env.Root
+	base.LogPath = fmt.Sprintf("%s/checkpoint-%d.log", a.sessionDir(), e.Iteration)
+	base.Limiter, base.OwnerTag = a.env.Reviewers, a.env.ChildTag
+	return reviewconf.PerModel(base, cfg.ReviewModels()), reviewconf.Quorum(cfg.Review), nil
 }
 
 // checkpointFinished saves the consensus of a finished checkpoint for the

@@ -1,101 +1,46 @@
 package actors
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
-	"time"
 
-	"github.com/drover-dev/drover/internal/argsplit"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/proc"
+	"github.com/drover-dev/drover/internal/reviewconf"
 	"github.com/drover-dev/drover/internal/workflow/plan"
 	"github.com/drover-dev/drover/reviewer"
 )
 
-// The plan workflow's own process plumbing, unchanged: the git runner and
-// the reviewer invocations built from the configuration. They stay together
-// in this file so that the shared runner and builder (internal/proc) can
-// replace them in one place.
+// What the plan workflow starts: its reviewers (built by
+// internal/reviewconf from the configuration) and the git commands that
+// read the work it reviews (through internal/proc).
 
-// reviewJob builds the reviewer invocations of e from the configuration.
+// reviewJob builds the reviewer invocations of e from the configuration:
+// one reviewer, or one per configured model under review.quorum when
+// reviews run in parallel.
 func (a *sessionActor) reviewJob(cfg config.Config, id uint64, e plan.StartReview) (reviewJob, error) {
-	base := reviewer.Spec{
-		CLI:      cfg.Review.CLI,
-		Model:    e.Model,
-		Prompt:   e.Prompt,
-		Timeout:  cfg.Review.Timeout,
-		Dir:      a.env.Root,
-		LogPath:  strings.TrimSuffix(e.ReviewFile, ".md") + ".log",
-		Limiter:  a.env.Reviewers,
-		OwnerTag: a.env.ChildTag,
+	base, err := reviewconf.Spec(cfg.Review)
+	if err != nil {
+		return reviewJob{}, err
 	}
-	if cfg.Review.BudgetUSD != "" {
-		v, err := strconv.ParseFloat(cfg.Review.BudgetUSD, 64)
-		if err != nil {
-			return reviewJob{}, fmt.Errorf("review.budget_usd %q: %w", cfg.Review.BudgetUSD, err)
-		}
-		base.BudgetUSD = v
+	base.Model, base.Prompt, base.Dir = e.Model, e.Prompt, a.env.Root
+	base.LogPath = strings.TrimSuffix(e.ReviewFile, ".md") + ".log"
+	base.Limiter, base.OwnerTag = a.env.Reviewers, a.env.ChildTag
+	if !cfg.ParallelReview() {
+		return reviewJob{id: id, specs: []reviewer.Spec{base}}, nil
 	}
-	if cfg.Review.CLI == reviewer.CLICustom {
-		argv, err := argsplit.Split(cfg.Review.Command)
-		if err != nil {
-			return reviewJob{}, fmt.Errorf("review.command: %w", err)
-		}
-		base.Command = argv
-	}
-	job := reviewJob{id: id, specs: []reviewer.Spec{base}}
-	if cfg.ParallelReview() {
-		job.specs = nil
-		for _, m := range cfg.ReviewModels() {
-			s := base
-			s.Model = m
-			s.LogPath = strings.TrimSuffix(e.ReviewFile, ".md") + "-" + m + ".log"
-			job.specs = append(job.specs, s)
-		}
-		if cfg.Review.Quorum == "majority" {
-			job.quorum = reviewer.Majority
-		}
-	}
-	return job, nil
+	return reviewJob{id: id, specs: reviewconf.PerModel(base, cfg.ReviewModels()), quorum: reviewconf.Quorum(cfg.Review)}, nil
 }
 
-// gitOutput runs git in dir and returns at most limit bytes of its stdout.
+// gitOutput runs git in dir (proc.GitCmd) and returns its stdout, at most
+// about limit bytes of it: past limit its middle is cut, with a line that
+// says so. It returns nothing when git failed.
 func gitOutput(ctx context.Context, dir string, limit int, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", append([]string{"-C", dir}, args...)...)
-	env := make([]string, 0, len(os.Environ())+2)
-	for _, kv := range os.Environ() {
-		// A supervisor started from inside a git hook must not act on
-		// that hook's repository.
-		if k, _, _ := strings.Cut(kv, "="); k == "GIT_DIR" || k == "GIT_WORK_TREE" || k == "GIT_INDEX_FILE" {
-			continue
-		}
-		env = append(env, kv)
+	c := proc.GitCmd(dir, args...)
+	c.OutputCap = limit
+	res, err := proc.Run(ctx, c)
+	if err != nil {
+		return "", &proc.GitError{Args: args, Err: err, Stderr: res.Stderr.String()}
 	}
-	cmd.Env = append(env, "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0")
-	out := &capBuffer{limit: limit}
-	cmd.Stdout = out
-	cmd.WaitDelay = time.Second
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
-	}
-	return out.String(), nil
+	return res.Stdout.String(), nil
 }
-
-// capBuffer keeps the first limit bytes written to it.
-type capBuffer struct {
-	limit int
-	buf   bytes.Buffer
-}
-
-func (c *capBuffer) Write(p []byte) (int, error) {
-	if room := c.limit - c.buf.Len(); room > 0 {
-		c.buf.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
-}
-
-func (c *capBuffer) String() string { return c.buf.String() }
