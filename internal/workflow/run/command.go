@@ -44,10 +44,10 @@ func Options(o api.RunOptions, c config.Run) (api.RunOptions, error) {
 	if o.IterationTimeout <= 0 {
 		o.IterationTimeout = c.IterationTimeout
 	}
-	if b := strings.TrimSpace(c.TaskMaxUSD); o.TaskMaxUSD <= 0 && b != "" {
-		v, err := strconv.ParseFloat(b, 64)
+	if o.TaskMaxUSD <= 0 && strings.TrimSpace(c.TaskMaxUSD) != "" {
+		v, err := c.TaskMax()
 		if err != nil {
-			return o, fmt.Errorf("run.task_max_usd %q is not a number of dollars", b)
+			return o, fmt.Errorf("run.task_max_usd: %w", err)
 		}
 		o.TaskMaxUSD = v
 	}
