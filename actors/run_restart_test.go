@@ -160,7 +160,7 @@ func (f *restartFixture) options(concurrency int) api.RunOptions {
 	return api.RunOptions{
 		Concurrency: concurrency, MaxIterations: 3, NoReview: true,
 		Agent:       "'" + filepath.Join(f.dir, "agent.sh") + "'",
-		TestCommand: "test -f {{packages}}", SuiteCommand: "true",
+		TestCommand: "test -f {{packages}}", SuiteCommand: "echo x >> '" + filepath.Join(f.dir, "suite-log") + "'",
 	}
 }
 
@@ -174,6 +174,12 @@ func (f *restartFixture) agentRuns() map[string]int {
 		}
 	}
 	return runs
+}
+
+// lines counts the lines of the file name in the agent's folder.
+func (f *restartFixture) lines(name string) int {
+	data, _ := os.ReadFile(filepath.Join(f.dir, name))
+	return strings.Count(string(data), "\n")
 }
 
 // merges counts the merges into main by task, and the commits of each
@@ -206,6 +212,9 @@ func (f *restartFixture) merges(id string, tasks ...string) (merges, commits map
 // run derives the effects again from the stored state: each iteration's
 // agent runs once per iteration number, each task is merged once, and
 // neither the spend nor the time worked before the crash is counted twice.
+// A crash in place of a commit (the effects of the last one ran, their
+// outcome is lost) has the effects run again: the merge of a wave merged
+// already merges nothing.
 func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 	taskIs := func(r api.Run, id string, state api.TaskState, iteration int) bool {
 		for _, task := range r.Tasks {
@@ -223,8 +232,10 @@ func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 		files []string
 		// opts changes the run's options.
 		opts func(*api.RunOptions)
-		// crashAt picks the commit after which the actor fails.
+		// crashAt picks the commit after which the actor fails; with
+		// before, in whose place it fails.
 		crashAt func(api.Run) bool
+		before  bool
 		// state is how the resumed run ends, and report what its
 		// report says.
 		state  api.RunState
@@ -235,6 +246,8 @@ func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 		runs map[string]int
 		// merged are the tasks merged into main.
 		merged []string
+		// suites counts the suite's runs.
+		suites int
 		// cost is what the run spent in all.
 		cost float64
 	}{
@@ -242,27 +255,36 @@ func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 			// Begin's commit: two iterations are due to start.
 			name: "first iterations start", graph: restartGraph, concurrency: 2,
 			crashAt: func(r api.Run) bool { return taskIs(r, "a", api.TaskRunning, 1) && taskIs(r, "b", api.TaskRunning, 1) },
-			state:   api.RunDone, runs: map[string]int{"a 1": 1, "b 1": 1, "c 1": 1}, merged: []string{"a", "b", "c"}, cost: 0.3,
+			state:   api.RunDone, runs: map[string]int{"a 1": 1, "b 1": 1, "c 1": 1}, merged: []string{"a", "b", "c"}, suites: 2, cost: 0.3,
 		},
 		{
 			// The commit of b's first iteration, which committed
 			// nothing: its second is due to start.
 			name: "next iteration starts", graph: restartGraph, concurrency: 1, files: []string{"nocommit-b-1"},
 			crashAt: func(r api.Run) bool { return taskIs(r, "b", api.TaskRunning, 2) },
-			state:   api.RunDone, runs: map[string]int{"a 1": 1, "b 1": 1, "b 2": 1, "c 1": 1}, merged: []string{"a", "b", "c"}, cost: 0.4,
+			state:   api.RunDone, runs: map[string]int{"a 1": 1, "b 1": 1, "b 2": 1, "c 1": 1}, merged: []string{"a", "b", "c"}, suites: 2, cost: 0.4,
 		},
 		{
 			// The commit of wave 1's last iteration: its merge and
 			// suite are due.
 			name: "wave check", graph: restartGraph, concurrency: 2,
-			crashAt: func(r api.Run) bool { return r.Merged == 0 && taskIs(r, "a", api.TaskDone, 1) && taskIs(r, "b", api.TaskDone, 1) },
-			state:   api.RunDone, runs: map[string]int{"a 1": 1, "b 1": 1, "c 1": 1}, merged: []string{"a", "b", "c"}, cost: 0.3,
+			crashAt: func(r api.Run) bool {
+				return r.Merged == 0 && taskIs(r, "a", api.TaskDone, 1) && taskIs(r, "b", api.TaskDone, 1)
+			},
+			state: api.RunDone, runs: map[string]int{"a 1": 1, "b 1": 1, "c 1": 1}, merged: []string{"a", "b", "c"}, suites: 2, cost: 0.3,
 		},
 		{
 			// The commit of wave 1's checkpoint: wave 2 is due to start.
 			name: "next wave starts", graph: restartGraph, concurrency: 2,
 			crashAt: func(r api.Run) bool { return r.Merged == 1 },
-			state:   api.RunDone, runs: map[string]int{"a 1": 1, "b 1": 1, "c 1": 1}, merged: []string{"a", "b", "c"}, cost: 0.3,
+			state:   api.RunDone, runs: map[string]int{"a 1": 1, "b 1": 1, "c 1": 1}, merged: []string{"a", "b", "c"}, suites: 2, cost: 0.3,
+		},
+		{
+			// The commit of wave 1's checkpoint is lost: its merge and
+			// suite ran, and are due again.
+			name: "wave check done, its commit lost", graph: restartGraph, concurrency: 2,
+			crashAt: func(r api.Run) bool { return r.Merged == 1 }, before: true,
+			state: api.RunDone, runs: map[string]int{"a 1": 1, "b 1": 1, "c 1": 1}, merged: []string{"a", "b", "c"}, suites: 3, cost: 0.3,
 		},
 		{
 			// The commit of the progress that spent a's budget: its
@@ -291,7 +313,7 @@ func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 			if tc.opts != nil {
 				tc.opts(&opts)
 			}
-			crash := &crashingRunStore{crashAt: tc.crashAt, crashed: make(chan api.Run, 1)}
+			crash := &crashingRunStore{crashAt: tc.crashAt, before: tc.before, crashed: make(chan api.Run, 1)}
 			first := f.start(func(s RunStore) RunStore { crash.RunStore = s; return crash })
 			// The asker of a start the crash cuts short gets no answer.
 			first.system.Root.Request(first.pid, &StartRun{Request: api.StartRunRequest{File: "g.yaml", Graph: tc.graph, Options: opts}})
@@ -312,7 +334,7 @@ func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 			if err != nil || !found {
 				t.Fatalf("the crashed run is not stored: %v", err)
 			}
-			if !stored.UpdatedAt.Equal(crashed.UpdatedAt) || stored.State != api.RunRunning {
+			if stored.UpdatedAt.Equal(crashed.UpdatedAt) == tc.before || stored.State != api.RunRunning {
 				t.Fatalf("the stored run is not the one committed before the crash: %+v", stored)
 			}
 			res, err := second.system.Root.RequestFuture(second.pid, &ResumeRun{ID: crashed.ID}, testTimeout).Result()
@@ -328,7 +350,7 @@ func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 			if worked := stored.UpdatedAt.Sub(stored.ResumedAt); resumed.Run.WorkedBefore != worked {
 				t.Errorf("the resumed run worked %s before, want %s", resumed.Run.WorkedBefore, worked)
 			}
-			if resumed.Run.CostUSD != crashed.CostUSD {
+			if resumed.Run.CostUSD != stored.CostUSD {
 				t.Errorf("the resumed run cost $%v, the crashed one $%v", resumed.Run.CostUSD, crashed.CostUSD)
 			}
 
@@ -350,6 +372,9 @@ func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 				if task.State != want {
 					t.Errorf("task %s is %s, want %s: %s", task.ID, task.State, want, task.Error)
 				}
+			}
+			if n := f.lines("suite-log"); n != tc.suites {
+				t.Errorf("the suite ran %d times, want %d", n, tc.suites)
 			}
 			if got := f.agentRuns(); fmt.Sprint(got) != fmt.Sprint(tc.runs) {
 				t.Errorf("the agent ran %v, want %v (task and iteration)", got, tc.runs)
