@@ -126,6 +126,15 @@ func (st *stepper) advance() {
 		}
 		switch t.State {
 		case api.TaskPending:
+			// A task whose budget was spent while its agent ran, and
+			// whose iteration a crash cut short before it could fail the
+			// task, fails now as that iteration's end would have: no
+			// agent of it runs again.
+			if why := TaskBudgetSpent(tmpl, r.Options, TaskClock(*t, r.ResumedAt), st.now, t.CostUSD-t.BudgetFromUSD); why != "" {
+				t.State, t.Error, t.EndedAt = api.TaskFailed, outOfBudget(tmpl, why, t.Iteration, t.Feedback), st.now
+				failed = append(failed, t)
+				break
+			}
 			pending = append(pending, t)
 		case api.TaskFailed, api.TaskNeedsReview:
 			failed = append(failed, t)
@@ -291,7 +300,7 @@ func (st *stepper) iterationDone(m IterationDone) {
 	case st.s.Stop != "":
 		failWith(say(tmpl, templates.RunTaskStopped, map[string]string{"reason": st.s.Stop}))
 	case taskBudget != "":
-		failWith(say(tmpl, templates.RunTaskOutOfBudget, map[string]string{"budget": taskBudget, "iterations": iterations, "last": firstLine(feedback)}))
+		failWith(outOfBudget(tmpl, taskBudget, t.Iteration, feedback))
 	case m.Err != nil:
 		// drover's own trouble: more iterations would meet it again.
 		failWith(m.Err.Error())
@@ -303,6 +312,16 @@ func (st *stepper) iterationDone(m IterationDone) {
 	default:
 		t.State, t.Feedback = api.TaskPending, feedback
 	}
+}
+
+// outOfBudget is the error of a task whose budget (why) is spent after
+// iterations, the last of which ended with feedback; an iteration a crash
+// cut short has none to tell.
+func outOfBudget(tmpl templates.Set, why string, iterations int, feedback string) string {
+	if feedback == "" {
+		return why
+	}
+	return say(tmpl, templates.RunTaskOutOfBudget, map[string]string{"budget": why, "iterations": strconv.Itoa(iterations), "last": firstLine(feedback)})
 }
 
 // waveChecked applies a wave's merge and suite to the run.

@@ -359,3 +359,56 @@ func TestStepRunTimeBudget(t *testing.T) {
 		t.Errorf("run %s: %q", s.Run.State, s.Run.Report)
 	}
 }
+
+// A supervisor that died after the commit that spent a task's budget,
+// before its agent was ended and its iteration failed the task: the
+// resumed run fails the task as that iteration's end would have, and
+// starts no agent of it again.
+func TestStepFailsTaskACrashLeftOutOfBudget(t *testing.T) {
+	cases := []struct {
+		name   string
+		opts   api.RunOptions
+		before func(State) State
+		err    string
+	}{
+		{
+			name: "dollars", opts: api.RunOptions{TaskMaxUSD: 1},
+			before: func(s State) State {
+				s, _, eff := step(t, s, AgentProgress{Task: "a", Iteration: 1, Progress: Progress{CostUSD: 1.2}}, facts(t, false), t0.Add(time.Minute))
+				if !reflect.DeepEqual(eff, []Effect{EndIteration{Task: "a"}}) {
+					t.Fatalf("the progress that spends the budget: %v", eff)
+				}
+				return s
+			},
+			err: "the task budget of $1.00 (--task-max-usd) is spent: its agents cost $1.20",
+		},
+		{
+			name: "minutes", opts: api.RunOptions{TaskMaxMinutes: 30},
+			before: func(s State) State {
+				// A heartbeat's commit, the task's minutes spent.
+				s.Run.UpdatedAt = t0.Add(31 * time.Minute)
+				return s
+			},
+			err: "the task budget of 30 minutes (--task-max-minutes) is spent: 31m0s elapsed",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := facts(t, false)
+			s, _, _ := step(t, fresh(t, c.opts), Begin{}, f, t0)
+			stored := c.before(s).Run // committed; then the crash
+			later := t0.Add(time.Hour)
+			rs := Restore(Resume(stored, later), later)
+			rs, d, eff := step(t, rs, Begin{}, f, later)
+			a := rs.Task("a")
+			if a.State != api.TaskFailed || a.Error != c.err || a.Runs != 1 {
+				t.Errorf("task a after the restart: %s %q, %d runs; want failed with %q after 1 run", a.State, a.Error, a.Runs, c.err)
+			}
+			// The wave cannot be merged any more: c, cut short too, is
+			// not worked again, and the run fails saying why.
+			if len(eff) != 0 || !d.Finished || rs.Run.State != api.RunFailed || !strings.Contains(rs.Run.Report, "- task a is failed: "+c.err) {
+				t.Errorf("after the restart: effects %v, finished %v, run %s %q", eff, d.Finished, rs.Run.State, rs.Run.Report)
+			}
+		})
+	}
+}
