@@ -283,7 +283,7 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 	}
 	switch m.Event {
 	case hook.SessionStart, hook.PreCompact:
-		if m.Event == hook.SessionStart && m.Input.Source != "compact" && m.Input.Source != "resume" {
+		if m.Event == hook.SessionStart && !m.Input.Resumed() {
 			return d, false, nil
 		}
 		text, err := loop.Snapshot(a.loopSession(), a.loopFacts(), tmpl)
