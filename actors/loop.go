@@ -18,6 +18,7 @@ import (
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/tracker"
 	"github.com/drover-dev/drover/internal/transcript"
@@ -139,13 +140,13 @@ func (a *sessionActor) loopFacts() loop.Facts {
 // loopStopFacts are loopFacts with the configuration a Stop decides on.
 func (a *sessionActor) loopStopFacts() loop.StopFacts {
 	cfg := a.env.Config()
-	rules, err := cfg.LoopRules()
+	rules, err := loopconf.Routes(cfg.Loop)
 	if err != nil {
-		// Validate refused it at load; keep the loop going on the defaults.
+		// loopconf.Check refused it at load; keep the loop going on the defaults.
 		rules = router.DefaultRules()
 	}
 	return loop.StopFacts{
-		Facts: a.loopFacts(), Thresholds: cfg.Thresholds(), Rules: rules,
+		Facts: a.loopFacts(), Thresholds: loopconf.Thresholds(cfg.Loop), Rules: rules,
 		CheckCommand: cfg.Loop.CheckCommand, CheckTimeout: cfg.Loop.CheckTimeout, MetricCommands: cfg.MetricCommandList(),
 	}
 }
@@ -282,7 +283,7 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 	}
 	switch m.Event {
 	case hook.SessionStart, hook.PreCompact:
-		if m.Event == hook.SessionStart && m.Input.Source != "compact" && m.Input.Source != "resume" {
+		if m.Event == hook.SessionStart && !m.Input.Resumed() {
 			return d, false, nil
 		}
 		text, err := loop.Snapshot(a.loopSession(), a.loopFacts(), tmpl)

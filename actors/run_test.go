@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/internal/workflow/run"
@@ -392,8 +393,8 @@ func TestRunSettingsUseTheLoopThresholds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if set.Thresholds != cfg.Thresholds() || set.Thresholds.SuccessPassRate != 0.8 || set.Thresholds.MinImprovement != 0.1 {
-		t.Errorf("thresholds %+v, want the loop's %+v", set.Thresholds, cfg.Thresholds())
+	if set.Thresholds != loopconf.Thresholds(cfg.Loop) || set.Thresholds.SuccessPassRate != 0.8 || set.Thresholds.MinImprovement != 0.1 {
+		t.Errorf("thresholds %+v, want the loop's %+v", set.Thresholds, loopconf.Thresholds(cfg.Loop))
 	}
 }
 

@@ -309,7 +309,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 		d.Text, err = queue.CompactContext(a.rec.Queue, f, tmpl)
 		return d, false, err
 	case hook.SessionStart:
-		if m.Input.Source != "compact" && m.Input.Source != "resume" {
+		if !m.Input.Resumed() {
 			return d, false, nil
 		}
 		f, err := a.facts(ctx, false, "")

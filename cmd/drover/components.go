@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/transcript"
 	"github.com/drover-dev/drover/router"
 )
@@ -99,7 +100,7 @@ is written. The thresholds are the project's loop.* configuration.`,
 			if err != nil {
 				return err
 			}
-			r, ok := convergence.Reflect(it, m, prior, cfg.Thresholds())
+			r, ok := convergence.Reflect(it, m, prior, loopconf.Thresholds(cfg.Loop))
 			if !ok {
 				fmt.Fprintf(a.stdout, "iteration %d is low-signal (%d tool calls): no reflection written\n", st.Iteration, it.ToolCalls)
 				return nil
@@ -165,7 +166,7 @@ require_lint_clean, plateau_window, thrash_repeats).`,
 			status, reason := convergence.Classify(history, convergence.Budget{
 				MaxIterations: st.MaxIterations, MaxMinutes: st.MaxMinutes, MaxUSD: st.MaxUSD,
 				Iteration: st.Iteration, Elapsed: time.Duration(st.ElapsedSec * float64(time.Second)), CostUSD: st.CostUSD,
-			}, cfg.Thresholds())
+			}, loopconf.Thresholds(cfg.Loop))
 			return writeJSONFile(outPath, map[string]string{"status": string(status), "reason": reason})
 		},
 	}
@@ -210,7 +211,7 @@ func (a *app) projectConfig(root string) (config.Config, error) {
 	if err != nil {
 		return config.Config{}, err
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(cfg.Validate(), loopconf.Check(cfg.Loop)); err != nil {
 		return config.Config{}, err
 	}
 	return cfg, nil
@@ -245,7 +246,7 @@ other unknown value is an error naming its field.`,
 			if err != nil {
 				return err
 			}
-			rules, err := cfg.LoopRules()
+			rules, err := loopconf.Routes(cfg.Loop)
 			if err != nil {
 				return fmt.Errorf("loop.routes: %w", err)
 			}

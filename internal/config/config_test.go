@@ -255,9 +255,6 @@ func TestValidate(t *testing.T) {
 		{"task budget", func(c *Config) { c.Run.TaskMaxUSD = "2.5" }, ""},
 		{"task budget not a number", func(c *Config) { c.Run.TaskMaxUSD = "lots" }, "run.task_max_usd"},
 		{"negative task budget", func(c *Config) { c.Run.TaskMaxUSD = "-1" }, "run.task_max_usd"},
-		{"custom routes", func(c *Config) { c.Loop.Routes = "status=thrashing -> architect; anything -> developer" }, ""},
-		{"routes without a catch-all", func(c *Config) { c.Loop.Routes = "status=thrashing -> architect" }, "loop.routes"},
-		{"routes with a typo", func(c *Config) { c.Loop.Routes = "stats=thrashing -> architect; anything -> developer" }, "loop.routes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

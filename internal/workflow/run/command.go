@@ -12,6 +12,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/argsplit"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/reviewer"
 )
@@ -91,11 +92,11 @@ func Options(o api.RunOptions, c config.Run) (api.RunOptions, error) {
 // options: the loop's routing rules and convergence thresholds, built as a
 // loop builds them, and the reviewer's models.
 func NewSettings(cfg config.Config, o api.RunOptions) (Settings, error) {
-	rules, err := cfg.LoopRules()
+	rules, err := loopconf.Routes(cfg.Loop)
 	if err != nil {
 		return Settings{}, fmt.Errorf("loop.routes: %w", err)
 	}
-	set := Settings{Rules: rules, Thresholds: cfg.Thresholds(), Review: !o.NoReview}
+	set := Settings{Rules: rules, Thresholds: loopconf.Thresholds(cfg.Loop), Review: !o.NoReview}
 	if set.Review {
 		set.Models = cfg.ReviewModels()
 		if len(set.Models) == 0 {

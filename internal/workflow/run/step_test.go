@@ -10,6 +10,7 @@ import (
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/router"
 )
@@ -207,8 +208,8 @@ func TestStepUsesTheLoopThresholds(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if set.Thresholds != cfg.Thresholds() {
-			t.Errorf("thresholds %+v, want the loop's %+v", set.Thresholds, cfg.Thresholds())
+		if set.Thresholds != loopconf.Thresholds(cfg.Loop) {
+			t.Errorf("thresholds %+v, want the loop's %+v", set.Thresholds, loopconf.Thresholds(cfg.Loop))
 		}
 		f := Facts{Settings: set, Templates: tmpl}
 		s, _, _ := step(t, fresh(t, api.RunOptions{}), Begin{}, f, t0)
