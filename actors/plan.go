@@ -174,8 +174,9 @@ func (a *sessionActor) planVerb(actx actor.Context, ctx context.Context, verb st
 		return st, nil
 	case "wait":
 		// A review in flight that nothing runs (its start failed, or
-		// was lost) runs again here: the agent was told to wait for it.
-		if s := a.rec.Plan; s.Review != nil && s.Review.Answered == nil && !a.reviewRunning(s) {
+		// was lost) runs again here, and an answered one whose
+		// application failed is applied: the agent was told to wait.
+		if s := a.rec.Plan; s.Review != nil && !a.reviewRunning(s) {
 			a.resumePlan(actx)
 		}
 		return a.planStatus(""), nil

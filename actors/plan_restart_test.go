@@ -18,13 +18,21 @@ import (
 // crashOnSave saves, and then fails the session actor as a crash would
 // when the saved record is the one crashAt picks (once armed, once): the
 // record is committed, and none of its effects ran.
+// With failAt armed instead, the save that it picks fails, once, as a
+// full disk would.
 type crashOnSave struct {
 	Store
-	crashAt atomic.Pointer[func(session.Record) bool]
-	crashes atomic.Int32
+	crashAt  atomic.Pointer[func(session.Record) bool]
+	failAt   atomic.Pointer[func(session.Record) bool]
+	crashes  atomic.Int32
+	failures atomic.Int32
 }
 
 func (c *crashOnSave) Save(ctx context.Context, rec session.Record) error {
+	if p := c.failAt.Load(); p != nil && (*p)(rec) && c.failAt.CompareAndSwap(p, nil) {
+		c.failures.Add(1)
+		return errors.New("disk full")
+	}
 	if err := c.Store.Save(ctx, rec); err != nil {
 		return err
 	}
@@ -188,4 +196,38 @@ func TestPlanFilesSurviveACrashAfterTheCommit(t *testing.T) {
 			t.Fatalf("the restarted session did not rewrite state.json:\n%s", data)
 		}
 	})
+}
+
+// TestPlanWaitAppliesAnAnswerWhoseCommitFailed: the commit that applies a
+// review's answer fails (the store is full for a moment). Nothing runs the
+// review again; `drover plan wait`, which the agent is told to run, writes
+// the review file again and applies the answer.
+func TestPlanWaitAppliesAnAnswerWhoseCommitFailed(t *testing.T) {
+	f, store := newPlanCrashFixture(t)
+	const sid = "plan-full"
+	f.write("demo", "plan.md", "# Demo\n")
+	f.mustPlan(sid, "new", api.PlanArgs{PlanID: "demo"})
+	at := reviewApplied
+	store.failAt.Store(&at)
+	if r := f.stop(sid, "stop-1"); !r.Output.IsBlock() {
+		t.Fatalf("the stop did not start the review: %+v", r)
+	}
+	if !eventually.Holds(testTimeout, func() bool {
+		return store.failures.Load() == 1 && reviewAnswered(f.storedPlan(sid))
+	}) {
+		t.Fatalf("the answer was not left recorded after the failed commit: %+v", f.storedPlan(sid).Plan)
+	}
+	if r := f.stop(sid, "stop-2"); !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "drover plan wait") {
+		t.Errorf("a stop while the answer waits: %+v, want to wait", r)
+	}
+	f.waitReview(sid)
+	if rec := f.storedPlan(sid); rec.Plan.Review != nil || rec.Plan.Iteration != 1 {
+		t.Fatalf("wait did not apply the answer: %+v", rec.Plan)
+	}
+	if n, runs := f.fakeFile("count"), f.runLines("demo"); n != "1" || runs != 1 {
+		t.Errorf("%s reviewer runs, %d logged, want 1 and 1", n, runs)
+	}
+	if r := f.stop(sid, "stop-3"); !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "plan-review-1.md") {
+		t.Errorf("the stop after wait: %+v, want the post-review block", r)
+	}
 }

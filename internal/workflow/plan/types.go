@@ -238,7 +238,9 @@ type Facts struct {
 	View []byte
 
 	// Review is the answer of a reviewer that finished since the last
-	// decision, if any; ReviewInFlight is true while one still runs.
+	// decision, if any, for Stop to apply at once (the actor hands answers
+	// to ReviewAnswered instead, to write the review file before applying
+	// it); ReviewInFlight is true while the reviewer still runs.
 	Review         *ReviewOutcome
 	ReviewInFlight bool
 
