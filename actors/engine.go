@@ -130,7 +130,7 @@ func (a *sessionActor) execute(actx actor.Context, effects []effect) {
 		case loop.Effect:
 			a.loopEffect(actx, e)
 		case plan.Effect:
-			a.applyPlanEffects(actx, []plan.Effect{e})
+			a.planEffect(actx, e)
 		default:
 			a.log.Error("unknown effect", zap.String("type", fmt.Sprintf("%T", e)))
 		}
@@ -151,22 +151,35 @@ func asEffects[E any](es []E) []effect {
 // failure, a new supervisor): what was committed but whose effects may not
 // have run.
 func (a *sessionActor) resume(actx actor.Context) {
-	if a.loadErr != nil || !a.found || a.rec.Workflow != session.Loop {
+	if a.loadErr != nil || !a.found {
 		return
 	}
-	tmpl, err := a.env.Templates()
-	if err != nil {
-		a.log.Warn("loading templates; pending loop effects wait for the next event", zap.Error(err))
-		return
+	switch a.rec.Workflow {
+	case session.Loop:
+		tmpl, err := a.env.Templates()
+		if err != nil {
+			a.log.Warn("loading templates; pending loop effects wait for the next event", zap.Error(err))
+			return
+		}
+		effects := loop.Pending(a.loopSession(), a.loopStopFacts(), tmpl)
+		a.execute(actx, asEffects(effects))
+	case session.Plan:
+		a.resumePlan(actx)
 	}
-	effects := loop.Pending(a.loopSession(), a.loopStopFacts(), tmpl)
-	a.execute(actx, asEffects(effects))
 }
 
-// The background work (checks, metric commands, checkpoint reviews) runs in
-// child actors of the session actor: a workActor runs one job outside the
-// session's mailbox, and its result comes back to the session as a
-// workDone message, which the session turns into the workflow's event.
+// busy reports whether background work runs (a loop's checks, metric
+// commands or checkpoint, a plan's review): the actor is not passivated
+// meanwhile, or the work would be cut short.
+func (a *sessionActor) busy() bool {
+	return a.loop.busy() || a.plan.run != nil
+}
+
+// The background work (checks, metric commands, checkpoint reviews, plan
+// reviews) runs in child actors of the session actor: a workActor runs one
+// job outside the session's mailbox, and its result comes back to the
+// session as a workDone message, which the session turns into the
+// workflow's event.
 
 // workDone is what a work child sends its parent when its job returned.
 type workDone struct {

@@ -18,34 +18,32 @@ import (
 )
 
 // The plan workflow in the session actor: a shell around the rules of
-// internal/workflow/plan. Each hook and each `drover plan` command gathers
-// its facts (the plan folder, git), calls the core, commits the new state
-// through the actor's one save site, then performs the core's effects
-// (plan_review.go, plan_files.go) and answers:
+// internal/workflow/plan, on the engine (engine.go). Each hook and each
+// `drover plan` command gathers its facts (the plan folder, git), calls the
+// core, commits the new state through the actor's one save site, answers,
+// and then performs the core's effects (plan_review.go, plan_files.go):
 //
-//   - A review runs in a child actor (reviewActor) whose goroutine runs the
-//     reviewer process, so the session's mailbox stays free: status, stop
-//     and other hooks are answered while a review takes minutes. The child
-//     is stopped with the session actor (shutdown, passivation, restart after
-//     a failure), and stopping it kills the reviewer's process group.
-//   - The reviewer's answer comes back as a reviewDone message. It is applied
-//     at once (plan.Stop with the answer as a fact), the new state is saved,
-//     the review file written, and the hook answer the rules gave is saved
-//     with the state for the next Stop, which gives it as it is.
-//   - The review in flight is part of the saved state. After a crash or a
-//     restart it is run again, with the same iteration and model, by the
-//     next Stop hook or `drover plan wait`, whichever comes first.
+//   - A review runs in a work child of the engine, so the session's mailbox
+//     stays free: status, stop and other hooks are answered while a review
+//     takes minutes. The child is stopped with the session actor (shutdown,
+//     passivation, restart after a failure), and stopping it kills the
+//     reviewer's process group.
+//   - The reviewer's answer comes back as a message and is committed before
+//     its review file is written; how the write went comes back as a second
+//     message, whose decision applies the answer and saves the hook answer
+//     the rules gave for the next Stop, which gives it as it is.
+//   - The review in flight is part of the committed state. When the actor
+//     starts (after a crash, a restart or a passivation) the engine's resume
+//     re-derives what the state waits for (plan.Pending): a review with no
+//     process runs again with the same iteration and model, an answered
+//     one has its file written again and is not run again.
 
 // planRuntime is the plan workflow's in-memory state of one session actor:
-// what cannot be saved (a process, a cancel func) or need not be.
+// what cannot be saved (a child actor) or need not be.
 type planRuntime struct {
 	seq uint64
 	// run is the reviewer running now, nil when none.
 	run *reviewRun
-	// last is the last finished run, for status.
-	last *api.PlanReviewRun
-	// idleOff is true while the receive timeout is off for a review.
-	idleOff bool
 }
 
 // planMessage handles the plan workflow's background results; it reports
@@ -53,13 +51,21 @@ type planRuntime struct {
 // not handled, so that the loop workflow sees it too.
 func (a *sessionActor) planMessage(actx actor.Context, msg any) bool {
 	switch m := msg.(type) {
-	case *reviewDone:
-		a.reviewDone(actx, m)
+	case *workDone:
+		r, ok := m.result.(*reviewResult)
+		if !ok {
+			return false
+		}
+		actx.Stop(m.child)
+		a.reviewAnswered(actx, m.child, r)
+		return true
+	case *reviewFiled:
+		a.reviewFiled(actx, m)
 		return true
 	case *actor.Stopping:
-		// The child is stopped with this actor, which kills the
-		// reviewer; cancelling first makes that quick.
-		a.cancelReview()
+		// The review child is stopped with this actor, which kills the
+		// reviewer.
+		a.plan.run = nil
 	}
 	return false
 }
@@ -167,9 +173,12 @@ func (a *sessionActor) planVerb(actx actor.Context, ctx context.Context, verb st
 		}
 		return st, nil
 	case "wait":
-		// The persisted review in flight runs again here after a
-		// restart: the agent was told to wait for it.
-		a.ensureReview(actx, ctx)
+		// A review in flight that nothing runs (its start failed, or
+		// was lost) runs again here, and an answered one whose
+		// application failed is applied: the agent was told to wait.
+		if s := a.rec.Plan; s.Review != nil && !a.reviewRunning(s) {
+			a.resumePlan(actx)
+		}
 		return a.planStatus(""), nil
 	case "new":
 		return a.newPlan(actx, ctx, args)
@@ -196,21 +205,21 @@ func (a *sessionActor) planDecide(actx actor.Context, ctx context.Context, verb 
 		return api.PlanStatus{}, planErr(err)
 	}
 	if d.Changed {
-		if err := a.commitPlan(ctx, next, verb == "new"); err != nil {
+		if err := a.commitThen(actx, ctx, a.planRecord(next, verb == "new"), asEffects(effects)); err != nil {
 			return api.PlanStatus{}, err
 		}
+	} else {
+		a.execute(actx, asEffects(effects))
 	}
-	a.applyPlanEffects(actx, effects)
-	a.writePlanView()
 	st := a.planStatus(d.Message)
 	st.Action, st.Task, st.File = d.Route.Action, d.Route.Task, d.Route.File
 	return st, nil
 }
 
-// commitPlan commits the session's record with plan state s, through the
-// actor's one save site. A plan started or taken up (take) makes the
-// session a plan session; other changes leave its workflow alone.
-func (a *sessionActor) commitPlan(ctx context.Context, s plan.State, take bool) error {
+// planRecord is the session's record with plan state s. A plan started or
+// taken up (take) makes the session a plan session; other changes leave
+// its workflow alone.
+func (a *sessionActor) planRecord(s plan.State, take bool) session.Record {
 	rec := a.rec
 	rec.Plan = s
 	if take {
@@ -219,7 +228,7 @@ func (a *sessionActor) commitPlan(ctx context.Context, s plan.State, take bool) 
 			rec.CreatedAt = a.env.now()
 		}
 	}
-	return a.commitEvent(ctx, rec)
+	return rec
 }
 
 // newPlan is `drover plan new ID`.
@@ -269,10 +278,9 @@ func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, arg
 		if err != nil {
 			return api.PlanStatus{}, planErr(err)
 		}
-		if err := a.commitPlan(ctx, next, true); err != nil {
+		if err := a.commitThen(actx, ctx, a.planRecord(next, true), asEffects(effects)); err != nil {
 			return api.PlanStatus{}, err
 		}
-		a.applyPlanEffects(actx, effects)
 		note = d.Message + "\n"
 	}
 	st, err := a.planDecide(actx, ctx, "continue", args, a.rec.Plan.PlanID, needWork)
@@ -307,7 +315,6 @@ func (a *sessionActor) verbTemplates() templates.Set {
 func (a *sessionActor) planStatus(msg string) api.PlanStatus {
 	s := a.rec.Plan
 	st := plan.Status(s, a.configFacts(s.PlanID), msg)
-	st.LastReview = a.plan.last
 	if st.Review != nil && a.reviewRunning(s) {
 		st.Review.Running, st.Review.StartedAt = true, a.plan.run.started
 	}
@@ -332,10 +339,10 @@ func (a *sessionActor) otherWorkflow() error {
 // planStopCommand is `drover stop` for a session that runs a plan: the
 // review loop ends, and a review in flight is cancelled (its process group
 // killed).
-func (a *sessionActor) planStopCommand() *CommandResult {
+func (a *sessionActor) planStopCommand(actx actor.Context) *CommandResult {
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
-	st, err := a.planDecide(nil, ctx, "stop-reviews", api.PlanArgs{}, a.rec.Plan.PlanID, 0)
+	st, err := a.planDecide(actx, ctx, "stop-reviews", api.PlanArgs{}, a.rec.Plan.PlanID, 0)
 	if err != nil {
 		return &CommandResult{Err: err}
 	}

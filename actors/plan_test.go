@@ -70,6 +70,13 @@ func newPlanFixture(t *testing.T) *planFixture {
 
 func newPlanFixtureOpts(t *testing.T, opts SessionsOptions, mods ...func(*config.Config)) *planFixture {
 	t.Helper()
+	return newPlanFixtureEnv(t, opts, nil, mods...)
+}
+
+// newPlanFixtureEnv is newPlanFixtureOpts with envMod, when not nil,
+// adjusting the session actors' Env (after the fixture's store is set).
+func newPlanFixtureEnv(t *testing.T, opts SessionsOptions, envMod func(*Env), mods ...func(*config.Config)) *planFixture {
+	t.Helper()
 	f := &fixture{t: t, root: t.TempDir()}
 	fake := t.TempDir()
 	script := filepath.Join(fake, "fake-reviewer")
@@ -96,6 +103,9 @@ func newPlanFixtureOpts(t *testing.T, opts SessionsOptions, mods ...func(*config
 		Templates:   func() (templates.Set, error) { return templates.Defaults(), nil },
 		Dirty:       func(context.Context, string) (bool, []string, error) { return false, nil, nil },
 		Reviewers:   reviewer.NewLimiter(2),
+	}
+	if envMod != nil {
+		envMod(&env)
 	}
 	f.system = actor.NewActorSystem()
 	pid, err := f.system.Root.SpawnNamed(NewSessionsProps(env, opts), "sessions")

@@ -109,8 +109,11 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 			a.inflight = nil
 		}
 	case *actor.ReceiveTimeout:
-		if a.loop.busy() {
-			// Passivating would cut the loop's background work short.
+		if a.busy() {
+			// Passivating would cut the background work short. A
+			// timeout that fired is off: set it again, so that the
+			// actor is passivated once the work is done.
+			ctx.SetReceiveTimeout(a.idle)
 			return
 		}
 		ctx.Send(ctx.Parent(), &passivate{sessionID: a.id})
@@ -368,7 +371,7 @@ func (a *sessionActor) command(actx actor.Context, m *Command) *CommandResult {
 	// unstick must not silently take over a running loop or plan.
 	switch {
 	case m.Verb == "stop" && a.rec.Workflow == session.Plan:
-		return a.planStopCommand()
+		return a.planStopCommand(actx)
 	case m.Verb == "stop" && a.rec.Workflow == session.Loop:
 		res := a.loopCommand(actx, &WorkflowCommand{Workflow: string(session.Loop), Verb: "cancel"})
 		if res.Err != nil {

@@ -131,9 +131,10 @@ func reviewing(s State, f Facts, t templates.Set) (decision, error) {
 		return apply(s, f, t, *o)
 	}
 	d := decision{state: s}
-	if !f.ReviewInFlight {
+	if !f.ReviewInFlight && r.Answered == nil {
 		// Started before a restart and lost: run it again, with the same
-		// iteration and model.
+		// iteration and model. An answered review is not: its answer is
+		// applied once its review file is written (ReviewFiled).
 		sr, err := startEffect(s, f, t, r)
 		if err != nil {
 			return d, err

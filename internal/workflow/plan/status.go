@@ -7,8 +7,8 @@ import (
 
 // Status describes s, the plan of session f.SessionID, for `drover plan
 // status` and the answer of every plan command, with msg as its message.
-// What only the caller knows (the review running now, the last reviewer
-// run, the totals of the run log) it fills in itself.
+// What only the caller knows (whether the review runs now, the totals of
+// the run log) it fills in itself.
 func Status(s State, f Facts, msg string) api.PlanStatus {
 	st := api.PlanStatus{SessionID: f.SessionID, Message: msg}
 	if s.PlanID == "" {
@@ -32,6 +32,7 @@ func Status(s State, f Facts, msg string) api.PlanStatus {
 		st.ReviewRunning = true
 		st.Review = &api.PlanReview{Kind: string(r.Kind), Iteration: r.Iteration, Model: r.Model, Task: r.Task}
 	}
+	st.LastReview = s.LastRun
 	st.Cycle = s.Ledger.Cycle
 	st.OpenFindings = len(s.Ledger.Open())
 	return st
