@@ -4,6 +4,7 @@ import (
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/transcript"
+	"github.com/drover-dev/drover/internal/workflow/run"
 )
 
 // agentMeter follows what one agent process has spent and done, from its
@@ -62,8 +63,8 @@ func (m *agentMeter) add(ev agentrun.Event) bool {
 }
 
 // progress is what the meter has seen, as the run actor counts it.
-func (m *agentMeter) progress() agentProgress {
-	return agentProgress{costUSD: m.cost(), toolCalls: m.toolCalls, finished: m.sawResult}
+func (m *agentMeter) progress() run.Progress {
+	return run.Progress{CostUSD: m.cost(), ToolCalls: m.toolCalls, Finished: m.sawResult}
 }
 
 // cost is what the agent has cost so far: its result line's total once

@@ -14,6 +14,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/templates"
 )
 
 func (f *planFixture) loop(id, verb string, args any) api.LoopStatus {
@@ -149,7 +150,7 @@ func TestConsensusTextWithoutAVerdict(t *testing.T) {
 			[]string{"After iteration 4: FAIL (0 pass, 1 fail, 1 reviewer run(s) failed)", "parser.go:3 (sonnet): unicode letters are rejected"}, []string{"no review"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := consensusText(4, tc.c, tc.results)
+			got := consensusText(templates.Defaults(), 4, tc.c, tc.results)
 			for _, w := range tc.want {
 				if !strings.Contains(got, w) {
 					t.Errorf("consensus lacks %q:\n%s", w, got)

@@ -4,8 +4,88 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/workflow/loop"
+	"github.com/drover-dev/drover/internal/workflow/plan"
+	"github.com/drover-dev/drover/templates"
 )
+
+// The session actor's engine: every event is handled as gather facts, call
+// the workflow's pure decision, commit the record it returns (the one save
+// site below), answer, and only then execute the decision's effects, which
+// are data (a loop.Effect or a plan.Effect). An effect never runs before
+// its commit, so a crash can lose an effect but never do one for a state
+// that was not saved; and because effects are idempotent, resume re-derives
+// the lost ones from the stored record when the actor starts again.
+
+// effect is one thing a decision asks for once its record is committed: a
+// loop.Effect or a plan.Effect.
+type effect any
+
+// onHook is the engine's step for a hook event: decide and commit, answer,
+// then execute the decision's effects.
+func (a *sessionActor) onHook(actx actor.Context, m *HandleHook) {
+	a.begin(actx, m)
+	res, effects := a.handleHook(actx, m)
+	actx.Respond(res)
+	a.inflight = nil
+	a.execute(actx, effects)
+}
+
+// handleHook decides one hook event and commits the decision; it returns
+// the answer and the effects to execute once the answer is sent (none when
+// the commit failed).
+func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) (*HookResult, []effect) {
+	if a.loadErr != nil {
+		// The store could not be read (not a decode problem: that is
+		// quarantined). Try again on this request.
+		a.load()
+		if a.loadErr != nil {
+			return &HookResult{Err: a.loadErr}, nil
+		}
+		a.resume(actx)
+	}
+	if out, ok := a.rec.Lookup(m.RequestID, m.Event); ok {
+		return &HookResult{Output: out, Replayed: true}, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+
+	res, changed, err := a.decide(actx, ctx, m)
+	if err != nil {
+		return &HookResult{Err: err}, nil
+	}
+	if a.notice != "" {
+		res.Output.SystemMessage = joinLines(a.notice, res.Output.SystemMessage)
+		a.notice = ""
+	}
+	if changed {
+		next := res.rec
+		next.Events++
+		next.UpdatedAt = a.env.now()
+		next = next.Remember(m.RequestID, m.Event, res.Output)
+		if err := a.commit(ctx, next); err != nil {
+			// Nothing was committed, so nothing may be decided: let the
+			// agent go on and say why.
+			a.log.Error("saving session", zap.Error(err))
+			return &HookResult{Output: hook.Output{SystemMessage: a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})}}, nil
+		}
+	}
+	return &HookResult{Output: res.Output, Text: res.Text}, res.effects
+}
+
+// decision is a workflow's answer to one hook event: the next record, the
+// output, and the effects to execute once the record is committed.
+type decision struct {
+	rec     session.Record
+	Output  hook.Output
+	Text    string
+	effects []effect
+}
 
 // commit saves rec as the session's state and adopts it. It is the session
 // actor's one save site: every change of the record goes through it, before
@@ -29,4 +109,122 @@ func (a *sessionActor) commitEvent(ctx context.Context, rec session.Record) erro
 		return fmt.Errorf("saving session %s: %w", a.id, err)
 	}
 	return nil
+}
+
+// commitThen commits rec as one event and then executes effects: the step
+// every handler that changes the record ends with (a hook's answer goes
+// between the two, in Receive). Nothing is executed when the commit fails.
+func (a *sessionActor) commitThen(actx actor.Context, ctx context.Context, rec session.Record, effects []effect) error {
+	if err := a.commitEvent(ctx, rec); err != nil {
+		return err
+	}
+	a.execute(actx, effects)
+	return nil
+}
+
+// execute performs the effects of a committed decision, in order. Each is
+// idempotent; one that fails is logged and does not stop the others.
+func (a *sessionActor) execute(actx actor.Context, effects []effect) {
+	for _, e := range effects {
+		switch e := e.(type) {
+		case loop.Effect:
+			a.loopEffect(actx, e)
+		case plan.Effect:
+			a.planEffect(actx, e)
+		default:
+			a.log.Error("unknown effect", zap.String("type", fmt.Sprintf("%T", e)))
+		}
+	}
+}
+
+// asEffects widens a workflow's effects to the engine's.
+func asEffects[E any](es []E) []effect {
+	out := make([]effect, len(es))
+	for i, e := range es {
+		out[i] = e
+	}
+	return out
+}
+
+// resume executes the effects the stored record still waits for, when the
+// actor starts (first use, recovery after passivation, a restart after a
+// failure, a new supervisor): what was committed but whose effects may not
+// have run.
+func (a *sessionActor) resume(actx actor.Context) {
+	if a.loadErr != nil || !a.found {
+		return
+	}
+	switch a.rec.Workflow {
+	case session.Loop:
+		tmpl, err := a.env.Templates()
+		if err != nil {
+			a.log.Warn("loading templates; pending loop effects wait for the next event", zap.Error(err))
+			return
+		}
+		effects := loop.Pending(a.loopSession(), a.loopStopFacts(), tmpl)
+		a.execute(actx, asEffects(effects))
+	case session.Plan:
+		a.resumePlan(actx)
+	}
+}
+
+// busy reports whether background work runs (a loop's checks, metric
+// commands or checkpoint, a plan's review): the actor is not passivated
+// meanwhile, or the work would be cut short.
+func (a *sessionActor) busy() bool {
+	return a.loop.busy() || a.plan.run != nil
+}
+
+// The background work (checks, metric commands, checkpoint reviews, plan
+// reviews) runs in child actors of the session actor: a workActor runs one
+// job outside the session's mailbox, and its result comes back to the
+// session as a workDone message, which the session turns into the
+// workflow's event.
+
+// workDone is what a work child sends its parent when its job returned.
+type workDone struct {
+	child  *actor.PID
+	result any
+}
+
+// workActor runs one job; stopping it cancels the job's context and waits
+// until the job returned (and so its process groups are gone).
+type workActor struct {
+	job    func(ctx context.Context) any
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// spawnWork starts job in a child actor named prefix-<n> and returns it.
+func spawnWork(actx actor.Context, prefix string, job func(ctx context.Context) any) *actor.PID {
+	ctx, cancel := context.WithCancel(context.Background())
+	return actx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
+		return &workActor{job: job, ctx: ctx, cancel: cancel}
+	}), prefix)
+}
+
+// Receive implements actor.Actor.
+func (w *workActor) Receive(actx actor.Context) {
+	switch actx.Message().(type) {
+	case *actor.Started:
+		if w.done != nil {
+			return
+		}
+		w.done = make(chan struct{})
+		system, self, parent := actx.ActorSystem(), actx.Self(), actx.Parent()
+		go func() {
+			defer close(w.done)
+			result := w.job(w.ctx)
+			if w.ctx.Err() != nil {
+				return // stopped: nobody waits for it
+			}
+			system.Root.Send(parent, &workDone{child: self, result: result})
+		}()
+	case *actor.Stopping:
+		w.cancel()
+		if w.done != nil {
+			<-w.done
+		}
+	}
 }

@@ -8,12 +8,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -22,6 +18,7 @@ import (
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/tracker"
 	"github.com/drover-dev/drover/internal/transcript"
@@ -29,21 +26,9 @@ import (
 	"github.com/drover-dev/drover/router"
 )
 
-// checkRun is the project's check command running for one iteration.
-type checkRun struct {
-	iteration int
-	done      bool
-	passed    bool
-	summary   string
-	cancel    context.CancelFunc
-}
-
-// checksDone is sent to the session actor when its check command ends.
-type checksDone struct {
-	iteration int
-	passed    bool
-	summary   string
-}
+// The loop workflow's shell: it gathers the facts of an event, calls the
+// decision in internal/workflow/loop, and hands the record and effects it
+// returns to the engine. The effects themselves are in loopwork.go.
 
 func (a *sessionActor) trackerPath() string { return tracker.Path(a.sessionDir()) }
 
@@ -59,7 +44,19 @@ func (a *sessionActor) loopStatus(msg string) api.LoopStatus {
 	}
 }
 
-func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *WorkflowResult {
+// loopSession is the loop's part of the record.
+func (a *sessionActor) loopSession() loop.Session {
+	r := a.rec
+	return loop.Session{State: r.Loop, History: r.LoopHistory, Reflections: r.LoopReflections, Consensus: r.LoopCheckpoint, Findings: r.LoopFindings}
+}
+
+// withLoop returns rec with s as its loop.
+func withLoop(rec session.Record, s loop.Session) session.Record {
+	rec.Loop, rec.LoopHistory, rec.LoopReflections, rec.LoopCheckpoint, rec.LoopFindings = s.State, s.History, s.Reflections, s.Consensus, s.Findings
+	return rec
+}
+
+func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *WorkflowResult {
 	reply := func(st api.LoopStatus) *WorkflowResult {
 		b, err := json.Marshal(st)
 		return &WorkflowResult{Response: b, Err: err}
@@ -77,16 +74,14 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 		if a.rec.Workflow != session.Loop || !a.rec.Loop.Active {
 			return &WorkflowResult{Err: fmt.Errorf("%w: no loop is running in session %s", ErrBadRequest, a.id)}
 		}
-		rec := a.rec
-		rec.Loop = loop.Cancel(rec.Loop)
-		a.stopChecks()
-		a.stopCheckpoint()
-		a.stopMetrics()
-		if err := a.commitEvent(ctx, rec); err != nil {
+		next, text, effects, err := loop.CancelLoop(a.loopSession(), a.loopFacts(), tmpl)
+		if err != nil {
 			return &WorkflowResult{Err: err}
 		}
-		a.writeTracker(rec.Loop)
-		return reply(a.loopStatus(fmt.Sprintf("[drover] Cancelled the loop of session %s at iteration %d. You may stop now.", a.id, rec.Loop.Iteration)))
+		if err := a.commitThen(actx, ctx, withLoop(a.rec, next), asEffects(effects)); err != nil {
+			return &WorkflowResult{Err: err}
+		}
+		return reply(a.loopStatus(text))
 	case "start":
 		var args api.LoopStartArgs
 		if len(m.Args) > 0 {
@@ -115,34 +110,16 @@ func (a *sessionActor) loopCommand(_ actor.Context, m *WorkflowCommand) *Workflo
 		if err != nil {
 			return &WorkflowResult{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
 		}
-		rec := a.rec
+		next, text, effects, err := loop.Begin(a.loopSession(), st, a.loopFacts(), tmpl)
+		if err != nil {
+			return &WorkflowResult{Err: err}
+		}
+		rec := withLoop(a.rec, next)
 		if rec.CreatedAt.IsZero() {
 			rec.CreatedAt = a.env.now()
 		}
-		rec.Workflow, rec.Loop = session.Loop, st
-		rec.LoopHistory, rec.LoopReflections, rec.LoopCheckpoint, rec.LoopFindings = nil, nil, "", ""
-		f := a.loopFacts()
-		body, err := loop.TrackerBody(st, f, tmpl)
-		if err != nil {
-			return &WorkflowResult{Err: err}
-		}
-		if err := os.MkdirAll(a.sessionDir(), 0o755); err != nil {
-			return &WorkflowResult{Err: fmt.Errorf("creating session folder: %w", err)}
-		}
-		if err := tracker.Write(a.trackerPath(), loop.TrackerView(st, body)); err != nil {
-			return &WorkflowResult{Err: err}
-		}
-		a.setAsideReflections()
-		text, err := loop.StartText(st, f, tmpl)
-		if err != nil {
-			return &WorkflowResult{Err: err}
-		}
-		// The new loop replaces any loop still running: what that one
-		// started goes, or its results would land in this one.
-		a.stopChecks()
-		a.stopCheckpoint()
-		a.stopMetrics()
-		if err := a.commitEvent(ctx, rec); err != nil {
+		rec.Workflow = session.Loop
+		if err := a.commitThen(actx, ctx, rec, asEffects(effects)); err != nil {
 			return &WorkflowResult{Err: err}
 		}
 		return reply(a.loopStatus(text))
@@ -157,6 +134,20 @@ func (a *sessionActor) loopFacts() loop.Facts {
 		SessionID: a.id, TrackerPath: a.trackerPath(), Now: a.env.now(),
 		EndOnConverged: cfg.Loop.EndOnConverged, StuckLimit: cfg.Loop.StuckLimit,
 		ConvergedStreak: cfg.Loop.ConvergedStreak,
+	}
+}
+
+// loopStopFacts are loopFacts with the configuration a Stop decides on.
+func (a *sessionActor) loopStopFacts() loop.StopFacts {
+	cfg := a.env.Config()
+	rules, err := loopconf.Routes(cfg.Loop)
+	if err != nil {
+		// loopconf.Check refused it at load; keep the loop going on the defaults.
+		rules = router.DefaultRules()
+	}
+	return loop.StopFacts{
+		Facts: a.loopFacts(), Thresholds: loopconf.Thresholds(cfg.Loop), Rules: rules,
+		CheckCommand: cfg.Loop.CheckCommand, CheckTimeout: cfg.Loop.CheckTimeout, MetricCommands: cfg.MetricCommandList(),
 	}
 }
 
@@ -204,26 +195,6 @@ func (a *sessionActor) rewriteWithNotes(moved string) bool {
 		return false
 	}
 	return true
-}
-
-// writeTracker mirrors s into the tracker's front matter, keeping the body
-// the agent wrote (or a fresh one).
-func (a *sessionActor) writeTracker(s loop.State) {
-	tr, err := tracker.Read(a.trackerPath())
-	body := tr.Body
-	if err != nil || body == "" {
-		if tmpl, terr := a.env.Templates(); terr == nil {
-			body, _ = loop.TrackerBody(s, a.loopFacts(), tmpl)
-		}
-	}
-	if err := tracker.Write(a.trackerPath(), loop.TrackerView(s, body)); err != nil {
-		a.log.Warn("writing loop tracker", zap.Error(err))
-	}
-}
-
-// thresholds are the convergence thresholds of the configuration in force.
-func (a *sessionActor) thresholds() convergence.Thresholds {
-	return a.env.Config().Thresholds()
 }
 
 // iterationFromTranscript summarizes the iteration that just ended. A
@@ -298,7 +269,9 @@ func notCreated(path string) bool {
 	return errors.Is(err, fs.ErrNotExist)
 }
 
-func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *HandleHook) (decision, bool, error) {
+// decideLoop gathers the facts of a loop session's hook event and calls
+// the loop's decision; the engine commits and executes what it returns.
+func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision, bool, error) {
 	d := decision{rec: a.rec}
 	s := a.rec.Loop
 	if !s.Active {
@@ -310,15 +283,10 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 	}
 	switch m.Event {
 	case hook.SessionStart, hook.PreCompact:
-		if m.Event == hook.SessionStart && m.Input.Source != "compact" && m.Input.Source != "resume" {
+		if m.Event == hook.SessionStart && !m.Input.Resumed() {
 			return d, false, nil
 		}
-		f := a.loopFacts()
-		if n := len(a.rec.LoopReflections); n > 0 {
-			f.Reflection = reflectionLine(a.rec.LoopReflections[n-1])
-		}
-		f.OpenFindings = a.rec.LoopFindings
-		text, err := loop.ContextSnapshot(s, f, tmpl)
+		text, err := loop.Snapshot(a.loopSession(), a.loopFacts(), tmpl)
 		if err != nil || text == "" {
 			return d, false, err
 		}
@@ -333,129 +301,26 @@ func (a *sessionActor) decideLoop(actx actor.Context, ctx context.Context, m *Ha
 		return d, false, nil
 	}
 
-	f := a.loopFacts()
+	f := a.loopStopFacts()
 	f.LastAssistantMessage = m.Input.LastAssistantMessage
-	it, haveTranscript := a.caughtUpIteration(ctx, m.Input.TranscriptPath, m.Input.LastAssistantMessage)
-	if haveTranscript {
-		f.TranscriptLastText = it.LastAssistantText
-		// Caught up only when the turn ended on text: a transcript whose
-		// last event is a tool call or result is still being written, and
-		// its last text is not the final message.
-		f.TranscriptCaughtUp = it.EndsOnText
+	if it, ok := a.caughtUpIteration(ctx, m.Input.TranscriptPath, m.Input.LastAssistantMessage); ok {
+		f.Iteration = &it
 		f.CostUSD = a.loopCost(ctx, m.Input.TranscriptPath, s.StartedAt)
 	}
 	tr, terr := a.readTracker()
 	f.TrackerErr = terr
 	f.TrackerComplete = terr == nil && tr.Complete()
 
-	// The promise is necessary, not sufficient, when checks are asked for:
-	// run them (in the background, never in this mailbox) and answer with
-	// their result at the next stop.
-	cfg := a.env.Config()
-	f.ChecksConfigured = cfg.Loop.CheckCommand != ""
-	claimed := f.TrackerComplete || (f.LastAssistantMessage != nil && loop.PromiseKept(*f.LastAssistantMessage, s.CompletionPromise))
-	if s.RequireChecks && claimed && f.ChecksConfigured {
-		cr := a.loop.checks
-		switch {
-		case cr == nil || cr.iteration != s.Iteration:
-			a.startChecks(actx, s.Iteration, cfg.Loop.CheckCommand, cfg.Loop.CheckTimeout)
-			d.Output = hook.Block(fmt.Sprintf("[drover] Completion claimed; running the project's checks (%s) before accepting it. End your turn again (stop) to get their result.", cfg.Loop.CheckCommand))
-			return d, false, nil
-		case !cr.done:
-			d.Output = hook.Block(fmt.Sprintf("[drover] The checks (%s) are still running. End your turn again (stop) in a moment to get their result.", cfg.Loop.CheckCommand))
-			return d, false, nil
-		default:
-			passed := cr.passed
-			f.ChecksPassed, f.ChecksSummary = &passed, cr.summary
-		}
-	}
-
-	// Metrics, reflection, convergence and routing of the iteration that
-	// just ended.
-	metrics := convergence.UnknownMetrics(s.Iteration)
-	if haveTranscript {
-		metrics = convergence.MetricsFrom(it)
-		metrics.Iteration = s.Iteration
-	}
-	history := appendCapped(a.rec.LoopHistory, metrics, session.MaxHistory)
-	th := a.thresholds()
-	reflections := a.rec.LoopReflections
-	if haveTranscript {
-		if r, ok := convergence.Reflect(it, metrics, reflections, th); ok {
-			r.Iteration = s.Iteration
-			a.writeReflection(r)
-			reflections = appendCapped(reflections, r, session.MaxHistory)
-		}
-	}
-	status, reason := convergence.Classify(history, convergence.Budget{
-		MaxIterations: s.MaxIterations, MaxMinutes: float64(s.MaxMinutes), MaxUSD: s.MaxUSD,
-		Iteration: s.Iteration, Elapsed: a.env.now().Sub(s.StartedAt), CostUSD: max(s.CostUSD, f.CostUSD),
-	}, th)
-	f.Status, f.StatusReason = string(status), reason
-	rules, err := cfg.LoopRules()
-	if err != nil {
-		// Validate refused it at load; keep the loop going on the defaults.
-		rules = router.DefaultRules()
-	}
-	role, _ := router.Route(rules, router.Input{Phase: router.PhaseIterating, LastOutcome: string(routedOutcome(metrics, a.rec.LoopHistory)), Status: string(status)})
-	if role == "" {
-		role = router.Developer
-	}
-	f.Role, f.AgentName = string(role), "drover:"+string(role)
-	if f.RolePrompt, err = tmpl.Render(loop.RoleTemplate(string(role)), map[string]string{"agent_name": f.AgentName}); err != nil {
-		// A user-defined role without a template: the role name alone.
-		f.RolePrompt = ""
-	}
-	if n := len(reflections); n > 0 {
-		f.Reflection = reflectionLine(reflections[n-1])
-	}
-
-	f.CheckpointDue = a.loop.checkpoint != nil
-	f.CheckpointConsensus = a.rec.LoopCheckpoint
-	next, out, err := loop.Stop(s, f, tmpl)
+	next, out, effects, err := loop.OnStop(a.loopSession(), f, tmpl)
 	if err != nil {
 		return d, false, err
 	}
-	if next.Active && next.Iteration > s.Iteration {
-		// The consensus went into this block reason: deliver it once.
-		d.rec.LoopCheckpoint = ""
-	}
-	if next.Active && loop.CheckpointDue(next) && a.loop.checkpoint == nil {
-		if err := a.startCheckpoint(actx, next, string(status), reason); err != nil {
-			a.log.Warn("loop checkpoint not started", zap.Error(err))
-		}
-	}
-	d.rec.Loop = next
-	d.rec.LoopHistory = history
-	d.rec.LoopReflections = reflections
+	d.rec = withLoop(a.rec, next)
 	d.Output = out
-	if !next.Active {
-		a.stopChecks()
-		a.stopCheckpoint()
-		a.stopMetrics()
-	} else if cmds := cfg.MetricCommandList(); len(cmds) > 0 {
-		a.startMetrics(actx, s.Iteration, cmds, cfg.Loop.CheckTimeout)
-	}
-	a.writeTracker(next)
-	a.log.Info("loop decision", zap.Int("iteration", next.Iteration), zap.String("status", string(status)), zap.String("role", string(role)), zap.Bool("active", next.Active))
+	d.effects = asEffects(effects)
+	n := next.State
+	a.log.Info("loop decision", zap.Int("iteration", n.Iteration), zap.String("status", n.LastStatus), zap.String("role", n.LastRole), zap.Bool("active", n.Active))
 	return d, true, nil
-}
-
-// routedOutcome is the outcome the router sees for the iteration that just
-// ended: its own, or, when its transcript shows no test or build run, what
-// the project's metric commands measured after the previous iteration
-// (the state of the code this iteration started from; those results come
-// back one stop late, since they run in the background).
-func routedOutcome(m convergence.Metrics, history []convergence.Metrics) convergence.Outcome {
-	if m.LastOutcome != convergence.OutcomeNone && m.LastOutcome != "" {
-		return m.LastOutcome
-	}
-	if n := len(history); n > 0 {
-		if prev := history[n-1].CommandOutcome; prev != "" && prev != convergence.OutcomeNone {
-			return prev
-		}
-	}
-	return m.LastOutcome
 }
 
 // loopCost estimates what the loop has spent since it started, from the
@@ -479,239 +344,4 @@ func (a *sessionActor) loopCost(ctx context.Context, path string, since time.Tim
 		a.log.Warn("reading transcript usage", zap.String("path", path), zap.Error(err))
 	}
 	return total
-}
-
-func reflectionLine(r convergence.Reflection) string {
-	line := fmt.Sprintf("Iteration %d: %s", r.Iteration, r.Approach)
-	if len(r.Failures) > 0 {
-		line += " Failures: " + r.Failures[0]
-	}
-	if r.Thrashing {
-		line += " (the same failure keeps coming back)"
-	}
-	return line
-}
-
-func appendCapped[T any](s []T, v T, n int) []T {
-	out := append(append([]T(nil), s...), v)
-	if len(out) > n {
-		out = out[len(out)-n:]
-	}
-	return out
-}
-
-// writeReflection writes reflections/iteration-N.json in the session's
-// folder.
-// reflectionsDir is where the session's loop writes its reflections.
-func (a *sessionActor) reflectionsDir() string { return filepath.Join(a.sessionDir(), "reflections") }
-
-// setAsideReflections renames the reflections of the session's earlier
-// loop to reflections.<time>, so that a new loop's iteration-N.json files
-// are not mixed with the old loop's higher-numbered ones. Best effort: a
-// rename that fails is logged, and the new loop goes on.
-func (a *sessionActor) setAsideReflections() {
-	dir := a.reflectionsDir()
-	entries, err := os.ReadDir(dir)
-	if err != nil || len(entries) == 0 {
-		return
-	}
-	to := dir + "." + a.env.now().UTC().Format(tracker.QuarantineLayout)
-	if _, err := os.Lstat(to); err == nil {
-		to += "-" + strconv.FormatInt(a.env.now().UnixNano(), 10)
-	}
-	if err := os.Rename(dir, to); err != nil {
-		a.log.Warn("setting aside the earlier loop's reflections", zap.Error(err))
-	}
-}
-
-func (a *sessionActor) writeReflection(r convergence.Reflection) {
-	data, err := r.JSON()
-	if err != nil {
-		a.log.Warn("encoding reflection", zap.Error(err))
-		return
-	}
-	dir := a.reflectionsDir()
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		a.log.Warn("creating reflections folder", zap.Error(err))
-		return
-	}
-	path := filepath.Join(dir, "iteration-"+strconv.Itoa(r.Iteration)+".json")
-	tmp := path + ".tmp"
-	err = os.WriteFile(tmp, data, 0o644)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		a.log.Warn("writing reflection", zap.String("path", path), zap.Error(err))
-	}
-}
-
-// loopRuntime is the loop workflow's in-memory state of one session actor.
-type loopRuntime struct {
-	checks     *checkRun
-	checkpoint *checkpointRun
-	metrics    *metricsRun
-}
-
-// metricsRun is the project's metric commands running after one iteration.
-type metricsRun struct {
-	iteration int
-	cancel    context.CancelFunc
-}
-
-// metricsDone is sent to the session actor when all its metric commands
-// have ended.
-type metricsDone struct {
-	iteration int
-	results   []convergence.CommandResult
-}
-
-// startMetrics runs the metric commands in parallel, each in its own
-// process group with its own timeout, outside the mailbox; their results
-// come back together as metricsDone.
-func (a *sessionActor) startMetrics(actx actor.Context, iteration int, commands []string, timeout time.Duration) {
-	a.stopMetrics()
-	parent, cancel := context.WithCancel(context.Background())
-	a.loop.metrics = &metricsRun{iteration: iteration, cancel: cancel}
-	root, tag, self, system := a.env.Root, a.env.ChildTag, actx.Self(), actx.ActorSystem()
-	go func() {
-		defer cancel()
-		results := make([]convergence.CommandResult, len(commands))
-		var wg sync.WaitGroup
-		for i, command := range commands {
-			wg.Go(func() {
-				results[i] = runMetricCommand(parent, root, command, tag, timeout)
-			})
-		}
-		wg.Wait()
-		if parent.Err() != nil {
-			return // stopped: a newer run or the end of the loop
-		}
-		system.Root.Send(self, &metricsDone{iteration: iteration, results: results})
-	}()
-}
-
-// runMetricCommand runs one metric command with sh -c in root, killing its
-// process group past timeout.
-func runMetricCommand(parent context.Context, root, command, childTag string, timeout time.Duration) convergence.CommandResult {
-	ctx, cancel := context.WithTimeout(parent, timeout)
-	defer cancel()
-	out, err := runShell(ctx, root, command, childTag)
-	output := string(out)
-	if len(output) > maxMetricOutput {
-		output = output[len(output)-maxMetricOutput:]
-	}
-	return convergence.CommandResult{Command: command, Output: output, Failed: err != nil}
-}
-
-// runShell runs command with sh -c in root, in a process group of its own
-// that is killed whole when ctx ends, and returns its combined output.
-// childTag, when set, goes in its environment, for the supervisor's
-// watchdog: nothing else ends the group when the supervisor dies.
-func runShell(ctx context.Context, root, command, childTag string) ([]byte, error) {
-	cmd := exec.CommandContext(ctx, "sh", "-c", command)
-	cmd.Dir = root
-	if childTag != "" {
-		cmd.Env = append(cmd.Environ(), childTag)
-	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	return cmd.CombinedOutput()
-}
-
-// maxMetricOutput caps what a metric command's result keeps of its output:
-// the summaries that matter come at the end.
-const maxMetricOutput = 256 << 10
-
-func (a *sessionActor) stopMetrics() {
-	if a.loop.metrics != nil && a.loop.metrics.cancel != nil {
-		a.loop.metrics.cancel()
-	}
-	a.loop.metrics = nil
-}
-
-// metricsFinished merges the metric commands' results into the history
-// entry of their iteration and saves it, for the next stop to use.
-func (a *sessionActor) metricsFinished(m *metricsDone) {
-	if mr := a.loop.metrics; mr == nil || mr.iteration != m.iteration {
-		return
-	}
-	a.loop.metrics = nil
-	if a.rec.Workflow != session.Loop || !a.rec.Loop.Active {
-		return
-	}
-	rec := a.rec
-	rec.LoopHistory = append([]convergence.Metrics(nil), rec.LoopHistory...)
-	for i := len(rec.LoopHistory) - 1; i >= 0; i-- {
-		if rec.LoopHistory[i].Iteration == m.iteration {
-			rec.LoopHistory[i] = convergence.MergeCommands(rec.LoopHistory[i], m.results)
-			ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
-			defer cancel()
-			if err := a.commitEvent(ctx, rec); err != nil {
-				a.log.Warn("saving metric command results", zap.Error(err))
-			}
-			return
-		}
-	}
-}
-
-// maxCheckOutput caps what a check run's summary keeps of its output.
-const maxCheckOutput = 4000
-
-// startChecks runs the check command in its own process group, outside the
-// mailbox; its result comes back as checksDone.
-func (a *sessionActor) startChecks(actx actor.Context, iteration int, command string, timeout time.Duration) {
-	a.stopChecks()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	a.loop.checks = &checkRun{iteration: iteration, cancel: cancel}
-	root, tag, self, system := a.env.Root, a.env.ChildTag, actx.Self(), actx.ActorSystem()
-	go func() {
-		defer cancel()
-		out, err := runShell(ctx, root, command, tag)
-		summary := string(out)
-		if len(summary) > maxCheckOutput {
-			summary = "..." + summary[len(summary)-maxCheckOutput:]
-		}
-		switch {
-		case ctx.Err() == context.DeadlineExceeded:
-			summary = fmt.Sprintf("%s timed out after %v\n%s", command, timeout, summary)
-		case err != nil:
-			summary = fmt.Sprintf("%s failed: %v\n%s", command, err, summary)
-		default:
-			summary = fmt.Sprintf("%s passed\n%s", command, summary)
-		}
-		system.Root.Send(self, &checksDone{iteration: iteration, passed: err == nil, summary: summary})
-	}()
-}
-
-func (a *sessionActor) stopChecks() {
-	if a.loop.checks != nil && a.loop.checks.cancel != nil {
-		a.loop.checks.cancel()
-	}
-	a.loop.checks = nil
-}
-
-// loopMessage handles the loop's background results; it reports whether
-// msg was one.
-func (a *sessionActor) loopMessage(actx actor.Context, msg any) bool {
-	switch m := msg.(type) {
-	case *checksDone:
-		if cr := a.loop.checks; cr != nil && cr.iteration == m.iteration {
-			cr.done, cr.passed, cr.summary = true, m.passed, m.summary
-		}
-		return true
-	case *checkpointDone:
-		a.checkpointFinished(actx, m)
-		return true
-	case *metricsDone:
-		a.metricsFinished(m)
-		return true
-	case *actor.Stopping:
-		a.stopChecks()
-		a.stopCheckpoint()
-		a.stopMetrics()
-		return true
-	}
-	return false
 }

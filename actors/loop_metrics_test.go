@@ -283,17 +283,44 @@ func TestLoopTranscriptFallbackWaitsForTheFinalText(t *testing.T) {
 
 // The loop's check and metric commands carry the supervisor's tag, for
 // its watchdog, and only when there is one.
-func TestRunShellCarriesTheTag(t *testing.T) {
+func TestLoopCommandsCarryTheTag(t *testing.T) {
 	const tag = "DROVER_SUPERVISOR_RUN=abc"
 	for _, want := range []string{tag, ""} {
-		out, err := runShell(context.Background(), t.TempDir(), `printf '%s' "${DROVER_SUPERVISOR_RUN+DROVER_SUPERVISOR_RUN=$DROVER_SUPERVISOR_RUN}"`, want)
-		if err != nil || string(out) != want {
-			t.Errorf("runShell with tag %q: %q, %v", want, out, err)
+		r := runCheck(context.Background(), t.TempDir(), `printf '%s' "${DROVER_SUPERVISOR_RUN+DROVER_SUPERVISOR_RUN=$DROVER_SUPERVISOR_RUN}"`, want, time.Minute)
+		if r.Err != "" || r.Output != want {
+			t.Errorf("check command with tag %q: %q, %v", want, r.Output, r.Err)
 		}
 	}
 	res := runMetricCommand(context.Background(), t.TempDir(), `printf '%s' "$DROVER_SUPERVISOR_RUN"`, tag, time.Minute)
 	if res.Failed || res.Output != "abc" {
 		t.Errorf("metric command with tag %q: %+v", tag, res)
+	}
+}
+
+// A check that runs past its timeout is reported as timed out, with what
+// it printed so far; one that fails says how.
+func TestCheckResults(t *testing.T) {
+	cases := []struct {
+		name, command string
+		timeout       time.Duration
+		timedOut      bool
+		err, output   string
+	}{
+		{"passes", "echo ok", time.Minute, false, "", "ok\n"},
+		{"fails", "echo boom; exit 2", time.Minute, false, "exit status 2", "boom\n"},
+		{"times out", "echo started; sleep 30", 200 * time.Millisecond, true, "timed out", "started\n"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			r := runCheck(context.Background(), t.TempDir(), c.command, "", c.timeout)
+			if r.TimedOut != c.timedOut || r.Err != c.err || r.Output != c.output || r.Command != c.command || r.Timeout != c.timeout {
+				t.Errorf("runCheck = %+v; want timed out %v, error %q, output %q", r, c.timedOut, c.err, c.output)
+			}
+			if el := time.Since(start); el > 10*time.Second {
+				t.Errorf("runCheck took %s", el)
+			}
+		})
 	}
 }
 
@@ -350,6 +377,9 @@ func TestLoopStartSetsAsideTheEarlierLoopsReflections(t *testing.T) {
 		if r.Err != nil || !r.Output.IsBlock() {
 			t.Fatalf("stop %s: %+v", id, r)
 		}
+		// The reflection is an effect, written once the answer is sent:
+		// the next message to the session is handled after it.
+		f.loop("s1", "status", nil)
 	}
 	f.loop("s1", "start", api.LoopStartArgs{Prompt: "first loop", MaxIterations: 10})
 	stop("a")

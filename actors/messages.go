@@ -1,8 +1,29 @@
-// Package actors holds drover's actors: the sessions actor (the root of the
-// tree, one-for-one supervisor and registry of session actors) and the
-// session actor (one per agent session: gathers facts, applies a workflow,
-// persists, answers). Messages are plain structs; replies carry their error
-// so nothing panics across the actor boundary.
+// Package actors is drover's imperative shell around the pure workflow
+// cores: the sessions actor (the root of the tree, one-for-one supervisor
+// and registry of session actors), the session actor (one per agent
+// session, running its queue, loop or plan), the runs actor with one run
+// actor per `drover run`, and the children that do their long work: plan
+// reviews, loop checks, metric commands and checkpoints. Messages are
+// plain structs; replies carry their error so nothing panics across the
+// actor boundary. The rules are not here: the queue, loop, plan and run
+// decisions are in internal/workflow/{queue,loop,plan,run}, the session's
+// persisted record is internal/session, processes run through
+// internal/proc, and reviewers are built by internal/reviewconf.
+//
+// Every event is handled by one engine (engine.go for sessions,
+// run_actor.go for runs): gather the facts (files, git, transcripts, the
+// config, a finished job's result), call the workflow's pure decision,
+// commit the state it returns through the actor's one save site, answer,
+// and only then execute the decision's effects, which are data. Effects
+// are idempotent, and when an actor starts (first use, recovery, a restart
+// after a failure) it executes again the effects its stored state still
+// waits for, so a crash between a commit and its effects loses nothing and
+// does nothing twice.
+//
+// Background work runs in child actors (or, for a run's iterations, jobs
+// whose results come back to the run actor as messages), one job each,
+// never in the mailbox; a job's result is the event of the workflow's next
+// decision. Stopping a child cancels its job and kills its process groups.
 package actors
 
 import (

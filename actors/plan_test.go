@@ -70,6 +70,13 @@ func newPlanFixture(t *testing.T) *planFixture {
 
 func newPlanFixtureOpts(t *testing.T, opts SessionsOptions, mods ...func(*config.Config)) *planFixture {
 	t.Helper()
+	return newPlanFixtureEnv(t, opts, nil, mods...)
+}
+
+// newPlanFixtureEnv is newPlanFixtureOpts with envMod, when not nil,
+// adjusting the session actors' Env (after the fixture's store is set).
+func newPlanFixtureEnv(t *testing.T, opts SessionsOptions, envMod func(*Env), mods ...func(*config.Config)) *planFixture {
+	t.Helper()
 	f := &fixture{t: t, root: t.TempDir()}
 	fake := t.TempDir()
 	script := filepath.Join(fake, "fake-reviewer")
@@ -96,6 +103,9 @@ func newPlanFixtureOpts(t *testing.T, opts SessionsOptions, mods ...func(*config
 		Templates:   func() (templates.Set, error) { return templates.Defaults(), nil },
 		Dirty:       func(context.Context, string) (bool, []string, error) { return false, nil, nil },
 		Reviewers:   reviewer.NewLimiter(2),
+	}
+	if envMod != nil {
+		envMod(&env)
 	}
 	f.system = actor.NewActorSystem()
 	pid, err := f.system.Root.SpawnNamed(NewSessionsProps(env, opts), "sessions")
@@ -966,29 +976,6 @@ func TestPlanBudgetStopsReviews(t *testing.T) {
 	}
 }
 
-func TestStateFromViewKeepsTheBudget(t *testing.T) {
-	cases := []struct {
-		name string
-		view string
-		want float64
-	}{
-		{"budget", `{"phase":"new-plan","next_phase":"plan-review","budget_usd":1.25}`, 1.25},
-		{"none", `{"phase":"new-plan","next_phase":"plan-review"}`, 0},
-		{"negative is dropped", `{"phase":"new-plan","next_phase":"plan-review","budget_usd":-3}`, 0},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			s, err := stateFromView("p", []byte(c.view), nil, 8)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.BudgetUSD != c.want {
-				t.Errorf("budget %v, want %v", s.BudgetUSD, c.want)
-			}
-		})
-	}
-}
-
 // TestPlanAdvanceAcceptsEveryPhase is issue 6's list of phases `drover plan
 // advance` takes, each reported from a state where it makes sense.
 func TestPlanAdvanceAcceptsEveryPhase(t *testing.T) {
@@ -1021,8 +1008,8 @@ func TestPlanAdvanceAcceptsEveryPhase(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(tt.phase, func(t *testing.T) {
-			if !slices.Contains(AdvancePhases(), tt.phase) {
-				t.Errorf("AdvancePhases() lacks %s", tt.phase)
+			if !slices.Contains(plan.AdvancePhases(), tt.phase) {
+				t.Errorf("plan.AdvancePhases() lacks %s", tt.phase)
 			}
 			sid := "advance-" + strconv.Itoa(i)
 			id := "adv" + strconv.Itoa(i)
@@ -1049,6 +1036,13 @@ func TestPlanAdvanceAcceptsEveryPhase(t *testing.T) {
 	if _, err := f.plan("advance-0", "advance", api.PlanArgs{Phase: "plan-review"}); !errors.Is(err, ErrBadRequest) || !strings.Contains(err.Error(), "unknown phase") {
 		t.Errorf("advance plan-review (a review, not a finished step): %v", err)
 	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }
 
 func derefStr(s *string) string {
@@ -1159,27 +1153,6 @@ func TestPlanActionPrompt(t *testing.T) {
 	// Rendering changes nothing.
 	if rec := f.storedPlan(sid); rec.Plan.Phase != plan.PhaseNewPlan || rec.Plan.NextPhase != plan.PhasePlanReview {
 		t.Errorf("an action prompt changed the plan: %+v", rec.Plan)
-	}
-}
-
-func TestStateFromViewKeepsAStandaloneCycle(t *testing.T) {
-	cases := []struct {
-		view string
-		want bool
-	}{
-		{`{"phase":"post-code-review","next_phase":"code-review","current_task":"1","standalone":true}`, true},
-		{`{"phase":"code-review","next_phase":"post-code-review","current_task":"1","standalone":true}`, true},
-		{`{"phase":"code-review","next_phase":null,"standalone":true}`, false},
-		{`{"phase":"post-code-review","next_phase":"code-review","current_task":"1"}`, false},
-	}
-	for _, c := range cases {
-		s, err := stateFromView("p", []byte(c.view), nil, 8)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if s.Standalone != c.want {
-			t.Errorf("%s: standalone %v, want %v", c.view, s.Standalone, c.want)
-		}
 	}
 }
 

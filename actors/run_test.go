@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"errors"
-	"flag"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -15,47 +14,15 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/store"
+	"github.com/drover-dev/drover/internal/workflow/run"
 	"github.com/drover-dev/drover/reviewer"
-	"github.com/drover-dev/drover/router"
 	"github.com/drover-dev/drover/templates"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func TestExpand(t *testing.T) {
-	vars := map[string][]string{"packages": {"./a/...", "./b/..."}, "prompt": {"do it"}}
-	cases := []struct {
-		tmpl    string
-		want    []string
-		wantErr string
-	}{
-		{"go test {{packages}}", []string{"go", "test", "./a/...", "./b/..."}, ""},
-		{"sh -c 'go vet {{packages}}'", []string{"sh", "-c", "go vet ./a/... ./b/..."}, ""},
-		{"agent --p={{prompt}}", []string{"agent", "--p=do it"}, ""},
-		{"go test ./...", []string{"go", "test", "./..."}, ""},
-		{"{{prompt}} x", nil, "executable"},
-		{"go test {{pkgs}}", nil, "unknown placeholder(s) {{pkgs}}"},
-		{"   ", nil, "empty"},
-		{"go 'test", nil, "quote"},
-	}
-	for _, c := range cases {
-		got, err := expand(c.tmpl, vars, nil)
-		if c.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
-				t.Errorf("expand(%q) error %v, want one with %q", c.tmpl, err, c.wantErr)
-			}
-			continue
-		}
-		if err != nil || !slices.Equal(got, c.want) {
-			t.Errorf("expand(%q) = %q, %v; want %q", c.tmpl, got, err, c.want)
-		}
-	}
-}
 
 func TestAgentSpec(t *testing.T) {
 	const tag = "DROVER_SUPERVISOR_RUN=abc"
@@ -78,366 +45,9 @@ func TestAgentSpec(t *testing.T) {
 func TestRunCommandCarriesTheTag(t *testing.T) {
 	const tag = "DROVER_SUPERVISOR_RUN=abc"
 	for _, want := range []string{tag, ""} {
-		argv := []string{"sh", "-c", `printf '%s' "${DROVER_SUPERVISOR_RUN+DROVER_SUPERVISOR_RUN=$DROVER_SUPERVISOR_RUN}"`}
-		if got := runCommand(context.Background(), t.TempDir(), argv, want); !got.Passed || got.Output != want {
-			t.Errorf("runCommand with tag %q: %+v", want, got)
-		}
-	}
-}
-
-func TestJudgeIteration(t *testing.T) {
-	pass := &api.TestResult{Command: "go test ./x/...", Passed: true}
-	fail := &api.TestResult{Command: "go test ./x/...", Passed: false, Output: "--- FAIL: TestX"}
-	cases := []struct {
-		name     string
-		in       iterationDone
-		done     bool
-		feedback string
-	}{
-		{"passed and committed", iterationDone{test: pass, committed: true}, true, ""},
-		{"tests fail", iterationDone{test: fail, committed: true}, false, "--- FAIL: TestX"},
-		{"not committed", iterationDone{test: pass}, false, "no commit"},
-		{"dirty", iterationDone{test: pass, committed: true, dirty: " M x.go\n?? y.go\n"}, false, "?? y.go"},
-		{"agent failed", iterationDone{test: pass, committed: true}, false, "agent run failed"},
-		{"drover failed", iterationDone{err: errors.New("no work tree")}, false, "no work tree"},
-		{"review passed", iterationDone{test: pass, committed: true, review: &reviewer.Result{Outcome: reviewer.Pass}}, true, ""},
-		{"review failed", iterationDone{test: pass, committed: true, review: &reviewer.Result{Outcome: reviewer.Fail, Findings: []reviewer.Finding{{Severity: "blocking", File: "x.go", Line: 3, Summary: "off by one"}}}}, false, "- blocking (x.go:3): off by one"},
-		{"review did not run", iterationDone{test: pass, committed: true, review: &reviewer.Result{Outcome: reviewer.Failed, Err: errors.New("timed out")}}, false, "review could not run (timed out)"},
-	}
-	cases[4].in.agent.Err = errors.New("exit 1")
-	for _, c := range cases {
-		done, fb := judgeIteration(&c.in)
-		if done != c.done || !strings.Contains(fb, c.feedback) {
-			t.Errorf("%s: done %v feedback %q; want %v with %q", c.name, done, fb, c.done, c.feedback)
-		}
-	}
-}
-
-func TestResumeRunKeepsDoneTasks(t *testing.T) {
-	rec := api.Run{State: api.RunFailed, Report: "boom", Suite: &api.TestResult{}, Tasks: []api.RunTask{
-		{ID: "a", State: api.TaskDone, Iteration: 2, Runs: 2},
-		{ID: "b", State: api.TaskRunning, Iteration: 1, Runs: 1},
-		{ID: "c", State: api.TaskFailed, Iteration: 3, Runs: 3, Error: "not done"},
-		{ID: "d", State: api.TaskNeedsReview, Conflict: []string{"x.go"}, Error: "merge conflict"},
-		{ID: "e", State: api.TaskPending},
-	}}
-	got := resumeRun(rec, time.Unix(0, 0))
-	want := []api.RunTask{
-		{ID: "a", State: api.TaskDone, Iteration: 2, Runs: 2},
-		{ID: "b", State: api.TaskPending, Iteration: 1, Runs: 1},
-		{ID: "c", State: api.TaskPending, Runs: 3},
-		{ID: "d", State: api.TaskDone},
-		{ID: "e", State: api.TaskPending},
-	}
-	if got.State != api.RunRunning || got.Report != "" || got.Suite != nil {
-		t.Errorf("resumed run: state %s report %q suite %v", got.State, got.Report, got.Suite)
-	}
-	for i := range want {
-		g := got.Tasks[i]
-		if g.ID != want[i].ID || g.State != want[i].State || g.Iteration != want[i].Iteration || g.Runs != want[i].Runs || g.Error != "" || g.Conflict != nil {
-			t.Errorf("task %s: %+v, want %+v", want[i].ID, g, want[i])
-		}
-	}
-	if rec.Tasks[1].State != api.TaskRunning {
-		t.Errorf("resumeRun changed its argument")
-	}
-}
-
-func TestResumeRunKeepsBudgets(t *testing.T) {
-	created := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	resumed := created.Add(20 * time.Minute) // the last resume
-	saved := created.Add(30 * time.Minute)   // the last save before the end
-	now := created.Add(2 * time.Hour)
-	last := &api.TestResult{Command: "go test ./a", Output: "--- FAIL: TestA\nFAIL\n"}
-	tasks := func() []api.RunTask {
-		return []api.RunTask{
-			// Started before the last resume, worked 5 minutes before it.
-			{ID: "early", State: api.TaskRunning, Iteration: 2, Runs: 3, Role: "debugger", Status: "progressing", LastTest: last,
-				CostUSD: 0.9, BudgetFromUSD: 0.1, StartedAt: created, WorkedBefore: 5 * time.Minute, Feedback: "tests failed"},
-			// Started after the last resume, between iterations.
-			{ID: "late", State: api.TaskPending, Iteration: 1, Runs: 1, Role: "developer", CostUSD: 0.5, StartedAt: resumed.Add(4 * time.Minute)},
-			// Failed 2 minutes after it started.
-			{ID: "failed", State: api.TaskFailed, Iteration: 3, Runs: 3, Role: "architect", CostUSD: 1.5, Error: "budget",
-				StartedAt: resumed.Add(time.Minute), EndedAt: resumed.Add(3 * time.Minute), Feedback: "old"},
-			{ID: "new", State: api.TaskPending},
-		}
-	}
-	type want struct {
-		state       api.TaskState
-		iteration   int
-		interrupted bool
-		role        string
-		budgetFrom  float64
-		worked      time.Duration
-		feedback    string
-	}
-	wantTasks := map[string]want{
-		"early":  {api.TaskPending, 2, true, "debugger", 0.1, 15 * time.Minute, "tests failed"},
-		"late":   {api.TaskPending, 1, false, "developer", 0, 6 * time.Minute, ""},
-		"failed": {api.TaskPending, 0, false, "", 1.5, 0, ""},
-		"new":    {api.TaskPending, 0, false, "", 0, 0, ""},
-	}
-	cases := []struct {
-		name       string
-		state      api.RunState
-		runWorked  time.Duration
-		budgetFrom float64
-	}{
-		// A crash: the run's budgets go on, counting the 10 minutes worked
-		// since the last resume, not the time no supervisor worked it.
-		{"crashed", api.RunRunning, 10*time.Minute + 20*time.Minute, 0.2},
-		// A failed run resumed by a person begins its budgets again.
-		{"failed", api.RunFailed, 0, 2.9},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			rec := api.Run{State: c.state, CostUSD: 2.9, BudgetFromUSD: 0.2, WorkedBefore: 20 * time.Minute,
-				CreatedAt: created, ResumedAt: resumed, UpdatedAt: saved, Tasks: tasks()}
-			got := resumeRun(rec, now)
-			if got.WorkedBefore != c.runWorked || got.BudgetFromUSD != c.budgetFrom || !got.ResumedAt.Equal(now) {
-				t.Errorf("run budget: worked %s from $%v resumed %s; want %s from $%v resumed %s", got.WorkedBefore, got.BudgetFromUSD, got.ResumedAt, c.runWorked, c.budgetFrom, now)
-			}
-			for _, g := range got.Tasks {
-				w := wantTasks[g.ID]
-				if g.State != w.state || g.Iteration != w.iteration || g.Interrupted != w.interrupted || g.Role != w.role ||
-					g.BudgetFromUSD != w.budgetFrom || g.WorkedBefore != w.worked || g.Feedback != w.feedback {
-					t.Errorf("task %s: %+v; want %+v", g.ID, g, w)
-				}
-			}
-			// The minutes of early go on from 15: 5 more are its budget of 20.
-			early := got.Tasks[0]
-			if why := taskBudgetSpent(api.RunOptions{TaskMaxMinutes: 20}, taskClock(early, got.ResumedAt), now.Add(4*time.Minute), 0); why != "" {
-				t.Errorf("early within its minutes: %q", why)
-			}
-			if why := taskBudgetSpent(api.RunOptions{TaskMaxMinutes: 20}, taskClock(early, got.ResumedAt), now.Add(5*time.Minute), 0); !strings.Contains(why, "20m0s elapsed") {
-				t.Errorf("early past its minutes: %q", why)
-			}
-			if d := iterationDeadline(api.RunOptions{TaskMaxMinutes: 20, MaxMinutes: 60}, taskClock(early, got.ResumedAt), runClock(got)); !d.Equal(now.Add(5 * time.Minute)) {
-				t.Errorf("deadline of early: %s, want %s", d, now.Add(5*time.Minute))
-			}
-			if el := now.Sub(runClock(got)); el != c.runWorked {
-				t.Errorf("run worked %s at its resume, want %s", el, c.runWorked)
-			}
-		})
-	}
-}
-
-func TestNewRunWaves(t *testing.T) {
-	g, err := rungraph.Parse([]byte("tasks:\n  - {id: a, description: A}\n  - {id: b, description: B, depends-on: [a]}\n  - {id: c, description: C}\n"), "t.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := newRun("run-1", "t.yaml", "", api.RunOptions{}, "main", g, time.Unix(0, 0))
-	var got []string
-	for _, task := range rec.Tasks {
-		got = append(got, task.ID+":"+string(rune('0'+task.Wave))+":"+task.Branch)
-	}
-	want := []string{"a:1:drover/run-1/a", "c:1:drover/run-1/c", "b:2:drover/run-1/b"}
-	if rec.Waves != 2 || !slices.Equal(got, want) {
-		t.Errorf("newRun: %d waves, tasks %q; want 2 and %q", rec.Waves, got, want)
-	}
-}
-
-func TestRunOptionsDefaultsAndChecks(t *testing.T) {
-	def := config.Defaults().Run
-	o, err := runOptions(api.RunOptions{}, def)
-	if err != nil || o.Concurrency != 2 || o.MaxIterations != 3 || o.TestCommand != "go test {{packages}}" || o.SuiteCommand != "go test ./..." || o.IterationTimeout != time.Hour || o.Agent != "" || o.NoReview {
-		t.Errorf("defaults: %+v, %v", o, err)
-	}
-	// The configuration gives the defaults; the options win over it.
-	cfg := config.Run{Concurrency: 5, MaxIterations: 7, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, TaskMaxUSD: "3", Review: false}
-	o, err = runOptions(api.RunOptions{MaxIterations: 2}, cfg)
-	want := api.RunOptions{Concurrency: 5, MaxIterations: 2, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, TaskMaxUSD: 3, NoReview: true}
-	if err != nil || o != want {
-		t.Errorf("from config: %+v, %v; want %+v", o, err, want)
-	}
-	if o, err := runOptions(api.RunOptions{TaskMaxUSD: 1}, cfg); err != nil || o.TaskMaxUSD != 1 {
-		t.Errorf("--task-max-usd 1 over run.task_max_usd 3: %+v, %v", o, err)
-	}
-	// run.review false does not turn off a reviewer given for the run.
-	if o, err := runOptions(api.RunOptions{Reviewer: "claude"}, cfg); err != nil || o.NoReview {
-		t.Errorf("--reviewer with run.review false: %+v, %v", o, err)
-	}
-	for _, bad := range []api.RunOptions{{Agent: "x {{nope}}"}, {TestCommand: "go test {{prompt}}"}, {SuiteCommand: "make {{packages}}"}, {MaxUSD: -1}, {TaskMaxUSD: -1}, {TaskMaxMinutes: -0.5}, {MaxMinutes: -2}, {Reviewer: "rev 'x"}, {Reviewer: "rev", NoReview: true}} {
-		if _, err := runOptions(bad, def); err == nil {
-			t.Errorf("runOptions(%+v) accepted it", bad)
-		}
-	}
-}
-
-func TestTaskPromptGolden(t *testing.T) {
-	full := rungraph.Task{ID: "parser", Description: "Accept Unicode letters.", Files: []string{"lex/lexer.go"}, Tests: []string{"./lex/..."}}
-	bare := rungraph.Task{ID: "docs", Description: "Write the docs."}
-	cases := []struct {
-		name      string
-		task      rungraph.Task
-		iteration int
-		role      router.Role
-		feedback  string
-	}{
-		{"run_task_first", full, 1, router.Developer, ""},
-		{"run_task_retry", full, 2, router.Debugger, "The targeted tests failed (`go test ./lex/...`):\n--- FAIL: TestIdent"},
-		{"run_task_bare_architect", bare, 3, router.Architect, "There is no commit on this branch yet."},
-		{"run_task_unknown_role", bare, 1, router.Role("tester"), ""},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := taskPrompt(templates.Defaults(), c.task, "drover/run-1/"+c.task.ID, rungraph.TargetedTests(c.task, nil), c.iteration, 3, c.role, c.feedback)
-			if err != nil {
-				t.Fatal(err)
-			}
-			golden := filepath.Join("testdata", c.name+".golden")
-			if *update {
-				if err := os.MkdirAll("testdata", 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("taskPrompt:\n%s\nwant:\n%s", got, want)
-			}
-			if strings.Contains(got, "{{") || strings.Contains(got, "\n\n\n") {
-				t.Errorf("prompt has a placeholder or a run of blank lines:\n%s", got)
-			}
-		})
-	}
-}
-
-func TestRouteIteration(t *testing.T) {
-	failed := convergence.Metrics{LastOutcome: convergence.OutcomeTestsFailed}
-	build := convergence.Metrics{LastOutcome: convergence.OutcomeBuildFailed}
-	ok := convergence.Metrics{LastOutcome: convergence.OutcomeOK}
-	cases := []struct {
-		iteration int
-		history   []convergence.Metrics
-		status    string
-		want      router.Role
-	}{
-		{1, nil, "", router.Developer},
-		{1, []convergence.Metrics{failed}, "thrashing", router.Developer},
-		{2, []convergence.Metrics{failed}, "exploring", router.Debugger},
-		{2, []convergence.Metrics{build}, "exploring", router.Debugger},
-		{2, []convergence.Metrics{ok}, "exploring", router.Developer},
-		{2, nil, "", router.Developer},
-		{4, []convergence.Metrics{failed}, string(convergence.StuckPlateau), router.Architect},
-	}
-	for _, c := range cases {
-		if got := routeIteration(router.DefaultRules(), c.iteration, c.history, c.status); got != c.want {
-			t.Errorf("routeIteration(%d, %v, %q) = %s, want %s", c.iteration, c.history, c.status, got, c.want)
-		}
-	}
-}
-
-func TestIterationMetrics(t *testing.T) {
-	goFail := "exit status 1\n=== RUN   TestA\n--- FAIL: TestA (0.00s)\n    a_test.go:9: got 41\n=== RUN   TestB\n--- PASS: TestB (0.00s)\nFAIL\n"
-	cases := []struct {
-		name    string
-		tr      *api.TestResult
-		outcome convergence.Outcome
-		rate    float64
-		hashed  bool
-	}{
-		{"no tests ran", nil, convergence.OutcomeNone, -1, false},
-		{"passed, no summary", &api.TestResult{Passed: true}, convergence.OutcomeOK, -1, false},
-		{"go -v failure", &api.TestResult{Output: goFail}, convergence.OutcomeTestsFailed, 0.5, true},
-		{"bare failure", &api.TestResult{Output: "exit status 1\n"}, convergence.OutcomeTestsFailed, -1, true},
-		{"build failure", &api.TestResult{Output: "# x\nx.go:3:5: undefined: y\nFAIL\tx [build failed]\n"}, convergence.OutcomeBuildFailed, 0, true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			m := iterationMetrics(4, c.tr)
-			if m.Iteration != 4 || m.LastOutcome != c.outcome || m.TestPassRate != c.rate || (m.ErrorHash != "") != c.hashed {
-				t.Errorf("iterationMetrics = %+v; want outcome %s, rate %v, hashed %v", m, c.outcome, c.rate, c.hashed)
-			}
-		})
-	}
-	// The same failure hashes the same, so Classify can see thrashing.
-	a, b := iterationMetrics(1, &api.TestResult{Output: goFail}), iterationMetrics(2, &api.TestResult{Output: goFail})
-	if st, _ := convergence.Classify([]convergence.Metrics{a, b, a}, convergence.Budget{}, convergence.Thresholds{}); a.ErrorHash != b.ErrorHash || st != convergence.Thrashing {
-		t.Errorf("three equal failures: hashes %s %s, status %s; want equal hashes and thrashing", a.ErrorHash, b.ErrorHash, st)
-	}
-}
-
-func TestBudgets(t *testing.T) {
-	start := time.Date(2026, 1, 1, 10, 0, 0, 0, time.UTC)
-	o := api.RunOptions{TaskMaxMinutes: 10, MaxMinutes: 30, MaxUSD: 2}
-	runCases := []struct {
-		elapsed time.Duration
-		cost    float64
-		want    string
-	}{
-		{29 * time.Minute, 1.99, ""},
-		{30 * time.Minute, 0, "30 minutes (--max-minutes)"},
-		{time.Minute, 2, "$2.00 (--max-usd)"},
-	}
-	for _, c := range runCases {
-		got := runBudgetSpent(o, c.elapsed, c.cost)
-		if (c.want == "") != (got == "") || !strings.Contains(got, c.want) {
-			t.Errorf("runBudgetSpent(%s, %v) = %q, want %q", c.elapsed, c.cost, got, c.want)
-		}
-	}
-	if got := runBudgetSpent(api.RunOptions{}, 100*time.Hour, 1000); got != "" {
-		t.Errorf("no run budget, yet %q", got)
-	}
-	if got := taskBudgetSpent(o, start, start.Add(9*time.Minute), 100); got != "" {
-		t.Errorf("task within budget: %q", got)
-	}
-	if got := taskBudgetSpent(o, start, start.Add(10*time.Minute), 0); !strings.Contains(got, "10 minutes (--task-max-minutes)") {
-		t.Errorf("task past budget: %q", got)
-	}
-	usd := api.RunOptions{TaskMaxUSD: 1.5}
-	if got := taskBudgetSpent(usd, start, start.Add(100*time.Hour), 1.49); got != "" {
-		t.Errorf("task within its dollar budget: %q", got)
-	}
-	if got := taskBudgetSpent(usd, start, start, 1.5); !strings.Contains(got, "$1.50 (--task-max-usd) is spent: its agents cost $1.50") {
-		t.Errorf("task past its dollar budget: %q", got)
-	}
-	// A budget finer than cents is named as given.
-	if got := runBudgetSpent(api.RunOptions{MaxUSD: 0.015}, time.Minute, 0.02); !strings.Contains(got, "the run budget of $0.015 (--max-usd) is spent: the agents cost $0.02") {
-		t.Errorf("run past a budget of $0.015: %q", got)
-	}
-	if got := taskBudgetSpent(api.RunOptions{TaskMaxUSD: 0.025}, start, start, 0.03); !strings.Contains(got, "the task budget of $0.025 (--task-max-usd)") {
-		t.Errorf("task past a budget of $0.025: %q", got)
-	}
-	deadlines := []struct {
-		o         api.RunOptions
-		taskStart time.Time
-		want      time.Time
-	}{
-		{api.RunOptions{}, start, time.Time{}},
-		{o, start, start.Add(10 * time.Minute)},
-		{o, start.Add(25 * time.Minute), start.Add(30 * time.Minute)},
-		{api.RunOptions{MaxMinutes: 1.5}, start, start.Add(90 * time.Second)},
-	}
-	for _, d := range deadlines {
-		if got := iterationDeadline(d.o, d.taskStart, start); !got.Equal(d.want) {
-			t.Errorf("iterationDeadline(%+v, %s) = %s, want %s", d.o, d.taskStart, got, d.want)
-		}
-	}
-}
-
-func TestRouteIterationByConfiguredRules(t *testing.T) {
-	cfg := config.Defaults()
-	cfg.Loop.Routes = "phase=initial -> architect; last_outcome=tests_failed -> developer; anything -> debugger"
-	set, err := newRunSettings(cfg, api.RunOptions{NoReview: true}, nil, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	failed := []convergence.Metrics{{LastOutcome: convergence.OutcomeTestsFailed}}
-	ok := []convergence.Metrics{{LastOutcome: convergence.OutcomeOK}}
-	for _, c := range []struct {
-		iteration int
-		history   []convergence.Metrics
-		want      router.Role
-	}{{1, nil, router.Architect}, {2, failed, router.Developer}, {2, ok, router.Debugger}} {
-		if got := routeIteration(set.rules, c.iteration, c.history, "exploring"); got != c.want {
-			t.Errorf("iteration %d after %v: %s, want %s", c.iteration, c.history, got, c.want)
+		command := `printf '%s' "${DROVER_SUPERVISOR_RUN+DROVER_SUPERVISOR_RUN=$DROVER_SUPERVISOR_RUN}"`
+		if got := runUserCommand(context.Background(), t.TempDir(), command, want); !got.Passed || got.Output != want {
+			t.Errorf("runUserCommand with tag %q: %+v", want, got)
 		}
 	}
 }
@@ -503,8 +113,8 @@ func TestRunSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if set.thresholds.PlateauWindow != c.plateau || set.thresholds.ThrashRepeats != c.thrash || set.thresholds.SuccessPassRate == 0 {
-				t.Errorf("thresholds %+v, want plateau %d thrash %d and the other defaults", set.thresholds, c.plateau, c.thrash)
+			if set.Thresholds.PlateauWindow != c.plateau || set.Thresholds.ThrashRepeats != c.thrash || set.Thresholds.SuccessPassRate == 0 {
+				t.Errorf("thresholds %+v, want plateau %d thrash %d and the other defaults", set.Thresholds, c.plateau, c.thrash)
 			}
 			if got := set.describeReviewer(); got != c.desc {
 				t.Errorf("describeReviewer() = %q, want %q", got, c.desc)
@@ -519,61 +129,8 @@ func TestRunSettings(t *testing.T) {
 			if r == nil || r.CLI != c.cli || !slices.Equal(r.Command, c.command) || r.BudgetUSD != c.budget || r.Timeout != c.cfg.Review.Timeout || r.Limiter != limiter || r.OwnerTag != "DROVER_SUPERVISOR_RUN=abc" {
 				t.Errorf("review %+v; want CLI %s, command %q, budget %v, timeout %s, the shared limiter and the supervisor's tag", r, c.cli, c.command, c.budget, c.cfg.Review.Timeout)
 			}
-			if !slices.Equal(set.models, c.models) {
-				t.Errorf("models %q, want %q", set.models, c.models)
-			}
-		})
-	}
-}
-
-func TestTaskReview(t *testing.T) {
-	at := time.Unix(100, 0)
-	cases := []struct {
-		in   reviewer.Result
-		want api.TaskReview
-	}{
-		{reviewer.Result{Model: "opus", Outcome: reviewer.Pass, CostUSD: 0.1}, api.TaskReview{Model: "opus", Outcome: api.ReviewPass, CostUSD: 0.1, Iteration: 2, At: at}},
-		{
-			reviewer.Result{Model: "sonnet", Outcome: reviewer.Fail, Findings: []reviewer.Finding{{Severity: "blocking"}, {Severity: "minor"}, {Severity: "odd"}}},
-			api.TaskReview{Model: "sonnet", Outcome: api.ReviewFail, Blocking: 2, Minor: 1, Iteration: 2, At: at},
-		},
-		{reviewer.Result{Outcome: reviewer.Failed, Err: errors.New("timed out")}, api.TaskReview{Outcome: api.ReviewFailed, Error: "timed out", Iteration: 2, At: at}},
-	}
-	for _, c := range cases {
-		if got := taskReview(c.in, 2, at); *got != c.want {
-			t.Errorf("taskReview(%+v) = %+v, want %+v", c.in, *got, c.want)
-		}
-	}
-}
-
-func TestTestArgv(t *testing.T) {
-	dir := t.TempDir() // a module whose root is no package
-	for name, data := range map[string]string{"go.mod": "module m\n", "README.md": "x\n", "lex/lex.go": "package lex\n", "lex/testdata/in.txt": "x\n"} {
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	goTest := api.RunOptions{TestCommand: "go test -race {{packages}}", SuiteCommand: "go test ./..."}
-	other := api.RunOptions{TestCommand: "pytest {{packages}}", SuiteCommand: "pytest"}
-	cases := []struct {
-		name string
-		o    api.RunOptions
-		task rungraph.Task
-		want []string
-	}{
-		{"go: package dir", goTest, rungraph.Task{Tests: []string{"lex"}}, []string{"go", "test", "-race", "./lex"}},
-		{"go: testdata file", goTest, rungraph.Task{Files: []string{"lex/testdata/in.txt"}}, []string{"go", "test", "-race", "./lex"}},
-		{"go: root README falls back to the suite", goTest, rungraph.Task{Files: []string{"README.md"}}, []string{"go", "test", "./..."}},
-		{"other runner: as written", other, rungraph.Task{Files: []string{"README.md", "lex/testdata/in.txt"}}, []string{"pytest", ".", "lex/testdata"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := testArgv(c.o, c.task, dir)
-			if err != nil || !slices.Equal(got, c.want) {
-				t.Errorf("testArgv = %q, %v; want %q", got, err, c.want)
+			if !slices.Equal(set.Models, c.models) {
+				t.Errorf("models %q, want %q", set.Models, c.models)
 			}
 		})
 	}
@@ -688,9 +245,9 @@ func TestIterationKeepsUntrackedWork(t *testing.T) {
 				worktrees: &sync.Mutex{},
 			}
 			out := j.run(context.Background())
-			done, feedback := judgeIteration(out)
+			done, feedback := run.Judge(templates.Defaults(), out)
 			if done != c.done {
-				t.Fatalf("done %v, want %v (feedback %q, err %v)", done, c.done, feedback, out.err)
+				t.Fatalf("done %v, want %v (feedback %q, err %v)", done, c.done, feedback, out.Err)
 			}
 			if done {
 				return
@@ -698,19 +255,192 @@ func TestIterationKeepsUntrackedWork(t *testing.T) {
 			if !strings.Contains(feedback, c.feedback) {
 				t.Errorf("feedback %q does not say %q", feedback, c.feedback)
 			}
-			if _, err := os.Stat(filepath.Join(root, ".drover", "worktrees", "run-1", "t", "work.txt")); err != nil && out.offBranch == "" {
+			if _, err := os.Stat(filepath.Join(root, ".drover", "worktrees", "run-1", "t", "work.txt")); err != nil && out.OffBranch == "" {
 				t.Errorf("the work is gone: %v", err)
 			}
-			if out.offBranch == "" {
+			if out.OffBranch == "" {
 				return
 			}
 			// The next iteration works in the same work tree, back on
 			// the task's branch, and can merge what it was told of.
-			j.iteration, j.opts.Agent = 2, `sh -c 'git merge -q `+out.offBranch+`; echo "{\"type\":\"result\",\"subtype\":\"success\",\"total_cost_usd\":0.1}"'`
-			j.base = out.base
-			if out2 := j.run(context.Background()); out2.err != nil || !out2.committed || out2.offBranch != "" {
-				t.Errorf("iteration 2: err %v, committed %v, off the branch on %q; want its commits merged onto the task's branch", out2.err, out2.committed, out2.offBranch)
+			j.iteration, j.opts.Agent = 2, `sh -c 'git merge -q `+out.OffBranch+`; echo "{\"type\":\"result\",\"subtype\":\"success\",\"total_cost_usd\":0.1}"'`
+			j.base = out.Base
+			if out2 := j.run(context.Background()); out2.Err != nil || !out2.Committed || out2.OffBranch != "" {
+				t.Errorf("iteration 2: err %v, committed %v, off the branch on %q; want its commits merged onto the task's branch", out2.Err, out2.Committed, out2.OffBranch)
 			}
 		})
+	}
+}
+
+// Test and suite commands are shell commands, run as written: a list
+// means what it says, and the status is the last command's.
+func TestUserCommandsRunThroughTheShell(t *testing.T) {
+	dir := t.TempDir()
+	log := filepath.Join(dir, "log")
+	cases := []struct {
+		command string
+		passed  bool
+		output  string
+		log     string
+	}{
+		{"echo boom; exit 1", false, "boom", ""},
+		{"printf lint >> " + log + " && printf test >> " + log, true, "", "linttest"},
+		{"false && printf test >> " + log, false, "", ""},
+		{"test -f 'a b.txt' || echo missing", true, "missing", ""},
+	}
+	for _, c := range cases {
+		_ = os.Remove(log)
+		got := runUserCommand(context.Background(), dir, c.command, "")
+		if got.Passed != c.passed || !strings.Contains(got.Output, c.output) || got.Command != c.command {
+			t.Errorf("%q: %+v; want passed %v with %q", c.command, got, c.passed, c.output)
+		}
+		if data, _ := os.ReadFile(log); string(data) != c.log {
+			t.Errorf("%q wrote %q, want %q", c.command, data, c.log)
+		}
+	}
+}
+
+// A test command's result keeps the end of its output, which says what
+// failed, and says that it cut the start.
+func TestUserCommandKeepsTheTail(t *testing.T) {
+	got := runUserCommand(context.Background(), t.TempDir(), `echo first; head -c 20000 /dev/zero | tr '\0' x; echo; echo the end; exit 3`, "")
+	if got.Passed || !strings.HasPrefix(got.Output, "exit status 3\n...x") || !strings.HasSuffix(got.Output, "x\nthe end\n") || strings.Contains(got.Output, "first") {
+		t.Errorf("output %q; want the exit status, then ... and the tail", got.Output)
+	}
+	if n := len(strings.TrimPrefix(got.Output, "exit status 3\n...")); n != maxTestOutput {
+		t.Errorf("kept %d bytes of the output, want %d", n, maxTestOutput)
+	}
+}
+
+// A run whose suite fails after a wave is reported failed, the suite's
+// command and output in its report; a suite written as a list runs each
+// of its commands.
+func TestRunSuiteIsAShellCommand(t *testing.T) {
+	out := t.TempDir()
+	cases := []struct {
+		name, suite string
+		state       api.RunState
+		report      []string
+	}{
+		{"failing list", "echo boom; exit 1", api.RunFailed, []string{"wave 1 checkpoint failed: `echo boom; exit 1` does not pass on main", "boom"}},
+		{"and list", "echo lint > " + out + "/lint && echo test > " + out + "/test", api.RunDone, []string{"all 1 tasks done in 1 waves and merged into main"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			root := benchRepo(t)
+			db, err := store.Open(context.Background(), filepath.Join(root, ".drover", "state", "drover.db"), store.Options{MaxBatchDelay: time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer db.Close()
+			st := &endedStore{RunStore: db, ended: make(chan api.Run, 1)}
+			cfg := config.Defaults()
+			env := RunsEnv{Store: st, Root: root, Config: func() config.Config { return cfg }}
+			system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+			defer system.Shutdown()
+			pid, err := system.Root.SpawnNamed(NewRunsProps(env), RunsActorName)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := api.StartRunRequest{
+				File:  "one.yaml",
+				Graph: "tasks:\n  - {id: one, description: Commit., tests: [x]}\n",
+				Options: api.RunOptions{
+					Concurrency: 1, MaxIterations: 1, NoReview: true,
+					Agent:       `sh -c 'echo work > work.txt; git add work.txt; git commit -qm work; echo "{\"type\":\"result\",\"subtype\":\"success\",\"total_cost_usd\":0.1}"'`,
+					TestCommand: "true {{packages}}", SuiteCommand: c.suite,
+				},
+			}
+			res, err := system.Root.RequestFuture(pid, &StartRun{Request: req}, time.Minute).Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rr := res.(*RunReply); rr.Err != nil || !rr.Run.Active || rr.Run.ID == "" {
+				t.Fatalf("start: %+v", rr)
+			}
+			var ended api.Run
+			select {
+			case ended = <-st.ended:
+			case <-time.After(time.Minute):
+				t.Fatal("the run did not end")
+			}
+			if ended.State != c.state {
+				t.Fatalf("run %s, want %s: %s", ended.State, c.state, ended.Report)
+			}
+			for _, want := range c.report {
+				if !strings.Contains(ended.Report, want) {
+					t.Errorf("report %q does not say %q", ended.Report, want)
+				}
+			}
+			if c.state == api.RunDone {
+				for _, f := range []string{"lint", "test"} {
+					if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+						t.Errorf("the suite's %s did not run: %v", f, err)
+					}
+				}
+			}
+			runsIdle(t, system, pid)
+		})
+	}
+}
+
+// Runs build their convergence thresholds as loops do: the loop.* keys
+// reach them.
+func TestRunSettingsUseTheLoopThresholds(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Loop.SuccessPassRate, cfg.Loop.MinImprovement = 0.8, 0.1
+	set, err := newRunSettings(cfg, api.RunOptions{NoReview: true}, nil, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if set.Thresholds != loopconf.Thresholds(cfg.Loop) || set.Thresholds.SuccessPassRate != 0.8 || set.Thresholds.MinImprovement != 0.1 {
+		t.Errorf("thresholds %+v, want the loop's %+v", set.Thresholds, loopconf.Thresholds(cfg.Loop))
+	}
+}
+
+// failingRunStore is a RunStore whose saves fail.
+type failingRunStore struct{ RunStore }
+
+func (failingRunStore) SaveRun(context.Context, api.Run) error { return errors.New("disk full") }
+
+// No effect runs before its commit: a run whose first state cannot be
+// saved is refused, and no agent, work tree or test starts for it.
+func TestRunStartsNothingItCouldNotSave(t *testing.T) {
+	root := benchRepo(t)
+	db, err := store.Open(context.Background(), filepath.Join(root, ".drover", "state", "drover.db"), store.Options{MaxBatchDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	marker := filepath.Join(t.TempDir(), "agent-ran")
+	cfg := config.Defaults()
+	env := RunsEnv{Store: failingRunStore{db}, Root: root, Config: func() config.Config { return cfg }}
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	defer system.Shutdown()
+	pid, err := system.Root.SpawnNamed(NewRunsProps(env), RunsActorName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := api.StartRunRequest{
+		File:  "one.yaml",
+		Graph: "tasks:\n  - {id: one, description: Work., tests: [x]}\n",
+		Options: api.RunOptions{
+			Concurrency: 1, MaxIterations: 1, NoReview: true,
+			Agent: "touch " + marker, TestCommand: "true {{packages}}", SuiteCommand: "true",
+		},
+	}
+	res, err := system.Root.RequestFuture(pid, &StartRun{Request: req}, time.Minute).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rr := res.(*RunReply); rr.Err == nil || !strings.Contains(rr.Err.Error(), "disk full") {
+		t.Fatalf("start with a failing store: %+v", rr)
+	}
+	runsIdle(t, system, pid)
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the agent ran for a run that was never saved")
+	}
+	if _, err := os.Stat(filepath.Join(root, ".drover", "worktrees")); err == nil {
+		t.Error("a work tree was made for a run that was never saved")
 	}
 }

@@ -102,24 +102,30 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 		if a.idle > 0 {
 			ctx.SetReceiveTimeout(a.idle)
 		}
+		a.resume(ctx)
 	case *actor.Restarting:
 		if a.inflight != nil {
 			ctx.Send(a.inflight, failedReply(ctx, a.lastMsg))
 			a.inflight = nil
 		}
 	case *actor.ReceiveTimeout:
+		if a.busy() {
+			// Passivating would cut the background work short. A
+			// timeout that fired is off: set it again, so that the
+			// actor is passivated once the work is done.
+			ctx.SetReceiveTimeout(a.idle)
+			return
+		}
 		ctx.Send(ctx.Parent(), &passivate{sessionID: a.id})
 	case *HandleHook:
-		a.begin(ctx, msg)
-		ctx.Respond(a.handleHook(ctx, msg))
-		a.inflight = nil
+		a.onHook(ctx, msg)
 	case *AddTask:
 		a.begin(ctx, msg)
 		ctx.Respond(a.addTask(msg))
 		a.inflight = nil
 	case *Command:
 		a.begin(ctx, msg)
-		ctx.Respond(a.command(msg))
+		ctx.Respond(a.command(ctx, msg))
 		a.inflight = nil
 	case *WorkflowCommand:
 		a.begin(ctx, msg)
@@ -263,57 +269,13 @@ func (a *sessionActor) workTree(cwd string) string {
 	return top
 }
 
-func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) *HookResult {
-	if a.loadErr != nil {
-		// The store could not be read (not a decode problem: that is
-		// quarantined). Try again on this request.
-		a.load()
-		if a.loadErr != nil {
-			return &HookResult{Err: a.loadErr}
-		}
-	}
-	if out, ok := a.rec.Lookup(m.RequestID, m.Event); ok {
-		return &HookResult{Output: out, Replayed: true}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
-	defer cancel()
-
-	res, changed, err := a.decide(actx, ctx, m)
-	if err != nil {
-		return &HookResult{Err: err}
-	}
-	if a.notice != "" {
-		res.Output.SystemMessage = joinLines(a.notice, res.Output.SystemMessage)
-		a.notice = ""
-	}
-	if changed {
-		next := res.rec
-		next.Events++
-		next.UpdatedAt = a.env.now()
-		next = next.Remember(m.RequestID, m.Event, res.Output)
-		if err := a.commit(ctx, next); err != nil {
-			// Nothing was committed, so nothing may be decided: let the
-			// agent go on and say why.
-			a.log.Error("saving session", zap.Error(err))
-			return &HookResult{Output: hook.Output{SystemMessage: a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})}}
-		}
-	}
-	return &HookResult{Output: res.Output, Text: res.Text}
-}
-
-type decision struct {
-	rec    session.Record
-	Output hook.Output
-	Text   string
-}
-
 // decide applies the session's workflow to one hook event. changed reports
 // whether the record must be saved before answering.
 func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *HandleHook) (decision, bool, error) {
 	d := decision{rec: a.rec}
 	switch a.rec.Workflow {
 	case session.Loop:
-		return a.decideLoop(actx, ctx, m)
+		return a.decideLoop(ctx, m)
 	case session.Plan:
 		return a.decidePlan(actx, ctx, m)
 	}
@@ -354,7 +316,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 		d.Text, err = queue.CompactContext(a.rec.Queue, f, tmpl)
 		return d, false, err
 	case hook.SessionStart:
-		if m.Input.Source != "compact" && m.Input.Source != "resume" {
+		if !m.Input.Resumed() {
 			return d, false, nil
 		}
 		f, err := a.facts(ctx, false, "")
@@ -405,7 +367,7 @@ func (a *sessionActor) addTask(m *AddTask) *AddResult {
 	return &AddResult{Response: api.AddResponse{Path: path, Pending: len(list.Pending)}}
 }
 
-func (a *sessionActor) command(m *Command) *CommandResult {
+func (a *sessionActor) command(actx actor.Context, m *Command) *CommandResult {
 	if a.loadErr != nil {
 		return &CommandResult{Err: a.loadErr}
 	}
@@ -413,9 +375,9 @@ func (a *sessionActor) command(m *Command) *CommandResult {
 	// unstick must not silently take over a running loop or plan.
 	switch {
 	case m.Verb == "stop" && a.rec.Workflow == session.Plan:
-		return a.planStopCommand()
+		return a.planStopCommand(actx)
 	case m.Verb == "stop" && a.rec.Workflow == session.Loop:
-		res := a.loopCommand(nil, &WorkflowCommand{Workflow: string(session.Loop), Verb: "cancel"})
+		res := a.loopCommand(actx, &WorkflowCommand{Workflow: string(session.Loop), Verb: "cancel"})
 		if res.Err != nil {
 			if !a.rec.Loop.Active {
 				return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: a.text(templates.LoopNone, map[string]string{"session_id": a.id})}}

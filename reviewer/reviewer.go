@@ -3,12 +3,16 @@
 // to answer with a structured verdict and findings.
 //
 // It owns everything about that one process and nothing about sessions: the
-// command line (built without a shell), the recursion guard, the timeout and
-// the kill of the whole process group, the capped capture of its output, the
-// parsing of each CLI's JSON output into one Result, model alternation, the convergence
-// helpers that decide when reviews are clean, and parallel runs with a quorum
-// on a bounded pool. The caller (a session's actor) decides what to review
-// and what a verdict means for its workflow.
+// command line (built without a shell from a Spec, which
+// internal/reviewconf fills in from the review.* config), the recursion
+// guard, its timeout and output cap (enforced by internal/proc, which runs
+// it in a process group of its own, killed whole), the parsing of each
+// CLI's JSON output into one Result, model alternation, the helpers that
+// decide when reviews are clean and track findings across reviews, the
+// global cap on reviewer processes (Limiter), and parallel runs with a
+// quorum on a bounded pool. The caller (the actors that run plan reviews,
+// loop checkpoints and run task reviews) decides what to review and what a
+// verdict means for its workflow.
 //
 // A run that did not produce a verdict (the CLI failed, timed out, reported
 // is_error, or printed no structured output) has Outcome Failed. It is never
@@ -168,7 +172,8 @@ type Result struct {
 	Err error
 
 	// Stdout and Stderr are the captured output, at most OutputCap bytes
-	// each; the Truncated flags say that more was discarded.
+	// each; the Truncated flags say that more was discarded, from the
+	// middle: the start and the end are kept (see proc.Output).
 	Stdout, Stderr                   []byte
 	StdoutTruncated, StderrTruncated bool
 }

@@ -4,23 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/drover-dev/drover/internal/proc"
 	"github.com/drover-dev/drover/internal/proctag"
 )
 
 // waitDelay is how long Run waits, after the reviewer exited or was killed,
-// for its output pipes to drain. Only a process that escaped the group (a
-// daemon that called setsid) can hold them open longer; past this the pipes
-// are closed under it.
+// for its output pipes to drain (proc.Cmd.WaitDelay).
 const waitDelay = 2 * time.Second
 
 // logTailBytes is how much of stderr (and of stdout) a failure log keeps.
@@ -34,7 +29,8 @@ const logTailBytes = 8 << 10
 // s.Timeout (DefaultTimeout if zero) expires or ctx is done, the group is
 // sent SIGKILL, so grandchildren (tools the CLI started) die with it; the
 // group is also killed after a normal exit, so nothing it left behind
-// outlives the run. Output past s.OutputCap is drained and dropped. A
+// outlives the run. Of output past s.OutputCap only the start and the end
+// are kept (a cut stdout fails the run). A
 // failed run's log goes to s.LogPath when set. For codex, the schema goes
 // to a private temporary file that is removed when Run returns; the output
 // is read with Parse for s.CLI.
@@ -68,50 +64,43 @@ func Run(ctx context.Context, s Spec) Result {
 	if limit <= 0 {
 		limit = DefaultOutputCap
 	}
-	tctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	stdout, stderr := &capBuffer{limit: limit}, &capBuffer{limit: limit}
-	start := time.Now()
-	if s.OwnerTag != "" {
-		if env == nil {
-			env = os.Environ()
-		}
-		env = append(slices.Clip(env), s.OwnerTag)
+	pr, runErr := proc.Run(ctx, proc.Cmd{
+		Path: name, Args: args, Dir: s.Dir, Env: env,
+		// The owner tag is the watchdog's; the reviewer's own tag marks
+		// what it starts in sessions of its own (the claude CLI's tool
+		// calls), which the group kill misses.
+		OwnerTag: s.OwnerTag, TagKey: TagEnv,
+		OutputCap: limit, Timeout: timeout, WaitDelay: waitDelay,
+	})
+	res.Duration = pr.Duration
+	res.Stdout, res.StdoutTruncated = pr.Stdout.Bytes(), pr.Stdout.Truncated()
+	res.Stderr, res.StderrTruncated = pr.Stderr.Bytes(), pr.Stderr.Truncated()
+	if !pr.Started {
+		return failed(res, s, args, fmt.Errorf("starting reviewer %q: %w", name, runErr))
 	}
-	state, waitErr, startErr := execute(tctx, name, args, env, s.Dir, stdout, stderr)
-	res.Duration = time.Since(start)
-	res.Stdout, res.StdoutTruncated = stdout.buf, stdout.dropped > 0
-	res.Stderr, res.StderrTruncated = stderr.buf, stderr.dropped > 0
-	if startErr != nil {
-		return failed(res, s, args, fmt.Errorf("starting reviewer %q: %w", name, startErr))
-	}
-	if state != nil {
-		res.ExitCode = state.ExitCode()
-	}
+	res.ExitCode = pr.ExitCode
 
 	parsed, perr := Parse(s.CLI, res.Stdout)
 	res.CostUSD, res.InputTokens, res.OutputTokens = parsed.CostUSD, parsed.InputTokens, parsed.OutputTokens
 	switch {
-	case waitErr != nil && tctx.Err() != nil:
-		if ctx.Err() != nil {
-			return failed(res, s, args, fmt.Errorf("reviewer cancelled after %s: %w", res.Duration.Round(time.Millisecond), ctx.Err()))
-		}
+	case pr.TimedOut:
 		return failed(res, s, args, fmt.Errorf("%w after %s", ErrTimeout, timeout))
-	case waitErr != nil:
-		err := fmt.Errorf("%w: %v", ErrExit, waitErr)
+	case runErr != nil && ctx.Err() != nil:
+		return failed(res, s, args, fmt.Errorf("reviewer cancelled after %s: %w", res.Duration.Round(time.Millisecond), ctx.Err()))
+	case runErr != nil:
+		err := fmt.Errorf("%w: %v", ErrExit, runErr)
 		if errors.Is(perr, ErrIsError) {
 			// claude exits 1 after printing an is_error result, codex
 			// after a turn.failed event; their message says more than
 			// the status does.
-			err = fmt.Errorf("%w: %v (%w)", ErrExit, waitErr, perr)
+			err = fmt.Errorf("%w: %v (%w)", ErrExit, runErr, perr)
 		} else if serr := stderrError(s.CLI, res.Stderr); serr != nil {
 			// gemini prints its fatal errors as JSON on stderr.
-			err = fmt.Errorf("%w: %v (%w)", ErrExit, waitErr, serr)
+			err = fmt.Errorf("%w: %v (%w)", ErrExit, runErr, serr)
 		}
 		return failed(res, s, args, err)
 	case res.StdoutTruncated:
-		return failed(res, s, args, fmt.Errorf("%w (%d bytes kept, %d dropped)", ErrOutputTooLarge, len(res.Stdout), stdout.dropped))
+		return failed(res, s, args, fmt.Errorf("%w (%d bytes kept, %d dropped)", ErrOutputTooLarge, len(res.Stdout), pr.Stdout.Dropped))
 	case perr != nil:
 		return failed(res, s, args, perr)
 	}
@@ -126,80 +115,6 @@ func Run(ctx context.Context, s Spec) Result {
 // TagEnv is set, to a value unique to the run, in the environment of
 // every reviewer process.
 const TagEnv = proctag.ReviewKey
-
-// execute starts the process, waits for it, kills its group and drains its
-// output. Pipes are made here rather than by os/exec so that Wait returns
-// when the reviewer itself exits: a grandchild that still holds stdout is
-// killed with the group instead of stalling Wait.
-func execute(ctx context.Context, name string, args, env []string, dir string, stdout, stderr io.Writer) (*os.ProcessState, error, error) {
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating stdout pipe: %w", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, nil, fmt.Errorf("creating stderr pipe: %w", err)
-	}
-	// The tag marks what the reviewer starts in sessions of its own (the
-	// claude CLI's tool calls), which the group kill misses.
-	tag, err := proctag.New(TagEnv)
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		errR.Close()
-		errW.Close()
-		return nil, nil, err
-	}
-	if env == nil {
-		env = os.Environ()
-	}
-	cmd := exec.CommandContext(ctx, name, args...)
-	cmd.Dir = dir
-	cmd.Env = append(slices.Clip(env), tag)
-	cmd.Stdin = nil // the null device
-	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = groupAttr()
-	cmd.Cancel = func() error { return killGroup(cmd.Process) }
-	cmd.WaitDelay = waitDelay
-
-	startErr := cmd.Start()
-	// The child has its copies; ours must go or the readers never see EOF.
-	outW.Close()
-	errW.Close()
-	if startErr != nil {
-		outR.Close()
-		errR.Close()
-		return nil, nil, startErr
-	}
-	var wg sync.WaitGroup
-	drain := func(r *os.File, w io.Writer) {
-		defer wg.Done()
-		_, _ = io.Copy(w, r)
-	}
-	wg.Add(2)
-	go drain(outR, stdout)
-	go drain(errR, stderr)
-
-	waitErr := cmd.Wait()
-	_ = killGroup(cmd.Process)
-	_, _ = proctag.Kill(tag)
-
-	drained := make(chan struct{})
-	go func() { wg.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(waitDelay):
-		// Closing the read ends unblocks the copies.
-		outR.Close()
-		errR.Close()
-		<-drained
-	}
-	outR.Close()
-	errR.Close()
-	return cmd.ProcessState, waitErr, nil
-}
 
 // writeSchemaFile writes the schema codex reads from --output-schema to a
 // new private temporary file and returns its path; the caller removes it.
@@ -222,27 +137,6 @@ func writeSchemaFile(sch []byte) (string, error) {
 		return "", fmt.Errorf("closing the reviewer's schema file %q: %w", f.Name(), err)
 	}
 	return f.Name(), nil
-}
-
-// capBuffer keeps the first limit bytes written to it and counts the rest.
-// It never fails a write, so the process writing into the pipe never
-// blocks on a reader that stopped reading.
-type capBuffer struct {
-	limit   int
-	buf     []byte
-	dropped int64
-}
-
-func (b *capBuffer) Write(p []byte) (int, error) {
-	room := b.limit - len(b.buf)
-	if room > len(p) {
-		room = len(p)
-	}
-	if room > 0 {
-		b.buf = append(b.buf, p[:room]...)
-	}
-	b.dropped += int64(len(p) - room)
-	return len(p), nil
 }
 
 // failed marks res as Failed with err and writes the failure log.

@@ -3,8 +3,9 @@
 // the loop's phase, how its last test or build run went, and its
 // convergence status. The first matching rule wins.
 //
-// Nothing here does I/O: rules come from configuration, inputs from the
-// session actor.
+// Nothing here does I/O: rules come from configuration (parsed from
+// loop.routes by internal/loopconf), inputs from the loop and run
+// workflow cores, which route each iteration they judge.
 package router
 
 import (

@@ -22,6 +22,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/gitstatus"
 	"github.com/drover-dev/drover/internal/logging"
+	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/project"
 	"github.com/drover-dev/drover/internal/sockets"
 	"github.com/drover-dev/drover/internal/store"
@@ -90,6 +91,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 		lg = logging.Nop()
 	}
 	cfg := opts.Config
+	if err := validate(cfg); err != nil {
+		return fmt.Errorf("supervisor config: %w", err)
+	}
 	s := &Server{opts: opts, log: lg.Zap(), started: time.Now(), reviewers: reviewer.NewLimiter(cfg.Review.MaxParallel)}
 	s.cfg.Store(&cfg)
 	p := opts.Paths
@@ -250,9 +254,15 @@ func answers(socket string) bool {
 	return true
 }
 
+// validate checks c as a supervisor must before it uses it: config's own
+// range checks, and loop.routes, which only the engine side can parse.
+func validate(c config.Config) error {
+	return errors.Join(c.Validate(), loopconf.Check(c.Loop))
+}
+
 func (s *Server) reload(c config.Config, err error) {
 	if err == nil {
-		err = c.Validate()
+		err = validate(c)
 	}
 	if err != nil {
 		s.log.Warn("config reload failed; keeping the previous configuration", zap.Error(err))

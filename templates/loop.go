@@ -48,3 +48,42 @@ const (
 	RoleDebugger  = RolePrefix + "debugger"
 	RoleArchitect = RolePrefix + "architect"
 )
+
+// The loop's texts for background work (checks, checkpoint reviews) and
+// cancel, composed by internal/workflow/loop.
+const (
+	// LoopChecksStarted and LoopChecksRunning block a completion claim
+	// while the required checks run.
+	LoopChecksStarted = "loop_checks_started"
+	LoopChecksRunning = "loop_checks_running"
+	// LoopChecksPassed, LoopChecksError and LoopChecksTimeout are the
+	// check command's result, as the agent reads it in checks_summary.
+	LoopChecksPassed  = "loop_checks_passed"
+	LoopChecksError   = "loop_checks_error"
+	LoopChecksTimeout = "loop_checks_timeout"
+	// LoopCancelled is what drover loop cancel reports.
+	LoopCancelled = "loop_cancelled"
+	// LoopConsensus is a checkpoint review's consensus; LoopConsensusClean
+	// stands in for its findings when none blocks. LoopConsensusNone is a
+	// checkpoint where no reviewer reached a verdict, and
+	// LoopConsensusNoRun its reason when no run even reported an error.
+	LoopConsensus      = "loop_consensus"
+	LoopConsensusClean = "loop_consensus_clean"
+	LoopConsensusNone  = "loop_consensus_none"
+	LoopConsensusNoRun = "loop_consensus_no_run"
+	// LoopReflectionLine is the one-line summary of the last reflection in
+	// the continuation prompt, followed by LoopReflectionFailures (its first
+	// failure) and LoopReflectionThrashing (the failure repeats) when they
+	// apply.
+	LoopReflectionLine      = "loop_reflection_line"
+	LoopReflectionFailures  = "loop_reflection_failures"
+	LoopReflectionThrashing = "loop_reflection_thrashing"
+	// The status_effect of LoopStatus: what the convergence status means
+	// for the end of the loop (converged with checks required, converged
+	// with a streak to go, converged, stuck with a limit, stuck).
+	LoopEffectConvergedChecks = "loop_effect_converged_checks"
+	LoopEffectConvergedStreak = "loop_effect_converged_streak"
+	LoopEffectConverged       = "loop_effect_converged"
+	LoopEffectStuckLimit      = "loop_effect_stuck_limit"
+	LoopEffectStuck           = "loop_effect_stuck"
+)

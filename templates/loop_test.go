@@ -6,6 +6,10 @@ var loopNames = []string{
 	LoopStatus, LoopReflection, LoopCheckpoint, LoopCheckpointPending,
 	LoopDone, LoopBudget, LoopConverged, LoopStuck, LoopTrackerError, LoopStopped, LoopNone, LoopCompact, LoopOpenFindings, LoopTracker, LoopCheckpointReview,
 	RoleDeveloper, RoleDebugger, RoleArchitect,
+	LoopChecksStarted, LoopChecksRunning, LoopChecksPassed, LoopChecksError, LoopChecksTimeout,
+	LoopCancelled, LoopConsensus, LoopConsensusClean, LoopConsensusNone, LoopConsensusNoRun,
+	LoopReflectionLine, LoopReflectionFailures, LoopReflectionThrashing,
+	LoopEffectConvergedChecks, LoopEffectConvergedStreak, LoopEffectConverged, LoopEffectStuckLimit, LoopEffectStuck,
 }
 
 // loopContent pins what each loop template must say and which placeholders
@@ -40,4 +44,22 @@ var loopContent = []struct {
 	{RoleDeveloper, []string{"developer", "{{agent_name}}", "test"}},
 	{RoleDebugger, []string{"debugger", "{{agent_name}}", "Reproduce"}},
 	{RoleArchitect, []string{"architect", "{{agent_name}}", "plan"}},
+	{LoopChecksStarted, []string{"running the project's checks ({{check_command}})", "End your turn again"}},
+	{LoopChecksRunning, []string{"({{check_command}}) are still running", "End your turn again"}},
+	{LoopChecksPassed, []string{"{{check_command}} passed", "{{check_output}}"}},
+	{LoopChecksError, []string{"{{check_command}} failed: {{check_error}}", "{{check_output}}"}},
+	{LoopChecksTimeout, []string{"{{check_command}} timed out after {{check_timeout}}", "{{check_output}}"}},
+	{LoopCancelled, []string{"[drover] Cancelled the loop of session {{session_id}} at iteration {{iteration}}."}},
+	{LoopConsensus, []string{"After iteration {{checkpoint_iteration}}: {{verdict}}", "{{pass_votes}} pass", "{{fail_votes}} fail", "{{failed_runs}} reviewer run(s) failed", "{{findings}}"}},
+	{LoopConsensusClean, []string{"No blocking findings."}},
+	{LoopConsensusNone, []string{"After iteration {{checkpoint_iteration}}: no review", "all {{failed_runs}} reviewer run(s) failed", "{{first_error}}"}},
+	{LoopConsensusNoRun, []string{"no reviewer ran"}},
+	{LoopReflectionLine, []string{"Iteration {{reflection_iteration}}: {{approach}}"}},
+	{LoopReflectionFailures, []string{"Failures: {{failure}}"}},
+	{LoopReflectionThrashing, []string{"the same failure keeps coming back"}},
+	{LoopEffectConvergedChecks, []string{"requires checks", "completion promise"}},
+	{LoopEffectConvergedStreak, []string{"{{iterations_left}} from now, drover ends the loop"}},
+	{LoopEffectConverged, []string{"ends only on your completion signal"}},
+	{LoopEffectStuckLimit, []string{"stuck for {{stuck_run}} in a row", "iteration {{end_iteration}} ends"}},
+	{LoopEffectStuck, []string{"Change your approach"}},
 }

@@ -69,3 +69,26 @@ const (
 	PlanActionDone       = "plan_action_done"
 	PlanActionAskUser    = "plan_action_ask_user"
 )
+
+// What the `drover plan` commands answer (internal/workflow/plan's verbs),
+// and the stop that finds the plan's reviewer budget spent.
+const (
+	PlanStarted            = "plan_started"
+	PlanSetAside           = "plan_set_aside"
+	PlanAdopted            = "plan_adopted"
+	PlanTaskAdded          = "plan_task_added"
+	PlanStandaloneSkipped  = "plan_standalone_skipped"
+	PlanStandaloneStarts   = "plan_standalone_starts"
+	PlanAdvanced           = "plan_advanced"
+	PlanAdvancedReview     = "plan_advanced_review"
+	PlanAdvancedLimit      = "plan_advanced_limit"
+	PlanAdvancedReviewsOff = "plan_advanced_reviews_off"
+	PlanCompleted          = "plan_completed"
+	PlanSetMaxReviews      = "plan_set_max_reviews"
+	PlanSetReviewModel     = "plan_set_review_model"
+	PlanSetBudget          = "plan_set_budget"
+	PlanSetNoBudget        = "plan_set_no_budget"
+	PlanSetTDD             = "plan_set_tdd"
+	PlanReviewsStopped     = "plan_reviews_stopped"
+	PlanBudgetSpent        = "plan_budget_spent"
+)

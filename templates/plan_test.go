@@ -12,6 +12,10 @@ var planNames = []string{
 	PlanActionNextTask, PlanActionNextTaskTDD, PlanActionContinueTask, PlanActionAddTask,
 	PlanActionPlanReview, PlanActionTasksReview, PlanActionCodeReview, PlanActionAllCodeReview,
 	PlanActionPostReview, PlanActionStop, PlanActionDone, PlanActionAskUser,
+	PlanStarted, PlanSetAside, PlanAdopted, PlanTaskAdded, PlanStandaloneSkipped, PlanStandaloneStarts,
+	PlanAdvanced, PlanAdvancedReview, PlanAdvancedLimit, PlanAdvancedReviewsOff, PlanCompleted,
+	PlanSetMaxReviews, PlanSetReviewModel, PlanSetBudget, PlanSetNoBudget, PlanSetTDD,
+	PlanReviewsStopped, PlanBudgetSpent,
 }
 
 // planContent pins what each plan template must say and which placeholders
@@ -59,4 +63,23 @@ var planContent = []struct {
 	{PlanActionStop, []string{"{{review_name}}", "{{next_iteration}}", "Stop now"}},
 	{PlanActionDone, []string{"is complete", "`drover plan status`"}},
 	{PlanActionAskUser, []string{"{{phase}}", "{{next_phase}}", "{{current_task}}", "`drover plan status`", "`drover plan advance <phase>`"}},
+	// What the plan commands answer.
+	{PlanStarted, []string{"Started plan {{plan_id}} in {{plan_dir}}", "{{max_reviews}} review(s)", "{{tdd_note}}{{budget_note}}"}},
+	{PlanSetAside, []string{"{{old_plan_id}}", "{{old_phase}}", "`drover plan continue {{old_plan_id}}`"}},
+	{PlanAdopted, []string{"{{session_id}}", "{{plan_id}}", "state.json"}},
+	{PlanTaskAdded, []string{"{{added_task}}", "{{plan_id}}", "{{task}}"}},
+	{PlanStandaloneSkipped, []string{"max_reviews 0", "standalone {{review_name}}"}},
+	{PlanStandaloneStarts, []string{"standalone {{review_name}}", "{{first_model}}", "{{max_reviews}}", "{{clean_streak}} clean in a row", "next_phase null", "Stop now"}},
+	{PlanAdvanced, []string{"{{phase}} recorded", "next_phase null", "`drover plan continue`"}},
+	{PlanAdvancedReview, []string{"{{phase}} recorded", "Stop now", "{{review_kind}} review", "{{next_iteration}}", "{{max_reviews}}"}},
+	{PlanAdvancedLimit, []string{"{{phase}} recorded", "limit of {{max_reviews}}", "no review starts"}},
+	{PlanAdvancedReviewsOff, []string{"{{phase}} recorded", "max_reviews 0", "{{review_kind}} review is skipped"}},
+	{PlanCompleted, []string{"{{plan_id}} is complete"}},
+	{PlanSetMaxReviews, []string{"{{plan_id}}", "{{max_reviews}} review(s)"}},
+	{PlanSetReviewModel, []string{"{{plan_id}}", "{{model}}"}},
+	{PlanSetBudget, []string{"${{budget_usd}}", "${{spent_usd}}"}},
+	{PlanSetNoBudget, []string{"{{plan_id}}", "no reviewer budget"}},
+	{PlanSetTDD, []string{"tdd is {{tdd}}"}},
+	{PlanReviewsStopped, []string{"{{plan_id}}", "next_phase is null", "`drover plan continue`"}},
+	{PlanBudgetSpent, []string{"{{review_name}}", "{{next_iteration}}", "${{budget_usd}}", "${{spent_usd}}", "`drover plan set {{plan_id}} budget_usd=<dollars>`", "`drover plan advance`"}},
 }

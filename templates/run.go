@@ -1,8 +1,10 @@
 package templates
 
-// The names of the prompts of `drover run` (actors/run.go): what the
-// headless agent of a task is asked in each iteration. The role prompts it
-// routes to are the loop's (RoleDeveloper and the others, loop.go).
+// The names of the texts of `drover run` (internal/workflow/run): what the
+// headless agent of a task is asked in each iteration, what it is told of
+// the last one, and what the run's status says of its tasks, budgets and
+// waves. The role prompts it routes to are the loop's (RoleDeveloper and
+// the others, loop.go).
 const (
 	// RunTask is the prompt of one iteration of a task.
 	RunTask = "run_task"
@@ -12,4 +14,38 @@ const (
 	RunTaskRetry = "run_task_retry"
 	// RunReview is the prompt of the reviewer that must pass a task.
 	RunReview = "run_review"
+
+	// What the next iteration of a task is told of the last one, when it
+	// did not finish the task (RunTaskRetry's {{feedback}}).
+	RunFeedbackAgentFailed  = "run_feedback_agent_failed"
+	RunFeedbackTestsFailed  = "run_feedback_tests_failed"
+	RunFeedbackOffBranch    = "run_feedback_off_branch"
+	RunFeedbackNoCommit     = "run_feedback_no_commit"
+	RunFeedbackDirty        = "run_feedback_dirty"
+	RunFeedbackReviewError  = "run_feedback_review_error"
+	RunFeedbackReviewFailed = "run_feedback_review_failed"
+	RunFeedbackNoFindings   = "run_feedback_no_findings"
+
+	// Why a task failed or needs review (its error in the run's status).
+	RunTaskStopped     = "run_task_stopped"
+	RunTaskOutOfBudget = "run_task_out_of_budget"
+	RunTaskStuck       = "run_task_stuck"
+	RunTaskNotDone     = "run_task_not_done"
+	RunTaskConflict    = "run_task_conflict"
+
+	// Which budget is spent, run or task, dollars or minutes.
+	RunBudgetUSD         = "run_budget_usd"
+	RunBudgetMinutes     = "run_budget_minutes"
+	RunTaskBudgetUSD     = "run_task_budget_usd"
+	RunTaskBudgetMinutes = "run_task_budget_minutes"
+
+	// The run's report: why it stopped or failed, or that it is done.
+	RunCancelled    = "run_cancelled"
+	RunDone         = "run_done"
+	RunStopped      = "run_stopped"
+	RunWaveBlocked  = "run_wave_blocked"
+	RunMergeFailed  = "run_merge_failed"
+	RunConflicts    = "run_conflicts"
+	RunSuiteMissing = "run_suite_missing"
+	RunSuiteFailed  = "run_suite_failed"
 )

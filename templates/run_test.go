@@ -1,10 +1,18 @@
 package templates
 
 // runNames are the templates of `drover run` (run.go).
-var runNames = []string{RunTask, RunTaskFiles, RunTaskTests, RunTaskRetry, RunReview}
+var runNames = []string{
+	RunTask, RunTaskFiles, RunTaskTests, RunTaskRetry, RunReview,
+	RunFeedbackAgentFailed, RunFeedbackTestsFailed, RunFeedbackOffBranch, RunFeedbackNoCommit,
+	RunFeedbackDirty, RunFeedbackReviewError, RunFeedbackReviewFailed, RunFeedbackNoFindings,
+	RunTaskStopped, RunTaskOutOfBudget, RunTaskStuck, RunTaskNotDone, RunTaskConflict,
+	RunBudgetUSD, RunBudgetMinutes, RunTaskBudgetUSD, RunTaskBudgetMinutes,
+	RunCancelled, RunDone, RunStopped, RunWaveBlocked, RunMergeFailed, RunConflicts,
+	RunSuiteMissing, RunSuiteFailed,
+}
 
 // runContent pins what each run template must say and which placeholders
-// it must use: actors/run.go fills them in.
+// it must use: internal/workflow/run fills them in.
 var runContent = []struct {
 	name    string
 	phrases []string
@@ -14,4 +22,29 @@ var runContent = []struct {
 	{RunTaskTests, []string{"{{tests}}"}},
 	{RunTaskRetry, []string{"iteration {{iteration}} of {{max_iterations}}", "{{feedback}}"}},
 	{RunReview, []string{"independent reviewer", "task {{task_id}}", "{{description}}", "{{branch}}", "git diff {{base}}..HEAD", "Do not change any file", "PASS", "FAIL", "blocking"}},
+	{RunFeedbackAgentFailed, []string{"agent run failed", "{{error}}"}},
+	{RunFeedbackTestsFailed, []string{"targeted tests failed", "{{command}}", "{{output}}"}},
+	{RunFeedbackOffBranch, []string{"{{off_branch}}", "{{branch}}", "git merge {{off_branch}}", "do not switch branches"}},
+	{RunFeedbackNoCommit, []string{"no commit", "commit your work"}},
+	{RunFeedbackDirty, []string{"uncommitted changes", "{{status}}", "git add"}},
+	{RunFeedbackReviewError, []string{"review could not run", "{{error}}", "unreviewed"}},
+	{RunFeedbackReviewFailed, []string{"did not pass the task (FAIL)", "{{findings}}"}},
+	{RunFeedbackNoFindings, []string{"no findings"}},
+	{RunTaskStopped, []string{"stopped with the run", "{{reason}}"}},
+	{RunTaskOutOfBudget, []string{"{{budget}}", "{{iterations}} iterations", "{{last}}"}},
+	{RunTaskStuck, []string{"{{status}}", "{{iterations}} iterations", "{{reason}}"}},
+	{RunTaskNotDone, []string{"not done after {{iterations}} iterations", "{{last}}"}},
+	{RunTaskConflict, []string{"merge conflict in {{files}}"}},
+	{RunBudgetUSD, []string{"${{budget}} (--max-usd)", "${{cost}}"}},
+	{RunBudgetMinutes, []string{"{{minutes}} minutes (--max-minutes)", "{{elapsed}} elapsed"}},
+	{RunTaskBudgetUSD, []string{"${{budget}} (--task-max-usd)", "${{cost}}"}},
+	{RunTaskBudgetMinutes, []string{"{{minutes}} minutes (--task-max-minutes)", "{{elapsed}} elapsed"}},
+	{RunCancelled, []string{"drover run cancel"}},
+	{RunDone, []string{"{{tasks}} tasks done in {{waves}} waves", "{{target}}", "${{cost}}"}},
+	{RunStopped, []string{"run stopped: {{reason}}", "{{tasks}}"}},
+	{RunWaveBlocked, []string{"wave {{wave}} cannot be merged", "{{tasks}}"}},
+	{RunMergeFailed, []string{"wave {{wave}}", "{{target}}", "{{error}}"}},
+	{RunConflicts, []string{"wave {{wave}}", "{{target}}", "need review", "{{conflicts}}"}},
+	{RunSuiteMissing, []string{"wave {{wave}}", "suite did not run"}},
+	{RunSuiteFailed, []string{"wave {{wave}} checkpoint failed", "{{command}}", "{{target}}", "{{output}}"}},
 }

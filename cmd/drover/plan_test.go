@@ -16,9 +16,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/workflow/plan"
 	"github.com/drover-dev/drover/templates"
 )
 
@@ -330,8 +330,8 @@ func TestPlanDocsNameRealCommands(t *testing.T) {
 				t.Errorf("%s names `drover plan %s`: not a subcommand of drover plan (%v)", where, m[1], slices.Sorted(maps.Keys(subs)))
 				continue
 			}
-			if sub.Name() == "advance" && m[2] != "" && !slices.Contains(actors.AdvancePhases(), m[2]) {
-				t.Errorf("%s names `drover plan advance %s`: advance takes %v", where, m[2], actors.AdvancePhases())
+			if sub.Name() == "advance" && m[2] != "" && !slices.Contains(plan.AdvancePhases(), m[2]) {
+				t.Errorf("%s names `drover plan advance %s`: advance takes %v", where, m[2], plan.AdvancePhases())
 			}
 		}
 		for _, m := range slashPlanRE.FindAllStringSubmatch(text, -1) {
@@ -354,7 +354,7 @@ func TestPlanAdvanceTakesEveryIssuePhase(t *testing.T) {
 		t.Fatalf("finding plan advance: %v", err)
 	}
 	for _, phase := range []string{"new-plan", "create-tasks", "complete-task", "complete-task-tdd", "next-task", "continue-task", "post-plan-review", "post-tasks-review", "post-code-review", "post-all-code-review"} {
-		if !slices.Contains(actors.AdvancePhases(), phase) {
+		if !slices.Contains(plan.AdvancePhases(), phase) {
 			t.Errorf("advance does not take %s", phase)
 		}
 		if !strings.Contains(advance.Long, phase) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/client"
 	"github.com/drover-dev/drover/internal/cmdline"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/project"
 )
 
@@ -119,7 +121,7 @@ func (a *app) projectConfig(root string) (config.Config, error) {
 	if err != nil {
 		return config.Config{}, err
 	}
-	if err := cfg.Validate(); err != nil {
+	if err := errors.Join(cfg.Validate(), loopconf.Check(cfg.Loop)); err != nil {
 		return config.Config{}, err
 	}
 	return cfg, nil

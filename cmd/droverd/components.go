@@ -16,6 +16,7 @@ import (
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/cmdline"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/transcript"
 	"github.com/drover-dev/drover/router"
 )
@@ -95,7 +96,7 @@ func (a *app) reflectCmd(g *cmdline.Globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		r, ok := convergence.Reflect(it, m, prior, cfg.Thresholds())
+		r, ok := convergence.Reflect(it, m, prior, loopconf.Thresholds(cfg.Loop))
 		if !ok {
 			fmt.Fprintf(a.stdout, "iteration %d is low-signal (%d tool calls): no reflection written\n", st.Iteration, it.ToolCalls)
 			return nil
@@ -144,7 +145,7 @@ func (a *app) convergeCmd(g *cmdline.Globals) *cobra.Command {
 		status, reason := convergence.Classify(history, convergence.Budget{
 			MaxIterations: st.MaxIterations, MaxMinutes: st.MaxMinutes, MaxUSD: st.MaxUSD,
 			Iteration: st.Iteration, Elapsed: time.Duration(st.ElapsedSec * float64(time.Second)), CostUSD: st.CostUSD,
-		}, cfg.Thresholds())
+		}, loopconf.Thresholds(cfg.Loop))
 		return writeJSONFile(outPath, map[string]string{"status": string(status), "reason": reason})
 	}
 	return cmd
@@ -171,7 +172,7 @@ func (a *app) routeCmd(g *cmdline.Globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		rules, err := cfg.LoopRules()
+		rules, err := loopconf.Routes(cfg.Loop)
 		if err != nil {
 			return fmt.Errorf("loop.routes: %w", err)
 		}

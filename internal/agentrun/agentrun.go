@@ -6,7 +6,9 @@
 // A run is bounded: no shell, stdin from /dev/null, a timeout, a process
 // group of its own that is killed as a whole on timeout or cancellation
 // and once the agent has exited (so tools it left running in the
-// background do not outlive it), and capped memory for its output.
+// background do not outlive it), and capped memory for its output. The
+// process itself is run by internal/proc; this package owns the agent's
+// command line and the reading of its stream-json output.
 package agentrun
 
 import (
@@ -15,11 +17,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/proc"
 	"github.com/drover-dev/drover/internal/proctag"
 )
 
@@ -98,7 +100,8 @@ type Result struct {
 	// Events counts the lines parsed; Skipped counts the lines that were
 	// not stream-json or were longer than the output cap.
 	Events, Skipped int
-	// Stderr is the end of the agent's stderr, at most the output cap.
+	// Stderr is the agent's stderr, at most the output cap of it: past
+	// that its start and its end, with a line where the middle was cut.
 	Stderr string
 	// Duration is the wall time from start to exit.
 	Duration time.Duration
@@ -143,9 +146,6 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 	timeout := orDefault(spec.Timeout, DefaultTimeout)
 	outputCap := orDefault(spec.OutputCap, DefaultOutputCap)
 
-	runCtx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
-	defer cancel()
-
 	args := slices.Clone(spec.Args)
 	if p := spec.Prompt; p != "" {
 		if strings.HasPrefix(p, "-") {
@@ -153,19 +153,9 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 		}
 		args = append(args, p)
 	}
-	cmd := exec.CommandContext(runCtx, spec.Bin, args...)
-	cmd.Dir = spec.Dir
-	tag, err := proctag.New(TagEnv)
-	if err != nil {
-		return Result{ExitCode: -1}, err
-	}
-	cmd.Env = append(append(os.Environ(), spec.Env...), tag)
-	cmd.Stdin = nil // /dev/null: a headless agent must never wait on input
-	cmd.WaitDelay = orDefault(spec.WaitDelay, DefaultWaitDelay)
-	setProcessGroup(cmd)
 
 	var res Result
-	lines := &lineWriter{max: outputCap, fn: func(line []byte) {
+	lines := &proc.LineWriter{Sep: '\n', Max: outputCap, Fn: func(line []byte) {
 		ev, ok := ParseLine(line)
 		if !ok {
 			if len(bytes.TrimSpace(line)) > 0 {
@@ -178,29 +168,27 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 			onEvent(ev)
 		}
 	}}
-	stderr := &tail{max: outputCap}
-	cmd.Stdout = lines
-	cmd.Stderr = stderr
-
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
+	pr, err := proc.Run(ctx, proc.Cmd{
+		Path: spec.Bin, Args: args, Dir: spec.Dir,
+		Env: append(os.Environ(), spec.Env...),
+		// The tag marks what the agent starts in sessions of its own (the
+		// CLI's Bash tool calls), which the group kill misses.
+		TagKey:    TagEnv,
+		Stdout:    lines,
+		OutputCap: outputCap,
+		Timeout:   timeout,
+		WaitDelay: orDefault(spec.WaitDelay, DefaultWaitDelay),
+	})
+	if !pr.Started {
 		return Result{ExitCode: -1}, fmt.Errorf("starting agent %s: %w", spec.Bin, err)
 	}
-	waitErr := cmd.Wait()
-	// The agent is gone; whatever it started in its group goes too, and
-	// what it started in sessions of its own (the CLI's Bash tool calls).
-	killProcessGroup(cmd)
-	_, _ = proctag.Kill(tag)
-	res.Duration = time.Since(start)
-	// Wait has returned, so the goroutine that fed lines is done.
-	lines.flush()
-	res.Skipped += lines.oversize
-	res.Stderr = stderr.String()
-	res.ExitCode = -1
-	if cmd.ProcessState != nil {
-		res.ExitCode = cmd.ProcessState.ExitCode()
-	}
-	res.Err = outcome(runCtx, waitErr, &res)
+	res.Duration = pr.Duration
+	// Run has returned, so the goroutine that fed lines is done.
+	lines.Flush()
+	res.Skipped += lines.Skipped()
+	res.Stderr = pr.Stderr.String()
+	res.ExitCode = pr.ExitCode
+	res.Err = outcome(pr, err, &res)
 	return res, nil
 }
 
@@ -226,27 +214,20 @@ func (r *Result) add(ev Event) {
 	}
 }
 
-// outcome decides Result.Err from how the process ended.
-func outcome(runCtx context.Context, waitErr error, res *Result) error {
-	// A run that exited 0 just as its time ran out still finished.
-	if runCtx.Err() != nil && res.ExitCode != 0 {
-		if cause := context.Cause(runCtx); errors.Is(cause, ErrTimeout) {
-			res.TimedOut = true
-			return fmt.Errorf("%w after %s", ErrTimeout, res.Duration.Round(time.Millisecond))
-		}
-		return fmt.Errorf("agent run stopped: %w", runCtx.Err())
-	}
-	// ErrWaitDelay alone means the agent exited cleanly but something it
-	// started held its output open; that something is killed by now.
-	if waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) {
-		if msg := lastLine(res.Stderr); msg != "" {
-			return fmt.Errorf("agent %w: %s", waitErr, msg)
-		}
-		return fmt.Errorf("agent %w", waitErr)
-	}
+// outcome decides Result.Err from how the process ended; runErr is
+// proc.Run's error.
+func outcome(pr proc.Result, runErr error, res *Result) error {
 	switch {
-	case res.ExitCode != 0:
-		return fmt.Errorf("agent exited with status %d", res.ExitCode)
+	case pr.TimedOut:
+		res.TimedOut = true
+		return fmt.Errorf("%w after %s", ErrTimeout, res.Duration.Round(time.Millisecond))
+	case errors.Is(runErr, context.Canceled), errors.Is(runErr, context.DeadlineExceeded):
+		return fmt.Errorf("agent run %w", runErr)
+	case runErr != nil:
+		if msg := lastLine(res.Stderr); msg != "" {
+			return fmt.Errorf("agent %w: %s", runErr, msg)
+		}
+		return fmt.Errorf("agent %w", runErr)
 	case !res.SawResult:
 		return ErrNoResult
 	case res.IsError:
@@ -269,77 +250,4 @@ func orDefault[T comparable](v, def T) T {
 		return def
 	}
 	return v
-}
-
-// lineWriter splits what is written to it into lines and calls fn with
-// each, without its newline. A line longer than max is dropped whole and
-// counted, so that memory stays bounded whatever the agent prints.
-type lineWriter struct {
-	max      int
-	fn       func([]byte)
-	buf      []byte
-	skipping bool
-	oversize int
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		chunk := p
-		if i >= 0 {
-			chunk = p[:i]
-		}
-		if !w.skipping {
-			if len(w.buf)+len(chunk) > w.max {
-				w.skipping = true
-				w.oversize++
-				w.buf = w.buf[:0]
-			} else {
-				w.buf = append(w.buf, chunk...)
-			}
-		}
-		if i < 0 {
-			break
-		}
-		if !w.skipping {
-			w.fn(w.buf)
-		}
-		w.buf = w.buf[:0]
-		w.skipping = false
-		p = p[i+1:]
-	}
-	return n, nil
-}
-
-// flush hands on a last line that had no newline.
-func (w *lineWriter) flush() {
-	if !w.skipping && len(w.buf) > 0 {
-		w.fn(w.buf)
-	}
-	w.buf = w.buf[:0]
-	w.skipping = false
-}
-
-// tail keeps the last max bytes written to it.
-type tail struct {
-	max int
-	buf []byte
-}
-
-func (t *tail) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	// Trim only now and then, so that many small writes stay cheap.
-	if len(t.buf) > 2*t.max {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tail) String() string {
-	b := t.buf
-	if len(b) > t.max {
-		b = b[len(b)-t.max:]
-	}
-	return string(b)
 }

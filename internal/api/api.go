@@ -1,6 +1,9 @@
 // Package api holds the wire types of drover's local API: HTTP with JSON
 // bodies over the supervisor's unix socket. Both the server (supervisor) and
 // the client (internal/client) import it, so the two sides cannot drift.
+// The plan, loop and run types are the workflows' answers as the CLI shows
+// them; Run is also a run's stored record and the state of the run core
+// (internal/workflow/run), so that what is saved is what is shown.
 package api
 
 import (

@@ -6,11 +6,18 @@
 // Loading is strict: a key drover does not know, or a value of the wrong
 // type, is an error that names the key and where it came from, because a
 // typo that silently falls back to a default is worse than a refusal.
+//
+// It is a leaf: plain values and their range checks, knowing no workflow.
+// What the engine builds from them lives beside the engine
+// (internal/loopconf for the convergence thresholds and loop.routes,
+// internal/reviewconf for the reviewer); loop.routes is checked there,
+// by loopconf.Check, which the supervisor calls beside Validate.
 package config
 
 import (
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -22,10 +29,8 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
-	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/proctag"
-	"github.com/drover-dev/drover/router"
 )
 
 // Config is drover's effective configuration. Its koanf tags are the
@@ -41,7 +46,8 @@ type Config struct {
 }
 
 // Loop configures the loop workflow: its default budget, the project's
-// check command, and the convergence thresholds.
+// check command, the convergence thresholds and the routing rules, as
+// plain values (runs read the thresholds and routes too).
 type Loop struct {
 	MaxIterations int           `koanf:"max_iterations" help:"default iteration budget of drover loop start"`
 	CheckCommand  string        `koanf:"check_command" help:"the project's check command (run with sh -c), required to pass when a loop has --require-checks"`
@@ -53,14 +59,17 @@ type Loop struct {
 	ThrashRepeats  int    `koanf:"thrash_repeats" help:"iterations failing with the same error hash that make a loop thrashing"`
 	MinToolCalls   int    `koanf:"min_tool_calls" help:"iterations with fewer tool calls get no reflection (low signal)"`
 	// The convergence thresholds beside plateau_window, thrash_repeats
-	// and min_tool_calls (see convergence.Thresholds).
+	// and min_tool_calls; internal/loopconf builds convergence.Thresholds
+	// from them.
 	SuccessPassRate  float64 `koanf:"success_pass_rate" help:"test pass rate (0 to 1) at which a loop is converged_success"`
 	MinImprovement   float64 `koanf:"min_improvement" help:"rise in test pass rate (0 to 1) over loop.plateau_window iterations that counts as progress; less is stuck_plateau"`
 	RequireLintClean bool    `koanf:"require_lint_clean" help:"converged_success also needs the last lint run, if any, to be clean"`
 	EndOnConverged   bool    `koanf:"end_on_converged" help:"a converged_success status ends a loop that does not require checks (false: only the completion promise and the budgets end loops)"`
 	ConvergedStreak  int     `koanf:"converged_streak" help:"measured iterations in a row that must be converged_success before loop.end_on_converged ends the loop (at least 1; the default 2 keeps a first run of tests that already passed from ending it)"`
 	StuckLimit       int     `koanf:"stuck_limit" help:"iterations a loop may stay stuck_plateau or thrashing after the one that first found it stuck (routed to the architect) before drover ends it (0: never)"`
-	Routes           string  `koanf:"routes" help:"routing rules, first match wins, e.g. 'status=thrashing -> architect; last_outcome=tests_failed -> debugger; anything -> developer' (empty: the defaults)"`
+	// Routes is kept as the user wrote it; internal/loopconf parses and
+	// checks it, so that config need not know the router.
+	Routes string `koanf:"routes" help:"routing rules, first match wins, e.g. 'status=thrashing -> architect; last_outcome=tests_failed -> debugger; anything -> developer' (empty: the defaults)"`
 }
 
 // MetricCommandList returns loop.metric_commands split on ';', without
@@ -73,30 +82,6 @@ func (c Config) MetricCommandList() []string {
 		}
 	}
 	return out
-}
-
-// Thresholds returns the loop's convergence thresholds.
-func (c Config) Thresholds() convergence.Thresholds {
-	return convergence.Thresholds{
-		SuccessPassRate:  c.Loop.SuccessPassRate,
-		RequireLintClean: c.Loop.RequireLintClean,
-		PlateauWindow:    c.Loop.PlateauWindow,
-		MinImprovement:   c.Loop.MinImprovement,
-		ThrashRepeats:    c.Loop.ThrashRepeats,
-		MinToolCalls:     c.Loop.MinToolCalls,
-	}
-}
-
-// LoopRules returns the loop's routing rules: loop.routes, or the defaults.
-func (c Config) LoopRules() ([]router.Rule, error) {
-	if strings.TrimSpace(c.Loop.Routes) == "" {
-		return router.DefaultRules(), nil
-	}
-	rules, err := router.ParseRules(c.Loop.Routes)
-	if err != nil {
-		return nil, err
-	}
-	return rules, router.Validate(rules)
 }
 
 // Review configures reviewer processes: the plan workflow's reviews and the
@@ -115,6 +100,9 @@ type Review struct {
 	CountMinor  bool          `koanf:"count_minor" help:"minor findings also make a plan review unclean (by default only blocking findings do)"`
 }
 
+// Budget returns review.budget_usd in dollars; 0 means no budget.
+func (r Review) Budget() (float64, error) { return ParseUSD(r.BudgetUSD) }
+
 // Run configures `drover run`: the defaults of its flags, read when a run
 // starts (a run keeps its options when it is resumed).
 type Run struct {
@@ -126,6 +114,27 @@ type Run struct {
 	IterationTimeout time.Duration `koanf:"iteration_timeout" help:"time limit of one agent process of drover run; its process group is killed past it"`
 	TaskMaxUSD       string        `koanf:"task_max_usd" number:"text" help:"dollars the agents of one task of drover run may cost, as they report it, before the task fails (empty or 0: no limit; drover run --task-max-usd)"`
 	Review           bool          `koanf:"review" help:"a reviewer (review.cli, review.models) must pass each task of drover run before it is done (drover run --no-review turns it off for one run)"`
+}
+
+// TaskMax returns run.task_max_usd in dollars; 0 means no limit.
+func (r Run) TaskMax() (float64, error) { return ParseUSD(r.TaskMaxUSD) }
+
+// ParseUSD parses a dollar amount written in config ("0.50", "2"), the
+// one parse of every such key: blank means 0 (none); a negative, NaN or
+// infinite amount, or one that is not a number, is an error.
+func ParseUSD(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return 0, nil
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a number of dollars", s)
+	}
+	if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, fmt.Errorf("%q is not a non-negative number of dollars", s)
+	}
+	return v, nil
 }
 
 // Queue bounds the task queue loop.
@@ -361,9 +370,6 @@ func (c Config) Validate() error {
 	if c.Loop.StuckLimit < 0 {
 		bad("loop.stuck_limit", "must not be negative (0 never ends a stuck loop), got %d", c.Loop.StuckLimit)
 	}
-	if _, err := c.LoopRules(); err != nil {
-		bad("loop.routes", "%v", err)
-	}
 	if c.Review.MaxReviews < 0 {
 		bad("review.max_reviews", "must not be negative, got %d", c.Review.MaxReviews)
 	}
@@ -401,15 +407,11 @@ func (c Config) Validate() error {
 	default:
 		bad("review.cli", "must be claude, codex, gemini or custom, got %q", c.Review.CLI)
 	}
-	if c.Review.BudgetUSD != "" {
-		if v, err := strconv.ParseFloat(c.Review.BudgetUSD, 64); err != nil || v < 0 {
-			bad("review.budget_usd", "must be a non-negative number of dollars, got %q", c.Review.BudgetUSD)
-		}
+	if _, err := c.Review.Budget(); err != nil {
+		bad("review.budget_usd", "must be a non-negative number of dollars, got %q", c.Review.BudgetUSD)
 	}
-	if c.Run.TaskMaxUSD != "" {
-		if v, err := strconv.ParseFloat(c.Run.TaskMaxUSD, 64); err != nil || v < 0 || v != v {
-			bad("run.task_max_usd", "must be a non-negative number of dollars, got %q", c.Run.TaskMaxUSD)
-		}
+	if _, err := c.Run.TaskMax(); err != nil {
+		bad("run.task_max_usd", "must be a non-negative number of dollars, got %q", c.Run.TaskMaxUSD)
 	}
 	for _, p := range []struct{ key, v string }{{"run.test_command", c.Run.TestCommand}, {"run.suite_command", c.Run.SuiteCommand}} {
 		if strings.TrimSpace(p.v) == "" {

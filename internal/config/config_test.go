@@ -250,12 +250,11 @@ func TestValidate(t *testing.T) {
 		{"gemini cli with a claude model", func(c *Config) { c.Review.CLI, c.Review.Models = "gemini", "gemini-2.5-pro,Claude-Sonnet-4-5" }, "review.models"},
 		{"budget not a number", func(c *Config) { c.Review.BudgetUSD = "ten" }, "review.budget_usd"},
 		{"budget", func(c *Config) { c.Review.BudgetUSD = "0.50" }, ""},
+		{"negative budget", func(c *Config) { c.Review.BudgetUSD = "-0.5" }, "review.budget_usd"},
+		{"infinite budget", func(c *Config) { c.Review.BudgetUSD = "Inf" }, "review.budget_usd"},
 		{"task budget", func(c *Config) { c.Run.TaskMaxUSD = "2.5" }, ""},
 		{"task budget not a number", func(c *Config) { c.Run.TaskMaxUSD = "lots" }, "run.task_max_usd"},
 		{"negative task budget", func(c *Config) { c.Run.TaskMaxUSD = "-1" }, "run.task_max_usd"},
-		{"custom routes", func(c *Config) { c.Loop.Routes = "status=thrashing -> architect; anything -> developer" }, ""},
-		{"routes without a catch-all", func(c *Config) { c.Loop.Routes = "status=thrashing -> architect" }, "loop.routes"},
-		{"routes with a typo", func(c *Config) { c.Loop.Routes = "stats=thrashing -> architect; anything -> developer" }, "loop.routes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -416,5 +415,38 @@ func TestRestartChanges(t *testing.T) {
 				t.Errorf("RestartChanges = %q, want %q", got, c.want)
 			}
 		})
+	}
+}
+
+func TestParseUSD(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    float64
+		wantErr bool
+	}{
+		{in: "", want: 0},
+		{in: "  ", want: 0},
+		{in: "0.50", want: 0.5},
+		{in: " 2 ", want: 2},
+		{in: "0", want: 0},
+		{in: "ten", wantErr: true},
+		{in: "$1", wantErr: true},
+		{in: "-1", wantErr: true},
+		{in: "NaN", wantErr: true},
+		{in: "+Inf", wantErr: true},
+	}
+	for _, tt := range tests {
+		got, err := ParseUSD(tt.in)
+		if got != tt.want || (err != nil) != tt.wantErr {
+			t.Errorf("ParseUSD(%q) = %v, %v; want %v, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+	r := Review{BudgetUSD: "0.25"}
+	if v, err := r.Budget(); v != 0.25 || err != nil {
+		t.Errorf("Review.Budget = %v, %v", v, err)
+	}
+	run := Run{TaskMaxUSD: "x"}
+	if _, err := run.TaskMax(); err == nil {
+		t.Error("Run.TaskMax accepted x")
 	}
 }

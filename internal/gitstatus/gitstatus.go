@@ -3,15 +3,14 @@
 package gitstatus
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/internal/proc"
 )
 
 // MaxFiles caps the file names Dirty and ParsePorcelainZ return: enough to
@@ -26,13 +25,14 @@ const (
 	// timeout bounds one git status; a huge untracked tree can be slow, but
 	// a hook is waiting on the answer.
 	timeout = 10 * time.Second
-	// waitDelay is how long Wait waits for git's pipes after a kill.
-	waitDelay = 2 * time.Second
 	// maxEntry bounds one NUL-terminated entry; paths are far shorter.
 	maxEntry = 1 << 20
 	// maxStderr bounds the captured error output.
 	maxStderr = 4 << 10
 )
+
+// errLongEntry: git printed an entry longer than maxEntry.
+var errLongEntry = errors.New("an entry is longer than 1 MiB")
 
 // Dirty runs git status in dir and reports whether any path outside the
 // ignored prefixes (such as ".drover/") is modified, staged or untracked,
@@ -42,74 +42,35 @@ func Dirty(ctx context.Context, dir string, ignore []string) (dirty bool, files 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	cmd := exec.CommandContext(ctx, "git", "status", "--porcelain=v1", "-z", "--untracked-files=all")
-	cmd.Dir = dir
-	cmd.Env = gitEnv(os.Environ())
-	cmd.WaitDelay = waitDelay
-	var stderr capped
-	stderr.max = maxStderr
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return false, nil, fmt.Errorf("git status in %q: %w", dir, err)
-	}
-	if err := cmd.Start(); err != nil {
-		return false, nil, fmt.Errorf("git status in %q: %w", dir, err)
-	}
-
 	// Read as git writes, keeping at most MaxFiles names, so that a tree
 	// with a million untracked files costs no more memory than one with
 	// twenty.
 	p := parser{ignore: ignore}
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 0, 4096), maxEntry)
-	sc.Split(scanNUL)
-	for sc.Scan() {
-		p.entry(sc.Bytes())
-	}
+	entries := &proc.LineWriter{Sep: 0, Max: maxEntry, Fn: p.entry}
+	c := proc.GitCmd(dir, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+	c.Stdout = entries
+	c.OutputCap = maxStderr
+	res, runErr := proc.Run(ctx, c)
+	entries.Flush()
 	p.finish()
-	scanErr := sc.Err()
-	if scanErr != nil {
-		// Stop git rather than leave it blocked on a full pipe.
-		cancel()
-	}
-	waitErr := cmd.Wait()
 
 	switch {
-	case scanErr != nil:
-		return false, nil, fmt.Errorf("reading git status in %q: %w", dir, scanErr)
-	case waitErr == nil:
-	case ctx.Err() != nil:
-		return false, nil, fmt.Errorf("git status in %q: %w", dir, ctx.Err())
+	case runErr == nil && entries.Skipped() > 0:
+		return false, nil, fmt.Errorf("reading git status in %q: %w", dir, errLongEntry)
+	case runErr == nil:
+	case !res.Started || ctx.Err() != nil:
+		return false, nil, fmt.Errorf("git status in %q: %w", dir, runErr)
 	default:
-		msg := strings.TrimSpace(stderr.String())
+		msg := strings.TrimSpace(res.Stderr.String())
 		if strings.Contains(msg, "not a git repository") {
 			return false, nil, fmt.Errorf("git status in %q: %w", dir, ErrNotRepo)
 		}
 		if msg != "" {
-			return false, nil, fmt.Errorf("git status in %q: %w: %s", dir, waitErr, msg)
+			return false, nil, fmt.Errorf("git status in %q: %w: %s", dir, runErr, msg)
 		}
-		return false, nil, fmt.Errorf("git status in %q: %w", dir, waitErr)
+		return false, nil, fmt.Errorf("git status in %q: %w", dir, runErr)
 	}
 	return len(p.files) > 0, p.files, nil
-}
-
-// gitEnv is env for a git status that neither writes the index (it would
-// take index.lock and could fail the agent's own git commands running at the
-// same moment) nor follows variables a parent git process may have set for
-// another repository. Messages stay untranslated so that "not a git
-// repository" can be recognised.
-func gitEnv(env []string) []string {
-	out := make([]string, 0, len(env)+2)
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		switch k {
-		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX", "GIT_OPTIONAL_LOCKS", "LC_ALL":
-			continue
-		}
-		out = append(out, kv)
-	}
-	return append(out, "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
 }
 
 // ParsePorcelainZ returns the paths in out, the output of
@@ -194,34 +155,3 @@ func (p *parser) ignored(path string) bool {
 	}
 	return false
 }
-
-// scanNUL is a bufio.SplitFunc for NUL-terminated entries; a last entry
-// without its NUL is still returned.
-func scanNUL(data []byte, atEOF bool) (advance int, token []byte, err error) {
-	if i := bytes.IndexByte(data, 0); i >= 0 {
-		return i + 1, data[:i], nil
-	}
-	if atEOF && len(data) > 0 {
-		return len(data), data, nil
-	}
-	return 0, nil, nil
-}
-
-// capped keeps the first max bytes written to it and drops the rest.
-type capped struct {
-	buf bytes.Buffer
-	max int
-}
-
-func (c *capped) Write(b []byte) (int, error) {
-	if room := c.max - c.buf.Len(); room > 0 {
-		if len(b) > room {
-			c.buf.Write(b[:room])
-		} else {
-			c.buf.Write(b)
-		}
-	}
-	return len(b), nil
-}
-
-func (c *capped) String() string { return c.buf.String() }

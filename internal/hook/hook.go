@@ -1,5 +1,7 @@
 // Package hook holds the wire types of Claude Code hook events: the JSON a
-// hook command reads on stdin and the decision JSON it prints on stdout.
+// hook command reads on stdin and the decision JSON it prints on stdout,
+// the event names, and the check of a session id (CheckSessionID), which
+// every layer that keys, stores or names a file by a session id applies.
 //
 // Everything here parses untrusted input, so it is strict about size and
 // lenient about shape: unknown fields are ignored, missing ones are zero.
@@ -57,6 +59,14 @@ func (e Event) ClaudeName() string {
 		return "SessionEnd"
 	}
 	return string(e)
+}
+
+// Resumed reports whether a SessionStart input continues an earlier
+// conversation whose context was summarized or reloaded: source compact
+// (after a compaction) or resume. It is when every workflow puts its
+// context back; a fresh start, a clear or a fork gets none.
+func (in Input) Resumed() bool {
+	return in.Source == "compact" || in.Source == "resume"
 }
 
 // MaxInputBytes caps what a hook reads from stdin. A prompt can be large

@@ -123,3 +123,11 @@ func FuzzRead(f *testing.F) {
 		_ = ValidSessionID(in.SessionID)
 	})
 }
+
+func TestResumed(t *testing.T) {
+	for source, want := range map[string]bool{"compact": true, "resume": true, "startup": false, "clear": false, "fork": false, "": false} {
+		if got := (Input{Source: source}).Resumed(); got != want {
+			t.Errorf("Resumed() with source %q = %v, want %v", source, got, want)
+		}
+	}
+}

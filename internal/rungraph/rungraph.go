@@ -6,6 +6,10 @@
 // change a repository, so Parse is strict: an unknown key, a duplicate id, a
 // missing or circular dependency is an error that names the task, the file
 // and the line, rather than a graph that runs something unexpected.
+//
+// FromPlan builds such a graph from a plan folder's tasks.md (`drover run
+// --plan`); it reads the table with internal/workflow/plan's parser, the
+// one reading of tasks.md, so this package depends on that core.
 package rungraph
 
 import (

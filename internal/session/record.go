@@ -1,6 +1,13 @@
 // Package session defines the persisted record of one agent session: which
 // workflow it runs, that workflow's state, and the decisions recently given
 // to hook requests (so a retried request gets the same answer).
+//
+// It is the engine's, not plumbing: a Record composes the states of the
+// workflow cores (internal/workflow/queue, loop and plan, and the loop's
+// convergence history), so this package sits above them and below the
+// actors that own the records and the store that keeps them. It holds no
+// workflow rule beyond reading those states (Active) and the replay of
+// recorded decisions.
 package session
 
 import (
@@ -25,7 +32,7 @@ const (
 )
 
 // MaxHistory bounds the loop metrics and reflections a record keeps.
-const MaxHistory = 50
+const MaxHistory = loop.MaxHistory
 
 // MaxRecorded bounds how many recent decisions a record keeps for replay.
 const MaxRecorded = 32

@@ -1,10 +1,21 @@
-// Package store keeps every session's record in an embedded bbolt file
-// (under .drover/state/), so a restarted supervisor recovers every session.
+// Package store keeps the supervisor's records in an embedded bbolt file
+// (under .drover/state/): every session's record (session.Record) and
+// every run of `drover run` (api.Run), so a restarted supervisor recovers
+// them all.
 //
 // A write returns only after bbolt's commit has been fsynced: a hook may be
 // answered once Save returns. A record that cannot be decoded is quarantined
 // (moved aside with its raw bytes and the reason) rather than failing every
-// later read of that session.
+// later read of that session. The file carries a schema version, so an
+// older drover refuses a file it does not understand. What the engine
+// relies on of a store is written down as a test in storetest.
+//
+// The store knows the two record types only to encode, decode and key
+// them (JSON, under the session or run id); it applies no workflow rule.
+// It imports internal/session, and through it the workflow cores whose
+// states a session record composes: the one place plumbing depends on the
+// engine's types, kept because the records are small and their JSON is
+// the on-disk format.
 package store
 
 import (

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,9 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/session"
-	"github.com/drover-dev/drover/internal/workflow/queue"
 )
 
 const testID = "3f2c9a1e-5b7d-4c2e-9f10-a1b2c3d4e5f6"
@@ -44,79 +40,6 @@ func openTest(tb testing.TB, opts Options) (*Store, *observer.ObservedLogs) {
 		}
 	})
 	return s, logs
-}
-
-func fullRecord(id string) session.Record {
-	t0 := time.Date(2026, 3, 4, 5, 6, 7, 890, time.UTC)
-	return session.Record{
-		ID:        id,
-		Workflow:  session.Queue,
-		Queue:     queue.Session{State: queue.Review, Iteration: 7},
-		CreatedAt: t0,
-		UpdatedAt: t0.Add(90 * time.Minute),
-		Events:    42,
-		Recorded: []session.Recorded{
-			{RequestID: "r1", Event: hook.Stop, Output: hook.Block("keep going: 2 tasks left")},
-			{RequestID: "r2", Event: hook.SessionStart, Output: hook.Context(hook.SessionStart, "queue is on")},
-			{RequestID: "r3", Event: hook.Stop, Output: hook.Output{SystemMessage: "drover: supervisor slow"}},
-		},
-	}
-}
-
-func TestSaveLoadRoundTrip(t *testing.T) {
-	tests := []struct {
-		name string
-		rec  session.Record
-	}{
-		{"minimal", session.Record{ID: "a"}},
-		{"full", fullRecord(testID)},
-		{"max length id", session.Record{ID: strings.Repeat("x", 128), Events: 1}},
-		{"unicode text", session.Record{ID: "u_1", Recorded: []session.Recorded{{RequestID: "é", Output: hook.Block("ünïcödé \u2028 \"quoted\"")}}}},
-	}
-	s, _ := openTest(t, Options{})
-	ctx := context.Background()
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := s.Save(ctx, tt.rec); err != nil {
-				t.Fatalf("Save: %v", err)
-			}
-			got, st, err := s.Load(ctx, tt.rec.ID)
-			if err != nil || st != Found {
-				t.Fatalf("Load = %v, %v; want Found, nil", st, err)
-			}
-			if !reflect.DeepEqual(got, tt.rec) {
-				t.Errorf("Load = %+v\nwant %+v", got, tt.rec)
-			}
-		})
-	}
-}
-
-func TestSaveOverwrites(t *testing.T) {
-	s, _ := openTest(t, Options{})
-	ctx := context.Background()
-	for i := 1; i <= 3; i++ {
-		if err := s.Save(ctx, session.Record{ID: testID, Events: i}); err != nil {
-			t.Fatalf("Save %d: %v", i, err)
-		}
-	}
-	got, st, err := s.Load(ctx, testID)
-	if err != nil || st != Found || got.Events != 3 {
-		t.Fatalf("Load = %+v, %v, %v; want Events 3, Found", got, st, err)
-	}
-}
-
-func TestLoadNotFound(t *testing.T) {
-	s, _ := openTest(t, Options{})
-	got, st, err := s.Load(context.Background(), testID)
-	if err != nil {
-		t.Fatalf("Load: %v", err)
-	}
-	if st != NotFound {
-		t.Errorf("status = %v, want %v", st, NotFound)
-	}
-	if !reflect.DeepEqual(got, session.Record{ID: testID}) {
-		t.Errorf("record = %+v, want a fresh record with the id", got)
-	}
 }
 
 func TestCorruptRecordIsQuarantined(t *testing.T) {
@@ -266,45 +189,18 @@ func TestListSortsAndQuarantines(t *testing.T) {
 	}
 }
 
-func TestDelete(t *testing.T) {
+// PutRaw refuses what is not a session id, as every call of the contract
+// does (storetest.Contract).
+func TestPutRawRefusesInvalidIDs(t *testing.T) {
 	s, _ := openTest(t, Options{})
 	ctx := context.Background()
-	if err := s.Save(ctx, session.Record{ID: testID}); err != nil {
-		t.Fatalf("Save: %v", err)
-	}
-	for i := range 2 { // deleting a missing record is fine too
-		if err := s.Delete(ctx, testID); err != nil {
-			t.Fatalf("Delete %d: %v", i, err)
-		}
-	}
-	if _, st, err := s.Load(ctx, testID); err != nil || st != NotFound {
-		t.Errorf("Load after Delete = %v, %v; want NotFound", st, err)
-	}
-}
-
-func TestInvalidIDsRefused(t *testing.T) {
-	s, _ := openTest(t, Options{})
-	ctx := context.Background()
-	ops := []struct {
-		name string
-		do   func(id string) error
-	}{
-		{"Save", func(id string) error { return s.Save(ctx, session.Record{ID: id}) }},
-		{"Load", func(id string) error { _, _, err := s.Load(ctx, id); return err }},
-		{"Delete", func(id string) error { return s.Delete(ctx, id) }},
-		{"PutRaw", func(id string) error { return s.PutRaw(ctx, id, []byte("{}")) }},
-	}
 	for _, id := range []string{"", "../x", "a/b", ".", "-lead", "a b", strings.Repeat("x", 129)} {
-		for _, op := range ops {
-			t.Run(fmt.Sprintf("%s(%q)", op.name, id), func(t *testing.T) {
-				err := op.do(id)
-				if err == nil {
-					t.Fatalf("%s(%q) succeeded, want an error", op.name, id)
-				}
-				if !strings.Contains(err.Error(), "session") {
-					t.Errorf("error %q does not say what was wrong", err)
-				}
-			})
+		err := s.PutRaw(ctx, id, []byte("{}"))
+		if err == nil {
+			t.Fatalf("PutRaw(%q) succeeded, want an error", id)
+		}
+		if !strings.Contains(err.Error(), "session") {
+			t.Errorf("error %q does not say what was wrong", err)
 		}
 	}
 	if recs, err := s.List(ctx); err != nil || len(recs) != 0 {
@@ -316,11 +212,8 @@ func TestCanceledContext(t *testing.T) {
 	s, _ := openTest(t, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
+	// The calls of the contract are tested by storetest.Contract.
 	ops := map[string]func() error{
-		"Save":        func() error { return s.Save(ctx, session.Record{ID: testID}) },
-		"Load":        func() error { _, _, err := s.Load(ctx, testID); return err },
-		"List":        func() error { _, err := s.List(ctx); return err },
-		"Delete":      func() error { return s.Delete(ctx, testID) },
 		"PutRaw":      func() error { return s.PutRaw(ctx, testID, nil) },
 		"Quarantined": func() error { _, err := s.Quarantined(ctx); return err },
 		"Open": func() error {
@@ -336,52 +229,18 @@ func TestCanceledContext(t *testing.T) {
 		})
 	}
 	if _, st, err := s.Load(context.Background(), testID); err != nil || st != NotFound {
-		t.Errorf("canceled Save stored something: Load = %v, %v", st, err)
+		t.Errorf("canceled PutRaw stored something: Load = %v, %v", st, err)
 	}
 }
 
-func TestConcurrentSaves(t *testing.T) {
-	const n = 50
-	s, _ := openTest(t, Options{})
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := range n {
-		wg.Go(func() {
-			errs <- s.Save(ctx, session.Record{ID: fmt.Sprintf("s-%02d", i), Events: i})
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Errorf("Save: %v", err)
-		}
-	}
-	recs, err := s.List(ctx)
-	if err != nil {
-		t.Fatalf("List: %v", err)
-	}
-	if len(recs) != n {
-		t.Fatalf("List has %d records, want %d", len(recs), n)
-	}
-	for i, r := range recs {
-		if want := fmt.Sprintf("s-%02d", i); r.ID != want || r.Events != i {
-			t.Errorf("record %d = %s/%d, want %s/%d", i, r.ID, r.Events, want, i)
-		}
-	}
-}
-
-func TestReopenKeepsData(t *testing.T) {
+// The quarantine survives a reopen, as the records do (the contract's
+// DurableOnceSaved).
+func TestQuarantineSurvivesReopen(t *testing.T) {
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "state", "drover.db")
 	s, err := Open(ctx, path, Options{})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
-	}
-	want := fullRecord(testID)
-	if err := s.Save(ctx, want); err != nil {
-		t.Fatalf("Save: %v", err)
 	}
 	if err := s.PutRaw(ctx, "bad", []byte("nope")); err != nil {
 		t.Fatalf("PutRaw: %v", err)
@@ -398,10 +257,6 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatalf("reopen: %v", err)
 	}
 	defer s.Close()
-	got, st, err := s.Load(ctx, testID)
-	if err != nil || st != Found || !reflect.DeepEqual(got, want) {
-		t.Errorf("Load after reopen = %+v, %v, %v; want %+v, Found", got, st, err, want)
-	}
 	if q, err := s.Quarantined(ctx); err != nil || len(q) != 1 || string(q[0].Raw) != "nope" {
 		t.Errorf("Quarantined after reopen = %+v, %v; want the one entry", q, err)
 	}
@@ -596,41 +451,6 @@ func hasNewRaw(before, after []QuarantineEntry, raw []byte) bool {
 		}
 	}
 	return false
-}
-
-func BenchmarkSave(b *testing.B) {
-	s, _ := openTest(b, Options{Logger: zap.NewNop()})
-	ctx := context.Background()
-	rec := fullRecord(testID)
-	b.ReportAllocs()
-	for i := 0; b.Loop(); i++ {
-		rec.Events = i
-		if err := s.Save(ctx, rec); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkSaveParallel(b *testing.B) {
-	s, _ := openTest(b, Options{Logger: zap.NewNop()})
-	ctx := context.Background()
-	var mu sync.Mutex
-	next := 0
-	b.ReportAllocs()
-	b.SetParallelism(16) // many sessions at once, as with many agents on 2 cores
-	b.RunParallel(func(pb *testing.PB) {
-		mu.Lock()
-		rec := fullRecord(fmt.Sprintf("sess-%04d", next))
-		next++
-		mu.Unlock()
-		for pb.Next() {
-			rec.Events++
-			if err := s.Save(ctx, rec); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
 }
 
 // A key that is not a valid session id (written by some other tool) is

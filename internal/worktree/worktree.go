@@ -7,7 +7,8 @@
 // Merging is all or nothing per branch: a conflict is aborted, leaving the
 // target exactly as it was before that branch, and reported for review.
 //
-// Every git command runs without a shell, with a timeout, and with optional
+// Every git command runs through internal/proc's git runner: without a
+// shell, with a timeout, in a process group of its own, and with optional
 // locks off (GIT_OPTIONAL_LOCKS=0).
 package worktree
 

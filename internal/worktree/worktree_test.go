@@ -567,14 +567,6 @@ func TestClipDiff(t *testing.T) {
 	}
 }
 
-func TestGitEnv(t *testing.T) {
-	got := gitEnv([]string{"PATH=/bin", "GIT_DIR=/x/.git", "GIT_WORK_TREE=/x", "GIT_OPTIONAL_LOCKS=1", "LC_ALL=de_DE", "GIT_EDITOR=vim", "HOME=/h"})
-	want := []string{"PATH=/bin", "HOME=/h", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C", "GIT_TERMINAL_PROMPT=0", "GIT_MERGE_AUTOEDIT=no", "GIT_EDITOR=true"}
-	if !slices.Equal(got, want) {
-		t.Errorf("gitEnv = %q, want %q", got, want)
-	}
-}
-
 // TestCreateWithRelativeRootAndInParallel: concurrent callers that take
 // turns, as Create asks (the run actor holds a lock), each get their own
 // work tree from a relative root.

@@ -257,29 +257,33 @@ func isStuck(status string) bool {
 
 // statusEffect says what the convergence status means for the end of the
 // loop s is about to run an iteration of: the paragraph under the status
-// in the continuation prompt.
-func statusEffect(s State, f Facts) string {
+// in the continuation prompt ("" when it means nothing for the end).
+func statusEffect(s State, f Facts, t templates.Set) (string, error) {
+	vars := map[string]string{}
+	var name string
 	switch {
 	case f.Status == StatusConvergedSuccess && s.RequireChecks:
-		return "drover's metrics say the task may be done, but this loop requires checks: if it is really done, end your final message with the completion promise so that the checks can confirm it."
+		name = templates.LoopEffectConvergedChecks
 	case f.Status == StatusConvergedSuccess && f.EndOnConverged:
 		// s is the state after the stop that measured the success, so the
 		// streak already counts it.
 		left := max(1, f.ConvergedStreak) - s.SuccessIterations
-		return fmt.Sprintf("drover's metrics say the task may be done: if they still say so %s from now, drover ends the loop. If it is really done, finish with your completion signal.", plural(max(1, left), "iteration"))
+		name, vars["iterations_left"] = templates.LoopEffectConvergedStreak, plural(max(1, left), "iteration")
 	case f.Status == StatusConvergedSuccess:
-		return "drover's metrics say the task may be done, but this loop ends only on your completion signal: if it is really done, finish."
+		name = templates.LoopEffectConverged
 	case isStuck(f.Status) && f.StuckLimit > 0:
 		// The run of stuck iterations passes the limit, which ends the
 		// loop, at the stop that ends this iteration plus the limit less
 		// the run so far.
 		n := max(1, s.StuckIterations)
-		return fmt.Sprintf("The loop has been stuck for %s in a row: change your approach instead of repeating it. If it is still stuck when iteration %d ends, drover ends the loop.",
-			plural(n, "iteration"), s.Iteration+f.StuckLimit-n)
+		name = templates.LoopEffectStuckLimit
+		vars["stuck_run"], vars["end_iteration"] = plural(n, "iteration"), strconv.Itoa(s.Iteration+f.StuckLimit-n)
 	case isStuck(f.Status):
-		return "Change your approach instead of repeating it."
+		name = templates.LoopEffectStuck
+	default:
+		return "", nil
 	}
-	return ""
+	return t.Render(name, vars)
 }
 
 func plural(n int, what string) string {
@@ -345,6 +349,9 @@ func continuePrompt(s State, f Facts, t templates.Set) (string, error) {
 		if vars["role_prompt"], err = t.Render(name, vars); err != nil {
 			return "", err
 		}
+	}
+	if vars["status_effect"], err = statusEffect(s, f, t); err != nil {
+		return "", err
 	}
 	sections := []struct {
 		key, name string
@@ -509,14 +516,14 @@ func TrackerBody(s State, f Facts, t templates.Set) (string, error) {
 //	require_checks (yes or no), checks_summary,
 //	role (the routed role, else the last, else developer),
 //	agent_name (Facts.AgentName, else drover:<role> for a shipped role),
-//	status, status_reason, status_effect (what the status means for the
-//	loop's end), stuck_iterations (the run of stuck iterations),
-//	stuck_limit, reflection, checkpoint_consensus, open_findings,
-//	tracker_error.
+//	status, status_reason, stuck_iterations (the run of stuck
+//	iterations), stuck_limit, reflection, checkpoint_consensus,
+//	open_findings, tracker_error.
 //
 // Free text from other packages is clipped to keep the prompt within the
 // hook output cap. The composed pieces (role_prompt, the *_section ones,
-// loop_prompt, completed_by, checks_result, budget, budget_detail) are set
+// status_effect (what the status means for the loop's end), loop_prompt,
+// completed_by, checks_result, budget, budget_detail) are set
 // by the decision that needs them (findings_section by ContextSnapshot),
 // and are empty here.
 func Vars(s State, f Facts) map[string]string {
@@ -567,7 +574,7 @@ func Vars(s State, f Facts) map[string]string {
 		"reflection":           clip(f.Reflection, maxReflection),
 		"checkpoint_consensus": clip(f.CheckpointConsensus, maxConsensus),
 		"open_findings":        clip(f.OpenFindings, maxConsensus),
-		"status_effect":        statusEffect(s, f),
+		"status_effect":        "",
 		"stuck_iterations":     strconv.Itoa(s.StuckIterations),
 		"stuck_limit":          strconv.Itoa(f.StuckLimit),
 		"tracker_error":        trackerErr,

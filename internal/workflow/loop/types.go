@@ -4,15 +4,27 @@
 // dollars, an optional checks gate, and a continuation prompt steered by
 // convergence status, role routing, reflections and checkpoint reviews.
 //
-// Nothing here does I/O. The session actor gathers Facts (the hook payload,
-// the transcript, the tracker file, metrics, convergence, the routed role,
-// check results), calls these functions, persists the new State, performs
-// the effects (writing the tracker, starting checkpoint reviewers), and only
-// then answers the hook. The metrics, convergence and routing themselves
-// live in other packages; their results arrive here as plain values.
+// Nothing here does I/O or reads the clock. The session actor gathers facts
+// (the hook payload, the transcript's summary, the tracker file, check,
+// metric command and checkpoint results, the configuration) and calls one
+// decision per event: OnStop, Begin, CancelLoop, ChecksDone, MetricsDone,
+// CheckpointDone. Each returns the next Session and the Effects (start
+// checks, metric commands or a checkpoint review, write the tracker or a
+// reflection, ...), which the actor performs only after it committed the
+// Session and answered. OnStop computes the iteration's metrics,
+// reflection, convergence status (package convergence) and role (package
+// router) and applies the checks gate before Stop decides. Pending
+// re-derives the effects a stored Session still waits for, for an actor
+// that restarted between a commit and its effects.
 package loop
 
-import "time"
+import (
+	"time"
+
+	"github.com/drover-dev/drover/convergence"
+	summary "github.com/drover-dev/drover/internal/transcript"
+	"github.com/drover-dev/drover/router"
+)
 
 // Outcome says how a loop ended. Running is the outcome of an active loop.
 type Outcome string
@@ -92,6 +104,60 @@ type State struct {
 	SuccessIterations int `json:"success_iterations,omitempty"`
 
 	Outcome Outcome `json:"outcome,omitempty"`
+
+	// The background work the loop waits for, kept with the state so that
+	// a restarted supervisor starts again what has no process (Pending).
+	// Checks is the check run of the last completion claim; MetricsFor and
+	// CheckpointFor are the finished iteration whose metric commands and
+	// checkpoint review run (0: none).
+	Checks        *Checks `json:"checks,omitempty"`
+	MetricsFor    int     `json:"metrics_for,omitempty"`
+	CheckpointFor int     `json:"checkpoint_for,omitempty"`
+}
+
+// Checks is the check command's run for one iteration's completion claim.
+type Checks struct {
+	Iteration int    `json:"iteration"`
+	Running   bool   `json:"running,omitempty"`
+	Passed    bool   `json:"passed,omitempty"`
+	Summary   string `json:"summary,omitempty"`
+}
+
+// MaxHistory bounds the metrics and reflections a Session keeps.
+const MaxHistory = 50
+
+// Session is the loop's part of a session record: the State and what the
+// decisions read back (the metrics history, the reflections, the
+// checkpoint consensus).
+type Session struct {
+	State       State
+	History     []convergence.Metrics
+	Reflections []convergence.Reflection
+	// Consensus is the last checkpoint consensus, kept until it has gone
+	// into a block reason; Findings keeps it after that, for the context
+	// snapshot after a compaction.
+	Consensus string
+	Findings  string
+}
+
+// StopFacts is what the actor gathered for a Stop: the hook's and the
+// configuration's Facts, and the raw inputs of the metrics, convergence,
+// routing and checks gate that OnStop computes.
+type StopFacts struct {
+	Facts
+	// Iteration is the transcript's summary of the iteration that just
+	// ended; nil when no transcript could be read.
+	Iteration *summary.Iteration
+	// Thresholds and Rules are the configured convergence thresholds and
+	// routes (nil Rules: router.DefaultRules).
+	Thresholds convergence.Thresholds
+	Rules      []router.Rule
+	// CheckCommand is loop.check_command ("" none) and CheckTimeout its
+	// timeout, which the metric commands share; MetricCommands is
+	// loop.metric_commands.
+	CheckCommand   string
+	CheckTimeout   time.Duration
+	MetricCommands []string
 }
 
 // StartOptions are the flags of `/drover:loop "<prompt>" ...`.

@@ -236,3 +236,5 @@ func formatState(s State) string {
 	}{string(s.Phase), string(s.NextPhase), s.CurrentTask, s.Iteration, s.MaxReviews, s.ModelIndex, s.ConsecutiveClean, s.TDD, s.Review != nil, s.Standalone})
 	return string(data)
 }
+
+func ptr[T any](v T) *T { return &v }

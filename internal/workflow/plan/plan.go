@@ -2,7 +2,6 @@ package plan
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"path"
 	"slices"
@@ -13,9 +12,6 @@ import (
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
 )
-
-// ViewFile is the name of the view drover writes in the plan folder.
-const ViewFile = "state.json"
 
 // Stop decides a Stop hook for a session that runs the plan workflow. It
 // follows seed 001's hook logic, with the reviewer as a child process:
@@ -135,9 +131,10 @@ func reviewing(s State, f Facts, t templates.Set) (decision, error) {
 		return apply(s, f, t, *o)
 	}
 	d := decision{state: s}
-	if !f.ReviewInFlight {
+	if !f.ReviewInFlight && r.Answered == nil {
 		// Started before a restart and lost: run it again, with the same
-		// iteration and model.
+		// iteration and model. An answered review is not: its answer is
+		// applied once its review file is written (ReviewFiled).
 		sr, err := startEffect(s, f, t, r)
 		if err != nil {
 			return d, err
@@ -196,8 +193,14 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 		if d.out, err = validation(f, t); err != nil {
 			return d, err
 		}
-		d.warn(fmt.Sprintf("[drover] Plan %s: the %s (iteration %d) did not start: the plan's reviewer budget of $%.2f is spent ($%.2f so far). The plan waits for you: raise it with `drover plan set %s budget_usd=<dollars>` (0 removes it), or move on with `drover plan advance`.",
-			s.PlanID, reviewName(kind, orNone(s.CurrentTask)), r.Iteration, s.BudgetUSD, f.SpentUSD, s.PlanID))
+		v := vars(s, f, kind)
+		v["next_iteration"] = strconv.Itoa(r.Iteration)
+		v["budget_usd"], v["spent_usd"] = dollars(s.BudgetUSD), dollars(f.SpentUSD)
+		msg, err := t.Render(templates.PlanBudgetSpent, v)
+		if err != nil {
+			return d, err
+		}
+		d.warn(msg)
 		return d, nil
 	}
 	if problem := missingInput(s, f, kind); problem != "" {
@@ -618,64 +621,12 @@ func addVerdictVars(v map[string]string, o ReviewOutcome) {
 	v["findings"] = strings.TrimRight(b.String(), "\n")
 }
 
+// dollars formats an amount of dollars for a message, without the sign.
+func dollars(usd float64) string { return strconv.FormatFloat(usd, 'f', 2, 64) }
+
 func orNone(s string) string {
 	if s == "" {
 		return "none"
 	}
 	return s
-}
-
-// viewNote tells whoever opens state.json where it comes from.
-const viewNote = "Written by drover from its own state; edits are overwritten. Change the plan with `drover plan` commands."
-
-// view is state.json: seed 001's eight fields, in the seed's spelling, plus
-// the plan id, its budget when it has one and whether its review cycle is a
-// standalone one (so that a session that adopts the plan keeps both),
-// whether a review is running, and a note.
-type view struct {
-	PlanID           string  `json:"plan_id"`
-	Phase            Phase   `json:"phase"`
-	NextPhase        *Phase  `json:"next_phase"`
-	CurrentTask      *string `json:"current_task"`
-	PhaseIteration   int     `json:"phase_iteration"`
-	MaxReviews       int     `json:"max_reviews"`
-	ReviewModel      string  `json:"review_model"`
-	ConsecutiveClean int     `json:"consecutive_clean"`
-	TDD              bool    `json:"tdd"`
-	BudgetUSD        float64 `json:"budget_usd,omitempty"`
-	Standalone       bool    `json:"standalone,omitempty"`
-	ReviewRunning    bool    `json:"review_running"`
-	Note             string  `json:"note"`
-}
-
-// View renders s as the state.json the agent reads. review_model is the
-// model of the next review under models.
-func View(s State, models []string) []byte {
-	v := view{
-		PlanID:           s.PlanID,
-		Phase:            s.Phase,
-		PhaseIteration:   s.Iteration,
-		MaxReviews:       s.MaxReviews,
-		ReviewModel:      reviewer.NextModel(models, s.ModelIndex),
-		ConsecutiveClean: s.ConsecutiveClean,
-		TDD:              s.TDD,
-		BudgetUSD:        s.BudgetUSD,
-		Standalone:       s.Standalone,
-		ReviewRunning:    s.Review != nil,
-		Note:             viewNote,
-	}
-	if s.NextPhase != PhaseNone {
-		np := s.NextPhase
-		v.NextPhase = &np
-	}
-	if s.CurrentTask != "" {
-		ct := s.CurrentTask
-		v.CurrentTask = &ct
-	}
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		// Unreachable: the view holds only strings, ints and bools.
-		return nil
-	}
-	return append(data, '\n')
 }

@@ -1,12 +1,17 @@
 package plan
 
 import (
+	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/reviewer"
@@ -15,223 +20,253 @@ import (
 
 var tm = templates.Defaults()
 
-// seedCase is one case of seed 001's 80-case test table, in drover's terms.
-// Where the seed tests something that lives in another layer, the case
-// tests what this layer owes it, and says so in its name (the reviewer's
-// flags, for instance, are tested in package reviewer).
+// seedCase is one case of seed 001's 80-case test table, read from
+// testdata/seed001.yaml (whose header says what each field means).
 type seedCase struct {
-	id, name string
-	in       State
-	facts    Facts
-	// answer is the reviewer's answer when the stop starts a review.
-	answer *ReviewOutcome
+	ID   string    `yaml:"id"`
+	Name string    `yaml:"name"`
+	In   seedState `yaml:"in"`
+	// Facts adjust the facts of plan p1 (see facts).
+	Facts seedFacts `yaml:"facts"`
+	// Answer is the reviewer's answer when the stop starts a review:
+	// pass, fail or failed (with AnswerError).
+	Answer      string `yaml:"answer"`
+	AnswerError string `yaml:"answer_error"`
 
-	start     bool   // a review must start
-	model     string // and with this model
-	promptHas []string
+	Start     bool     `yaml:"start"` // a review must start
+	Model     string   `yaml:"model"` // and with this model
+	PromptHas []string `yaml:"prompt_has"`
 
-	kind string   // the final output: block or allow
-	has  []string // in the final reason or systemMessage
-	not  []string
+	Kind string   `yaml:"kind"` // the final output: block or allow
+	Has  []string `yaml:"has"`  // in the final reason or systemMessage
+	Not  []string `yaml:"not"`
 
-	want *State // the final state's seed fields
-	same bool   // the final state is the input state
-	// writeView: +1 a WriteView is expected, -1 none is.
-	writeView int
-	check     func(t *testing.T, r run)
-	err       string // Stop must fail, with this in the error
+	Want *seedState `yaml:"want"` // the final state's seed fields
+	Same bool       `yaml:"same"` // the final state is the input state
+	// WriteView: +1 a WriteView is expected, -1 none is.
+	WriteView int `yaml:"write_view"`
+	// Checks name checks of seedChecks; the fields after them check the
+	// effects.
+	Checks        []string         `yaml:"checks"`
+	ViewModel     string           `yaml:"view_model"`
+	ReviewFile    string           `yaml:"review_file"`
+	ReviewFileHas []string         `yaml:"review_file_has"`
+	Started       *seedStartReview `yaml:"started"`
+	Err           string           `yaml:"err"` // Stop must fail, with this in the error
+}
+
+// seedState is a State of plan p1 as the table writes it.
+type seedState struct {
+	None   bool          `yaml:"none"`
+	Base   string        `yaml:"base"`
+	Phase  *Phase        `yaml:"phase"`
+	Next   *Phase        `yaml:"next"`
+	Task   *string       `yaml:"task"`
+	Iter   *int          `yaml:"iter"`
+	Max    *int          `yaml:"max"`
+	Model  *int          `yaml:"model"`
+	Clean  *int          `yaml:"clean"`
+	Review *seedInFlight `yaml:"review"`
+}
+
+type seedInFlight struct {
+	Kind      Kind   `yaml:"kind"`
+	Iteration int    `yaml:"iteration"`
+	Model     string `yaml:"model"`
+	Task      string `yaml:"task"`
+}
+
+// seedFacts adjust the Facts of plan p1.
+type seedFacts struct {
+	Files          *[]string `yaml:"files"`
+	AddFiles       []string  `yaml:"add_files"`
+	TasksMD        *string   `yaml:"tasks_md"`
+	View           *string   `yaml:"view"`
+	Models         []string  `yaml:"models"`
+	HookActive     bool      `yaml:"hook_active"`
+	NoDir          bool      `yaml:"no_dir"`
+	PlanID         string    `yaml:"plan_id"`
+	ReviewInFlight bool      `yaml:"review_in_flight"`
+	Review         *struct {
+		Kind      Kind             `yaml:"kind"`
+		Iteration int              `yaml:"iteration"`
+		Outcome   reviewer.Outcome `yaml:"outcome"`
+		Verdict   string           `yaml:"verdict"`
+	} `yaml:"review"`
+}
+
+type seedStartReview struct {
+	Kind       Kind   `yaml:"kind"`
+	Iteration  int    `yaml:"iteration"`
+	Task       string `yaml:"task"`
+	ReviewFile string `yaml:"review_file"`
 }
 
 // validationState is the state of the validation cases: a standalone task.
 var validationState = st(phase(PhaseNextTask, PhaseNone), task("1"))
 
-func seedCases() []seedCase {
-	codeReview := func(mods ...func(*State)) State {
-		return st(append([]func(*State){phase(PhasePostCodeReview, PhaseCodeReview), task("1"), iter(1), model(1)}, mods...)...)
+// state builds the State the table describes.
+func (c seedState) state(t *testing.T) State {
+	t.Helper()
+	if c.None {
+		return State{}
 	}
-	return []seedCase{
-		// Suite 1: validation rules.
-		{id: "1.1", name: "no jq: the decision comes from the store, a missing view is written", in: validationState, facts: facts(), kind: "allow", writeView: +1},
-		{id: "1.2", name: "invalid input: a reviewer answer that is not the review in flight is ignored",
-			in: st(phase(PhaseCompleteTask, PhaseCodeReview), task("1"), func(s *State) { s.Review = &InFlight{Kind: KindCode, Iteration: 1, Model: "opus", Task: "1"} }),
-			facts: facts(func(f *Facts) {
-				f.ReviewInFlight = true
-				f.Review = &ReviewOutcome{Kind: KindCode, Iteration: 5, Outcome: reviewer.Pass, Verdict: "PASS"}
-			}),
-			kind: "block", has: []string{"is running the code review of task 1", "drover plan wait"}, same: true},
-		{id: "1.3", name: "invalid directory: a missing plan folder allows with a warning", in: validationState, facts: facts(noDir), kind: "allow", has: []string{"is missing"}, same: true, writeView: -1},
-		{id: "1.4", name: "stop_hook_active: a broken folder warns instead of blocking twice", in: validationState, facts: facts(files("notes.md"), hookActive), kind: "allow", has: []string{"Missing required file: plan.md"}},
-		{id: "1.5", name: "no plan in the session allows silently", in: State{}, facts: facts(noDir), kind: "allow", same: true, writeView: -1,
-			check: func(t *testing.T, r run) {
-				if r.out.SystemMessage != "" {
-					t.Errorf("message %q", r.out.SystemMessage)
-				}
-			}},
-		{id: "1.6", name: "valid plan structure allows quietly", in: validationState, facts: facts(viewOf(string(View(validationState, nil)))), kind: "allow", writeView: -1,
-			check: func(t *testing.T, r run) {
-				if r.out != (hook.Output{}) {
-					t.Errorf("output %+v, want none", r.out)
-				}
-			}},
-		{id: "1.7", name: "missing plan.md and an invalid filename block", in: validationState, facts: facts(files("invalid-file.md")), kind: "block", has: []string{"Missing required file: plan.md", "Invalid filename: invalid-file.md"}},
-		{id: "1.8", name: "nested directories block", in: validationState, facts: facts(files("plan.md", "nested/extra.md")), kind: "block", has: []string{"nested directories", "nested/extra.md"}},
-		{id: "1.9", name: "review without base file blocks", in: validationState, facts: facts(files("plan.md", "design-review-1.md")), kind: "block", has: []string{"design-review-1.md exists but design.md does not"}},
-		{id: "1.10", name: "post-review without review blocks", in: validationState, facts: facts(files("plan.md", "plan-post-review-1.md")), kind: "block", has: []string{"plan-post-review-1.md exists but plan-review-1.md does not"}},
-		{id: "1.11", name: "task files without tasks.md block", in: validationState, facts: facts(files("plan.md", "task-1.md")), kind: "block", has: []string{"Task files exist but tasks.md is missing"}},
-		{id: "1.12", name: "non-table tasks.md blocks", in: validationState, facts: facts(files("plan.md", "tasks.md"), tasksMD("# Tasks\n\n1. do it\n")), kind: "block", has: []string{"non-table"}},
-		{id: "1.13", name: "empty tasks.md blocks", in: validationState, facts: facts(files("plan.md", "tasks.md"), tasksMD("")), kind: "block", has: []string{"no table rows"}},
-		{id: "1.14", name: "state.json is not rejected by the filename rules", in: validationState, facts: facts(addFiles("state.json"), viewOf(`{"phase":"x","next_phase":null,"current_task":null,"phase_iteration":0,"max_reviews":8,"review_model":"opus","consecutive_clean":0,"tdd":false}`)), kind: "allow", not: []string{"state.json"}, writeView: +1},
-		{id: "1.15", name: "invalid state.json warns and is rewritten", in: validationState, facts: facts(addFiles("state.json"), viewOf(`"not valid json"`)), kind: "allow", has: []string{"state.json was not a valid drover view", "(not a JSON object)"}, writeView: +1},
-		{id: "1.16", name: "state.json missing fields warns and is rewritten", in: validationState, facts: facts(addFiles("state.json"), viewOf(`{"phase": "new-plan"}`)), kind: "allow", has: []string{"missing field(s): next_phase, current_task, phase_iteration, max_reviews, review_model, consecutive_clean, tdd"}, writeView: +1},
-		{id: "1.17", name: "valid state.json passes without warning", in: validationState, facts: facts(addFiles("state.json"), viewOf(string(View(validationState, nil)))), kind: "allow", not: []string{"state.json"}, writeView: -1},
-
-		// Suite 2: auto-review logic.
-		{id: "2.1", name: "trigger code review", in: st(phase(PhaseNextTask, PhaseCodeReview), task("1")), facts: facts(), answer: fail, start: true, model: "opus", kind: "block", has: []string{planDir + "/task-1-review-1.md"}},
-		{id: "2.2", name: "trigger plan review", in: st(phase(PhaseNewPlan, PhasePlanReview)), facts: facts(), answer: fail, start: true, model: "opus", kind: "block", has: []string{planDir + "/plan-review-1.md"}},
-		{id: "2.3", name: "trigger tasks review", in: st(phase(PhaseCreateTasks, PhaseTasksReview)), facts: facts(), answer: fail, start: true, model: "opus", kind: "block", has: []string{planDir + "/tasks-review-1.md"}},
-		{id: "2.4", name: "next_phase null is standalone", in: st(phase(PhaseNextTask, PhaseNone), task("1")), facts: facts(), kind: "allow", same: true},
-		{id: "2.5", name: "next_phase post-code-review is the agent's turn", in: st(phase(PhaseCodeReview, PhasePostCodeReview), task("1"), iter(1)), facts: facts(), kind: "allow", same: true},
-		{id: "2.6", name: "max reviews reached is a hard stop", in: codeReview(iter(8)), facts: facts(), kind: "allow", has: []string{"reached its limit of 8 review(s)", "task-1-review-8.md"}, same: true},
-		{id: "2.7", name: "max reviews with a custom limit", in: codeReview(iter(3), maxRev(3)), facts: facts(), kind: "allow", has: []string{"limit of 3 review(s)"}, same: true},
-		{id: "2.8", name: "state.json missing: the store's state rules and the view is written", in: codeReview(), facts: facts(), answer: fail, start: true, kind: "block", has: []string{"task-1-review-2.md"},
-			check: func(t *testing.T, r run) {
-				// The first stop saw no view at all.
-				if _, ok := find[WriteView](r.effects); !ok {
-					t.Error("no WriteView after the answer")
-				}
-			}},
-		{id: "2.9", name: "state.json malformed: the review still runs and the view is rewritten", in: codeReview(), facts: facts(viewOf("not json")), start: true, kind: "block", has: []string{"state.json was not a valid drover view"}, writeView: +1},
-		{id: "2.10", name: "next_phase complete-task is not a review", in: st(phase(PhaseCodeReview, PhaseCompleteTask), task("1")), facts: facts(), kind: "allow", same: true},
-		{id: "2.11", name: "next_phase create-tasks is not a review", in: st(phase(PhasePlanReview, PhaseCreateTasks)), facts: facts(), kind: "allow", same: true},
-		{id: "2.12", name: "trigger all-code-review", in: st(phase(PhasePostCodeReview, PhaseAllCodeReview), task("3")), facts: facts(), answer: fail, start: true, model: "opus", kind: "block", has: []string{planDir + "/all-code-review-1.md"}},
-		{id: "2.13", name: "one clean review is not enough", in: codeReview(clean(0)), facts: facts(), answer: pass, kind: "block", has: []string{"post-code-review"},
-			want: ptr(codeReview(phase(PhaseCodeReview, PhasePostCodeReview), iter(2), model(2), clean(1)))},
-		{id: "2.14", name: "two clean reviews in a row advance", in: codeReview(clean(1)), facts: facts(), answer: pass, kind: "allow", has: []string{"passed: 2 clean review(s) in a row", "Next: complete-task"},
-			want: ptr(codeReview(phase(PhaseCodeReview, PhaseCompleteTask), iter(2), model(2), clean(2)))},
-		{id: "2.15", name: "clean then dirty resets the count", in: codeReview(clean(1)), facts: facts(), answer: fail, kind: "block", has: []string{"post-code-review"},
-			want: ptr(codeReview(phase(PhaseCodeReview, PhasePostCodeReview), iter(2), model(2), clean(0)))},
-
-		// Suite 3: state transitions.
-		{id: "3.1", name: "code review phase updated", in: st(phase(PhaseNextTask, PhaseCodeReview), task("1")), facts: facts(), answer: fail,
-			want: ptr(st(phase(PhaseCodeReview, PhasePostCodeReview), task("1"), iter(1), model(1)))},
-		{id: "3.2", name: "plan review phase updated", in: st(phase(PhaseNewPlan, PhasePlanReview)), facts: facts(), answer: fail,
-			want: ptr(st(phase(PhasePlanReview, PhasePostPlanReview), iter(1), model(1)))},
-		{id: "3.3", name: "tasks review phase updated", in: st(phase(PhaseCreateTasks, PhaseTasksReview)), facts: facts(), answer: fail,
-			want: ptr(st(phase(PhaseTasksReview, PhasePostTasksReview), iter(1), model(1)))},
-		{id: "3.4", name: "model alternation opus to sonnet", in: st(phase(PhaseNextTask, PhaseCodeReview), task("1")), facts: facts(), answer: fail, model: "opus", start: true,
-			check: func(t *testing.T, r run) { wantViewModel(t, r, "sonnet") }},
-		{id: "3.5", name: "model alternation sonnet to opus", in: codeReview(), facts: facts(), answer: fail, model: "sonnet", start: true,
-			want:  ptr(codeReview(phase(PhaseCodeReview, PhasePostCodeReview), iter(2), model(2))),
-			check: func(t *testing.T, r run) { wantViewModel(t, r, "opus") }},
-		{id: "3.6", name: "iteration increment", in: codeReview(iter(4), model(4)), facts: facts(), answer: fail,
-			want: ptr(codeReview(phase(PhaseCodeReview, PhasePostCodeReview), iter(5), model(5)))},
-		{id: "3.7", name: "max_reviews preserved", in: codeReview(maxRev(5)), facts: facts(), answer: fail,
-			want: ptr(codeReview(phase(PhaseCodeReview, PhasePostCodeReview), iter(2), model(2), maxRev(5)))},
-		{id: "3.8", name: "current_task preserved", in: codeReview(task("3")), facts: facts(), answer: fail,
-			want: ptr(codeReview(phase(PhaseCodeReview, PhasePostCodeReview), iter(2), model(2), task("3")))},
-		{id: "3.9", name: "consecutive_clean incremented on a clean review", in: codeReview(), facts: facts(), answer: pass,
-			want: ptr(codeReview(phase(PhaseCodeReview, PhasePostCodeReview), iter(2), model(2), clean(1)))},
-		{id: "3.10", name: "consecutive_clean reset on a review with issues", in: codeReview(clean(1)), facts: facts(), answer: fail,
-			want: ptr(codeReview(phase(PhaseCodeReview, PhasePostCodeReview), iter(2), model(2), clean(0)))},
-		{id: "3.11", name: "two clean code reviews advance to complete-task", in: codeReview(clean(1)), facts: facts(), answer: pass,
-			want: ptr(codeReview(phase(PhaseCodeReview, PhaseCompleteTask), iter(2), model(2), clean(2)))},
-		{id: "3.12", name: "two clean plan reviews advance to create-tasks", in: st(phase(PhasePostPlanReview, PhasePlanReview), iter(1), model(1), clean(1)), facts: facts(), answer: pass,
-			want: ptr(st(phase(PhasePlanReview, PhaseCreateTasks), iter(2), model(2), clean(2)))},
-		{id: "3.13", name: "two clean tasks reviews advance to complete-task", in: st(phase(PhasePostTasksReview, PhaseTasksReview), iter(1), model(1), clean(1)), facts: facts(), answer: pass,
-			want: ptr(st(phase(PhaseTasksReview, PhaseCompleteTask), iter(2), model(2), clean(2)))},
-		{id: "3.14", name: "two clean all-code reviews advance to complete", in: st(phase(PhasePostAllCodeReview, PhaseAllCodeReview), task("3"), iter(1), model(1), clean(1)), facts: facts(), answer: pass,
-			want: ptr(st(phase(PhaseAllCodeReview, PhaseComplete), task("3"), iter(2), model(2), clean(2)))},
-		{id: "3.15", name: "auto-advance writes all modified fields", in: codeReview(iter(3), model(0), clean(1)), facts: facts(), answer: pass, model: "opus", start: true,
-			want:  ptr(codeReview(phase(PhaseCodeReview, PhaseCompleteTask), iter(4), model(1), clean(2))),
-			check: func(t *testing.T, r run) { wantViewModel(t, r, "sonnet") }},
-		{id: "3.16", name: "the view written is valid JSON with every required field", in: codeReview(), facts: facts(), answer: fail, writeView: +1,
-			check: func(t *testing.T, r run) {
-				w, _ := find[WriteView](r.effects)
-				var m map[string]any
-				if err := json.Unmarshal(w.Data, &m); err != nil {
-					t.Fatal(err)
-				}
-				for _, k := range viewFields {
-					if _, ok := m[k]; !ok {
-						t.Errorf("view lacks %s", k)
-					}
-				}
-			}},
-
-		// Suite 4: CLI invocation (the flags themselves: reviewer.TestBuildCommandClaude).
-		{id: "4.1", name: "model opus", in: st(phase(PhaseCompleteTask, PhaseCodeReview), task("1")), facts: facts(), start: true, model: "opus", kind: "block"},
-		{id: "4.2", name: "model sonnet", in: codeReview(), facts: facts(), start: true, model: "sonnet", kind: "block"},
-		{id: "4.3", name: "no permission bypass: drover writes the review file", in: codeReview(), facts: facts(), answer: fail, promptHas: []string{"Do not edit any file"},
-			check: func(t *testing.T, r run) {
-				w, ok := find[WriteReview](r.effects)
-				if !ok || w.Path != planDir+"/task-1-review-2.md" {
-					t.Fatalf("WriteReview %+v", w)
-				}
-			}},
-		{id: "4.4", name: "print mode: the effect carries everything the reviewer spec needs", in: codeReview(), facts: facts(), start: true, kind: "block",
-			check: func(t *testing.T, r run) {
-				sr := *r.started
-				if sr.Kind != KindCode || sr.Iteration != 2 || sr.Task != "1" || sr.ReviewFile != planDir+"/task-1-review-2.md" {
-					t.Errorf("StartReview %+v", sr)
-				}
-			}},
-		{id: "4.5", name: "code review prompt names the task", in: codeReview(task("3")), facts: facts(), start: true, promptHas: []string{"task-3.md", "task-3-review-2.md"}},
-		{id: "4.6", name: "plan review prompt names the plan", in: st(phase(PhaseNewPlan, PhasePlanReview)), facts: facts(), start: true, promptHas: []string{planDir + "/plan.md", "plan-review-1.md"}},
-		{id: "4.7", name: "tasks review prompt names tasks.md and the task files only", in: st(phase(PhaseCreateTasks, PhaseTasksReview)), facts: facts(addFiles("task-1-review-1.md")), start: true,
-			promptHas: []string{planDir + "/tasks.md", "tasks-review-1.md", planDir + "/task-1.md, " + planDir + "/task-2.md, " + planDir + "/task-3.md"}},
-		{id: "4.8", name: "all-code review prompt", in: st(phase(PhasePostCodeReview, PhaseAllCodeReview), task("3")), facts: facts(), start: true, promptHas: []string{"all-code-review-1.md", planDir + "/tasks.md", planDir + "/task-2.md"}},
-		{id: "4.9", name: "review file written to the right path", in: codeReview(task("2"), iter(2)), facts: facts(), answer: fail,
-			check: func(t *testing.T, r run) {
-				w, _ := find[WriteReview](r.effects)
-				if w.Path != planDir+"/task-2-review-3.md" {
-					t.Errorf("review file %q, want task-2-review-3.md", w.Path)
-				}
-				for _, want := range []string{"# Code review of task 2, iteration 3", "Verdict: FAIL", "1 blocking, 1 minor", "`config.go:42`: the error from Open is ignored"} {
-					if !strings.Contains(string(w.Data), want) {
-						t.Errorf("review file lacks %q:\n%s", want, w.Data)
-					}
-				}
-			}},
-		{id: "4.10", name: "CLI not on PATH: not counted, allowed with a warning", in: codeReview(), facts: facts(), answer: failedRun(`starting reviewer "claude": exec: "claude": executable file not found in $PATH`), kind: "allow", has: []string{"did not produce a verdict", "executable file not found"}, same: true},
-		{id: "4.11", name: "CLI exits 1: not counted, allowed with a warning", in: codeReview(), facts: facts(), answer: failedRun("reviewer: exited with a non-zero status: exit status 1"), kind: "allow", has: []string{"exit status 1", "Log: " + planDir + "/.review.log"}, same: true},
-		{id: "4.12", name: "no structured output: not counted", in: codeReview(), facts: facts(), answer: failedRun("reviewer: the result has no structured output"), kind: "allow", has: []string{"no structured output"}, same: true},
-		{id: "4.13", name: "timeout: not counted", in: codeReview(), facts: facts(), answer: failedRun("reviewer: timed out (process group killed) after 10m0s"), kind: "allow", has: []string{"timed out"}, same: true},
-		{id: "4.14", name: "the verdict comes from the structured answer", in: codeReview(), facts: facts(), answer: fail, kind: "block", has: []string{"FAIL, 1 blocking, 1 minor finding(s)"}},
-
-		// Suite 5: block messages (golden).
-		{id: "5.1", name: "code review block message", in: codeReview(task("2"), iter(2)), facts: facts(), answer: fail, kind: "block", has: []string{"task-2-review-3.md", "post-code-review", "state.json", "drover plan post-review-done", "task-2-post-review-3.md"}},
-		{id: "5.2", name: "plan review block message", in: st(phase(PhaseNewPlan, PhasePlanReview)), facts: facts(), answer: fail, kind: "block", has: []string{"plan-review-1.md", "post-plan-review", "plan.md", "plan-post-review-1.md"}},
-		{id: "5.3", name: "tasks review block message", in: st(phase(PhasePostTasksReview, PhaseTasksReview), iter(1), model(1)), facts: facts(), answer: fail, kind: "block", has: []string{"tasks-review-2.md", "post-tasks-review", "tasks.md", "tasks-post-review-2.md"}},
-		{id: "5.4", name: "all-code review block message", in: st(phase(PhasePostCodeReview, PhaseAllCodeReview), task("3")), facts: facts(), answer: fail, kind: "block", has: []string{"all-code-review-1.md", "post-all-code-review", "all-code-post-review-1.md"}},
-		{id: "5.5", name: "block message names the plan directory", in: codeReview(), facts: facts(), answer: fail, kind: "block", has: []string{planDir + "/"}, not: []string{"{{", "}}"}},
-		{id: "5.6", name: "block output is valid hook JSON", in: codeReview(), facts: facts(), answer: fail, kind: "block",
-			check: func(t *testing.T, r run) {
-				data, err := json.Marshal(r.out)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var back struct{ Decision, Reason string }
-				if err := json.Unmarshal(data, &back); err != nil || back.Decision != "block" || back.Reason == "" {
-					t.Errorf("hook JSON %s: %v", data, err)
-				}
-			}},
-
-		// Suite 6: edge cases (6.10 and 6.11 are sequences: TestSeedAlternation, TestSeedTwoCleanIntegration).
-		{id: "6.1", name: "only the session's plan: facts of another plan are refused", in: codeReview(), facts: facts(func(f *Facts) { f.PlanID = "p2" }), err: `facts are for plan "p2"`},
-		{id: "6.2", name: "state.json with extra unknown fields is a valid view", in: validationState, facts: facts(viewOf(strings.Replace(string(View(validationState, nil)), `"tdd"`, `"custom_field": 42, "tdd"`, 1))), kind: "allow", not: []string{"state.json"}},
-		{id: "6.3", name: "iteration 0 in a standalone phase allows", in: st(phase(PhaseNextTask, PhaseNone), iter(0)), facts: facts(), kind: "allow", same: true},
-		{id: "6.4", name: "an unexpected model is passed through", in: st(phase(PhaseNextTask, PhaseCodeReview), task("1")), facts: facts(models("haiku")), start: true, model: "haiku"},
-		{id: "6.5", name: "state but no plan.md: the plan review cannot run and rule 1 blocks", in: st(phase(PhaseNewPlan, PhasePlanReview)), facts: facts(files("state.json")), kind: "block", has: []string{"Missing required file: plan.md", "plan.md does not exist"}, same: true},
-		{id: "6.6", name: "auto-review takes precedence over validation", in: codeReview(), facts: facts(addFiles("nested/extra.md")), start: true, kind: "block", has: []string{"drover plan wait"}, not: []string{"nested"}},
-		{id: "6.7", name: "empty plan folder and no plan in the session allows", in: State{}, facts: facts(files()), kind: "allow", same: true, writeView: -1},
-		{id: "6.8", name: "max_reviews 0 skips the review and advances", in: st(phase(PhaseCompleteTask, PhaseCodeReview), task("1"), maxRev(0)), facts: facts(), kind: "allow", has: []string{"Reviews are off", "Next: complete-task"},
-			want: ptr(st(phase(PhaseCodeReview, PhaseCompleteTask), task("1"), maxRev(0)))},
-		{id: "6.9", name: "a plan folder without drover state is left alone", in: State{}, facts: facts(), kind: "allow", same: true, writeView: -1},
-		{id: "6.12", name: "one atomic view write per decision, never a temporary file", in: codeReview(), facts: facts(), answer: fail, writeView: +1},
+	var s State
+	switch c.Base {
+	case "":
+		s = st()
+	case "validation":
+		s = validationState
+	case "code":
+		s = st(phase(PhasePostCodeReview, PhaseCodeReview), task("1"), iter(1), model(1))
+	default:
+		t.Fatalf("unknown base state %q", c.Base)
 	}
+	set := func(dst *int, v *int) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	if c.Phase != nil {
+		s.Phase = *c.Phase
+	}
+	if c.Next != nil {
+		s.NextPhase = *c.Next
+	}
+	if c.Task != nil {
+		s.CurrentTask = *c.Task
+	}
+	set(&s.Iteration, c.Iter)
+	set(&s.MaxReviews, c.Max)
+	set(&s.ModelIndex, c.Model)
+	set(&s.ConsecutiveClean, c.Clean)
+	if r := c.Review; r != nil {
+		s.Review = &InFlight{Kind: r.Kind, Iteration: r.Iteration, Model: r.Model, Task: r.Task}
+	}
+	return s
 }
 
-func ptr[T any](v T) *T { return &v }
+// facts builds the Facts the table describes for the input state in.
+func (c seedFacts) facts(in State) Facts {
+	f := facts()
+	if c.Files != nil {
+		f.Files = *c.Files
+	}
+	f.Files = append(slices.Clone(f.Files), c.AddFiles...)
+	if c.TasksMD != nil {
+		f.TasksMD = *c.TasksMD
+	}
+	if c.View != nil {
+		switch v := *c.View; v {
+		case "@view":
+			f.View = View(in, nil)
+		case "@view+custom_field":
+			f.View = []byte(strings.Replace(string(View(in, nil)), `"tdd"`, `"custom_field": 42, "tdd"`, 1))
+		default:
+			f.View = []byte(v)
+		}
+	}
+	if c.Models != nil {
+		f.Models = c.Models
+	}
+	f.StopHookActive = c.HookActive
+	if c.NoDir {
+		noDir(&f)
+	}
+	if c.PlanID != "" {
+		f.PlanID = c.PlanID
+	}
+	f.ReviewInFlight = c.ReviewInFlight
+	if r := c.Review; r != nil {
+		f.Review = &ReviewOutcome{Kind: r.Kind, Iteration: r.Iteration, Outcome: r.Outcome, Verdict: r.Verdict}
+	}
+	return f
+}
+
+// answer is the reviewer's answer the case gives, if any.
+func (c seedCase) answer(t *testing.T) *ReviewOutcome {
+	t.Helper()
+	switch c.Answer {
+	case "":
+		return nil
+	case "pass":
+		return pass
+	case "fail":
+		return fail
+	case "failed":
+		return failedRun(c.AnswerError)
+	}
+	t.Fatalf("unknown answer %q", c.Answer)
+	return nil
+}
+
+// seedChecks are the checks a case names, on the result of its stops.
+var seedChecks = map[string]func(t *testing.T, r run){
+	"no_message": func(t *testing.T, r run) {
+		if r.out.SystemMessage != "" {
+			t.Errorf("message %q", r.out.SystemMessage)
+		}
+	},
+	"no_output": func(t *testing.T, r run) {
+		if r.out != (hook.Output{}) {
+			t.Errorf("output %+v, want none", r.out)
+		}
+	},
+	// The first stop saw no view at all.
+	"view_written": func(t *testing.T, r run) {
+		if _, ok := find[WriteView](r.effects); !ok {
+			t.Error("no WriteView after the answer")
+		}
+	},
+	"view_fields": func(t *testing.T, r run) {
+		w, _ := find[WriteView](r.effects)
+		var m map[string]any
+		if err := json.Unmarshal(w.Data, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range viewFields {
+			if _, ok := m[k]; !ok {
+				t.Errorf("view lacks %s", k)
+			}
+		}
+	},
+	"hook_json": func(t *testing.T, r run) {
+		data, err := json.Marshal(r.out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back struct{ Decision, Reason string }
+		if err := json.Unmarshal(data, &back); err != nil || back.Decision != "block" || back.Reason == "" {
+			t.Errorf("hook JSON %s: %v", data, err)
+		}
+	},
+}
+
+// seedCases reads the table; {dir} in its strings is the plan folder.
+func seedCases(t *testing.T) []seedCase {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "seed001.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.ReplaceAll(data, []byte("{dir}"), []byte(planDir))
+	var table struct {
+		Cases []seedCase `yaml:"cases"`
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&table); err != nil {
+		t.Fatalf("reading seed001.yaml: %v", err)
+	}
+	for _, c := range table.Cases {
+		for _, name := range c.Checks {
+			if seedChecks[name] == nil {
+				t.Fatalf("case %s: unknown check %q", c.ID, name)
+			}
+		}
+	}
+	return table.Cases
+}
 
 func wantViewModel(t *testing.T, r run, want string) {
 	t.Helper()
@@ -248,64 +283,67 @@ func wantViewModel(t *testing.T, r run, want string) {
 }
 
 func TestSeed(t *testing.T) {
-	for _, c := range seedCases() {
-		t.Run(c.id+" "+c.name, func(t *testing.T) {
-			if c.err != "" {
-				got, _, effects, err := Stop(c.in, c.facts, tm)
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("error %v, want one containing %q", err, c.err)
+	for _, c := range seedCases(t) {
+		t.Run(c.ID+" "+c.Name, func(t *testing.T) {
+			in := c.In.state(t)
+			f := c.Facts.facts(in)
+			if c.Err != "" {
+				got, _, effects, err := Stop(in, f, tm)
+				if err == nil || !strings.Contains(err.Error(), c.Err) {
+					t.Fatalf("error %v, want one containing %q", err, c.Err)
 				}
-				if !reflect.DeepEqual(got, c.in) || effects != nil {
+				if !reflect.DeepEqual(got, in) || effects != nil {
 					t.Errorf("a failed Stop changed the state or asked for effects")
 				}
 				return
 			}
-			r := stop(t, c.in, c.facts, c.answer)
-			if c.start || c.model != "" || len(c.promptHas) > 0 {
+			answer := c.answer(t)
+			r := stop(t, in, f, answer)
+			if c.Start || c.Model != "" || len(c.PromptHas) > 0 {
 				if r.started == nil {
 					t.Fatalf("no review started; output %s", formatOutput(r.out))
 				}
-				if c.model != "" && r.started.Model != c.model {
-					t.Errorf("model %q, want %q", r.started.Model, c.model)
+				if c.Model != "" && r.started.Model != c.Model {
+					t.Errorf("model %q, want %q", r.started.Model, c.Model)
 				}
-				for _, p := range c.promptHas {
+				for _, p := range c.PromptHas {
 					if !strings.Contains(r.started.Prompt, p) {
 						t.Errorf("prompt lacks %q:\n%s", p, r.started.Prompt)
 					}
 				}
 			}
-			if c.answer == nil && !c.start && r.started != nil {
+			if answer == nil && !c.Start && r.started != nil {
 				t.Fatalf("a review started: %+v", r.started)
 			}
-			if c.kind != "" && r.out.Kind() != c.kind {
-				t.Errorf("kind %s, want %s\n%s", r.out.Kind(), c.kind, formatOutput(r.out))
+			if c.Kind != "" && r.out.Kind() != c.Kind {
+				t.Errorf("kind %s, want %s\n%s", r.out.Kind(), c.Kind, formatOutput(r.out))
 			}
 			text := r.out.Reason + "\n" + r.out.SystemMessage
-			for _, h := range c.has {
+			for _, h := range c.Has {
 				if !strings.Contains(text, h) {
 					t.Errorf("output lacks %q:\n%s", h, formatOutput(r.out))
 				}
 			}
-			for _, n := range c.not {
+			for _, n := range c.Not {
 				if strings.Contains(text, n) {
 					t.Errorf("output has %q:\n%s", n, formatOutput(r.out))
 				}
 			}
-			if c.same && !reflect.DeepEqual(r.state, c.in) {
-				t.Errorf("state changed: %s, want %s", formatState(r.state), formatState(c.in))
+			if c.Same && !reflect.DeepEqual(r.state, in) {
+				t.Errorf("state changed: %s, want %s", formatState(r.state), formatState(in))
 			}
-			if c.want != nil && formatState(r.state) != formatState(*c.want) {
-				t.Errorf("state\n %s\nwant\n %s", formatState(r.state), formatState(*c.want))
+			if c.Want != nil {
+				if want := c.Want.state(t); formatState(r.state) != formatState(want) {
+					t.Errorf("state\n %s\nwant\n %s", formatState(r.state), formatState(want))
+				}
 			}
 			_, wrote := find[WriteView](r.effects)
-			if (c.writeView > 0 && !wrote) || (c.writeView < 0 && wrote) {
-				t.Errorf("WriteView present %v, want %v", wrote, c.writeView > 0)
+			if (c.WriteView > 0 && !wrote) || (c.WriteView < 0 && wrote) {
+				t.Errorf("WriteView present %v, want %v", wrote, c.WriteView > 0)
 			}
-			if c.check != nil {
-				c.check(t, r)
-			}
+			checkSeedEffects(t, c, r)
 			if r.out.Kind() != "allow" || r.out.SystemMessage != "" {
-				g := "in:  " + formatState(c.in) + "\nout: " + formatState(r.state) + "\n"
+				g := "in:  " + formatState(in) + "\nout: " + formatState(r.state) + "\n"
 				if r.started != nil {
 					g += "review: " + r.started.Model + " " + r.started.ReviewFile + "\n"
 				}
@@ -315,6 +353,38 @@ func TestSeed(t *testing.T) {
 				golden(t, g+formatOutput(r.out))
 			}
 		})
+	}
+}
+
+// checkSeedEffects runs the checks case c names and those of its effect
+// fields.
+func checkSeedEffects(t *testing.T, c seedCase, r run) {
+	t.Helper()
+	for _, name := range c.Checks {
+		seedChecks[name](t, r)
+	}
+	if c.ViewModel != "" {
+		wantViewModel(t, r, c.ViewModel)
+	}
+	if c.ReviewFile != "" || len(c.ReviewFileHas) > 0 {
+		w, ok := find[WriteReview](r.effects)
+		if !ok || w.Path != c.ReviewFile {
+			t.Fatalf("WriteReview %+v, want one to %s", w, c.ReviewFile)
+		}
+		for _, want := range c.ReviewFileHas {
+			if !strings.Contains(string(w.Data), want) {
+				t.Errorf("review file lacks %q:\n%s", want, w.Data)
+			}
+		}
+	}
+	if want := c.Started; want != nil {
+		if r.started == nil {
+			t.Fatal("no review started")
+		}
+		sr := *r.started
+		if sr.Kind != want.Kind || sr.Iteration != want.Iteration || sr.Task != want.Task || sr.ReviewFile != want.ReviewFile {
+			t.Errorf("StartReview %+v, want %+v", sr, want)
+		}
 	}
 }
 
@@ -369,11 +439,11 @@ func TestSeedTwoCleanIntegration(t *testing.T) {
 // cases has a test.
 func TestSeedCasesAllCovered(t *testing.T) {
 	ids := map[string]bool{"6.10": true, "6.11": true} // the sequence tests above
-	for _, c := range seedCases() {
-		if ids[c.id] {
-			t.Errorf("case %s appears twice", c.id)
+	for _, c := range seedCases(t) {
+		if ids[c.ID] {
+			t.Errorf("case %s appears twice", c.ID)
 		}
-		ids[c.id] = true
+		ids[c.ID] = true
 	}
 	sizes := []int{17, 15, 16, 14, 6, 12}
 	total := 0

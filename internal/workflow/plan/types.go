@@ -5,13 +5,19 @@
 // review cycles run by independent reviewer processes until two reviews in a
 // row are clean or max_reviews is reached.
 //
-// Nothing here does I/O. The session actor owns the state: it gathers Facts
-// (the plan folder's files, the result of a reviewer that finished, whether
-// one is running), calls Stop or a command, persists the new State, performs
-// the Effects (start a reviewer, write the review file, write state.json)
-// and only then answers the hook. The agent never edits state.json: it is a
-// view drover writes, and the agent reports progress with `drover plan ...`
-// commands, each of which is a function here.
+// Nothing here does I/O or reads the clock. The session actor owns the
+// state: it gathers Facts (the plan folder's files, git, whether a
+// reviewer is running), calls Stop for a hook, Command (and Adopt) for a
+// `drover plan` verb, ReviewAnswered and ReviewFiled for a reviewer's
+// answer, commits the new State, answers with the text the decision
+// rendered from the templates, and then performs the Effects (start or
+// cancel a reviewer, write the review file, log the reviewer runs, write
+// state.json, create the plan folder). Pending re-derives from a stored
+// State the effects a crash may have cut short. The agent never edits state.json:
+// it is a view drover writes (View) and reads back only to take a plan up
+// in another session (StateFromView), one field list for both; the agent
+// reports progress with `drover plan ...` commands, each of which is a
+// function here. Status and Findings describe the state for the API.
 //
 // Where seed 001 differs from the real CLI or from drover's architecture,
 // this package follows drover: the verdict comes from a reviewer.Result
@@ -25,6 +31,7 @@ package plan
 import (
 	"reflect"
 
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/reviewer"
 )
@@ -158,6 +165,12 @@ type State struct {
 	// passivated or restarted before that stop still gives it; any other
 	// change to the plan drops it (see DropAnswer).
 	Answer *hook.Output `json:"answer,omitempty"`
+	// LastRun is the last reviewer run that was applied (for a parallel
+	// review, the combined answer), for status; Runs are its run log lines,
+	// kept so that a restart logs them if a crash came first (RecordRuns
+	// leaves out those already logged).
+	LastRun *api.PlanReviewRun  `json:"last_run,omitempty"`
+	Runs    []api.PlanReviewRun `json:"runs,omitempty"`
 }
 
 // DropAnswer returns next without an Answer unless it is prev unchanged: an
@@ -196,6 +209,10 @@ type InFlight struct {
 	// Head is the git HEAD when the review started; it becomes
 	// State.ReviewHead once the review's answer is applied.
 	Head string `json:"head,omitempty"`
+	// Answered is the reviewer's answer, once it came back and until it
+	// is applied: recorded before the review file is written, so that a
+	// restart writes the file again rather than run the review again.
+	Answered *Answered `json:"answered,omitempty"`
 }
 
 // Facts is what the session actor gathered before a decision.
@@ -221,7 +238,9 @@ type Facts struct {
 	View []byte
 
 	// Review is the answer of a reviewer that finished since the last
-	// decision, if any; ReviewInFlight is true while one still runs.
+	// decision, if any, for Stop to apply at once (the actor hands answers
+	// to ReviewAnswered instead, to write the review file before applying
+	// it); ReviewInFlight is true while the reviewer still runs.
 	Review         *ReviewOutcome
 	ReviewInFlight bool
 
@@ -241,6 +260,11 @@ type Facts struct {
 	// State.BudgetUSD; the actor need only fill it when a budget is set.
 	SpentUSD float64
 
+	// SessionID is the session that runs the command, and
+	// DefaultMaxReviews review.max_reviews: the plan commands use them.
+	SessionID         string
+	DefaultMaxReviews int
+
 	// StopHookActive is the Stop input's stop_hook_active. It only keeps
 	// a failing folder validation from blocking twice in a row: review
 	// loops are bounded by max_reviews instead.
@@ -255,24 +279,24 @@ type Facts struct {
 
 // ReviewOutcome is a finished reviewer run, as the actor hands it back.
 type ReviewOutcome struct {
-	Kind      Kind
-	Iteration int
-	Model     string
-	Outcome   reviewer.Outcome
-	Verdict   string
-	Findings  []reviewer.Finding
-	CostUSD   float64
+	Kind      Kind               `json:"kind"`
+	Iteration int                `json:"iteration"`
+	Model     string             `json:"model"`
+	Outcome   reviewer.Outcome   `json:"outcome"`
+	Verdict   string             `json:"verdict,omitempty"`
+	Findings  []reviewer.Finding `json:"findings,omitempty"`
+	CostUSD   float64            `json:"cost_usd,omitempty"`
 	// Reviewers is how many reviewers ran at once for this answer
 	// (review.strategy parallel; 0 or 1 for a single reviewer), and
 	// PassVotes how many of them said PASS. When every one of several
 	// reviewers said PASS and the review is clean, it counts as the whole
 	// clean streak at once: independent reviewers agreeing now are worth
 	// as much as agreeing one after another.
-	Reviewers int
-	PassVotes int
+	Reviewers int `json:"reviewers,omitempty"`
+	PassVotes int `json:"pass_votes,omitempty"`
 	// Err says why a Failed run failed; LogPath is its log, if any.
-	Err     string
-	LogPath string
+	Err     string `json:"error,omitempty"`
+	LogPath string `json:"log_path,omitempty"`
 }
 
 // cleanStreak returns how many clean reviews in a row end a cycle under f.
@@ -314,7 +338,8 @@ func OutcomeOf(r InFlight, res reviewer.Result, logPath string) ReviewOutcome {
 type Effect interface{ effect() }
 
 // StartReview starts a reviewer child: Prompt for Model, its answer to be
-// handed back as Facts.Review with this Kind and Iteration.
+// handed back to ReviewAnswered (or to Stop as Facts.Review) with this Kind
+// and Iteration.
 type StartReview struct {
 	Kind      Kind
 	Iteration int
@@ -327,9 +352,16 @@ type StartReview struct {
 }
 
 // WriteReview writes the review file rendered from a reviewer's answer.
+// From ReviewAnswered (and Pending) it names the answered review too: how
+// the write went is the Filing the caller hands to ReviewFiled. Its Path is
+// empty when the answer has no verdict and so no file: nothing is written,
+// and the Filing reports no error.
 type WriteReview struct {
-	Path string
-	Data []byte
+	Path      string
+	Data      []byte
+	Kind      Kind
+	Iteration int
+	Task      string
 }
 
 // WriteView writes state.json, the agent's read-only view of the State.

@@ -273,10 +273,6 @@ func ValidPlanID(id string) bool {
 	return true
 }
 
-// viewFields are the fields rule 8 requires in state.json (null is a valid
-// value for next_phase, current_task and phase_iteration).
-var viewFields = []string{"phase", "next_phase", "current_task", "phase_iteration", "max_reviews", "review_model", "consecutive_clean", "tdd"}
-
 // CheckView is rule 8: state.json, when present, is a JSON object with every
 // field of the seed's schema. Unknown fields are fine. A nil view (no file)
 // is fine too: drover writes it.

@@ -1,0 +1,241 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/drover-dev/drover/internal/workflow/plan"
+)
+
+// The plan workflow's files: the facts read from a plan folder, the
+// state.json view and the review files written to it.
+
+// Bounds on what the actor reads from a plan folder and from git.
+const (
+	maxPlanFiles    = 2000
+	maxPlanFileRead = 1 << 20
+	maxRunsRead     = 4 << 20
+	maxDiffBytes    = 256 << 10
+)
+
+func (a *sessionActor) plansDir() string { return filepath.Join(a.env.Root, ".drover", "plans") }
+
+// planDir is the folder of plan id; id must be a valid plan id.
+func (a *sessionActor) planDir(id string) string { return filepath.Join(a.plansDir(), id) }
+
+// factsNeed says what a decision needs read besides the plan folder's
+// listing, tasks.md and state.json.
+type factsNeed uint8
+
+const (
+	// needGit: the git HEAD and the diff since the cycle's last review,
+	// when a review may start.
+	needGit factsNeed = 1 << iota
+	// needWork: plan.md and the current task's file, which only continue
+	// reads (plan.Next judges from them whether the work was cut off).
+	needWork
+	// needSpent: what the plan's reviewer runs cost, even without a
+	// budget (set budget_usd says it).
+	needSpent
+)
+
+// configFacts are the facts of plan id that come from the configuration
+// and the session, without reading anything.
+func (a *sessionActor) configFacts(id string) plan.Facts {
+	cfg := a.env.Config()
+	return plan.Facts{
+		PlanID: id, PlanDir: a.planDir(id), SessionID: a.id,
+		Models: cfg.ReviewModels(), CleanStreak: cfg.Review.CleanStreak, StrictReviews: cfg.Review.CountMinor,
+		Parallel: cfg.ParallelReview(), DefaultMaxReviews: cfg.Review.MaxReviews,
+	}
+}
+
+// planFacts reads the folder of plan id (a valid plan id, or "" for none:
+// then nothing is read) for a decision on state s, and what need asks for.
+func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, need factsNeed) (plan.Facts, error) {
+	f := a.configFacts(id)
+	if !plan.ValidPlanID(id) {
+		return f, nil
+	}
+	dir := f.PlanDir
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return f, nil
+	case err != nil:
+		return f, fmt.Errorf("reading plan folder %q: %w", dir, err)
+	case !fi.IsDir():
+		return f, nil
+	}
+	f.DirExists = true
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if len(f.Files) >= maxPlanFiles {
+			return fs.SkipAll
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		f.Files = append(f.Files, filepath.ToSlash(rel))
+		return nil
+	})
+	if err != nil {
+		return f, fmt.Errorf("listing plan folder %q: %w", dir, err)
+	}
+	tasksMD, _, err := readCapped(filepath.Join(dir, "tasks.md"), maxPlanFileRead)
+	if err != nil {
+		return f, err
+	}
+	f.TasksMD = string(tasksMD)
+	view, ok, err := readCapped(filepath.Join(dir, plan.ViewFile), maxPlanFileRead)
+	if err != nil {
+		return f, err
+	}
+	if ok {
+		f.View = view
+	}
+	if s.BudgetUSD > 0 || need&needSpent != 0 {
+		f.SpentUSD = ReadPlanTotals(dir, a.id).CostUSD
+	}
+	if need&needWork != 0 {
+		planMD, _, err := readCapped(filepath.Join(dir, "plan.md"), maxPlanFileRead)
+		if err != nil {
+			return f, err
+		}
+		f.PlanMD = string(planMD)
+		if plan.ValidTaskID(s.CurrentTask) {
+			taskMD, _, err := readCapped(filepath.Join(dir, "task-"+s.CurrentTask+".md"), maxPlanFileRead)
+			if err != nil {
+				return f, err
+			}
+			f.TaskMD = string(taskMD)
+		}
+	}
+	if _, review := s.NextPhase.ReviewKind(); need&needGit != 0 && (review || s.Review != nil) {
+		// Outside git (or with git failing) both stay empty: the review
+		// then reads the work as it is.
+		f.Head, _ = gitOutput(ctx, a.env.Root, 256, "rev-parse", "--verify", "--quiet", "HEAD")
+		f.Head = strings.TrimSpace(f.Head)
+		if s.ReviewHead != "" && s.Iteration >= 1 {
+			f.DiffSinceReview, _ = gitOutput(ctx, a.env.Root, maxDiffBytes, "diff", "--no-color", "--no-ext-diff", s.ReviewHead, "--")
+		}
+	}
+	return f, nil
+}
+
+// readCapped reads at most limit bytes of path; ok is false when it does
+// not exist.
+func readCapped(path string, limit int64) ([]byte, bool, error) {
+	fh, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("opening %q: %w", path, err)
+	}
+	defer fh.Close()
+	data, err := io.ReadAll(io.LimitReader(fh, limit))
+	if err != nil {
+		return nil, false, fmt.Errorf("reading %q: %w", path, err)
+	}
+	return data, true, nil
+}
+
+// writePlanView writes state.json from the saved state, when the plan
+// folder exists and the file differs.
+func (a *sessionActor) writePlanView() {
+	s := a.rec.Plan
+	if s.PlanID == "" {
+		return
+	}
+	dir := a.planDir(s.PlanID)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+		return
+	}
+	path := filepath.Join(dir, plan.ViewFile)
+	data := plan.View(s, a.env.Config().ReviewModels())
+	if old, ok, _ := readCapped(path, maxPlanFileRead); ok && bytes.Equal(old, data) {
+		return
+	}
+	if err := writeFileAtomic(path, data); err != nil {
+		a.log.Error("writing plan view", zap.String("path", path), zap.Error(err))
+	}
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// folder, synced and renamed over path, so that a reader sees the old file
+// or the new one, never a part.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("writing %q: %w", path, err)
+	}
+	name := tmp.Name()
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(name, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(name, path)
+	}
+	if err != nil {
+		os.Remove(name)
+		return fmt.Errorf("writing %q: %w", path, err)
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// newestPlan returns the plan folder whose state.json changed last, or "".
+func newestPlan(dir string) (string, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading plans folder %q: %w", dir, err)
+	}
+	var (
+		best string
+		when time.Time
+	)
+	for _, e := range ents {
+		if !e.IsDir() || !plan.ValidPlanID(e.Name()) {
+			continue
+		}
+		fi, err := os.Stat(filepath.Join(dir, e.Name(), plan.ViewFile))
+		if err != nil {
+			continue
+		}
+		if best == "" || fi.ModTime().After(when) {
+			best, when = e.Name(), fi.ModTime()
+		}
+	}
+	return best, nil
+}

@@ -1,0 +1,294 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/rungraph"
+	"github.com/drover-dev/drover/internal/workflow/run"
+	"github.com/drover-dev/drover/templates"
+)
+
+// runActor works one run. It is the shell of the run workflow
+// (internal/workflow/run): each event (the run begins, an iteration or a
+// wave checkpoint ends, an agent reports progress, the user cancels) is
+// stepped by the workflow, committed through commit, answered, and only
+// then are its effects executed: iterations and wave checkpoints run in
+// goroutines whose results come back as messages.
+type runActor struct {
+	env   RunsEnv
+	log   *zap.Logger
+	s     run.State
+	graph rungraph.Graph
+	// order is the graph's dependency order, in which waves are merged.
+	order []rungraph.Task
+	// set is what the run read of the configuration when it began.
+	set runSettings
+	// tmpl is the templates as last read: an agent's progress, which comes
+	// several times a second, is stepped with them rather than read anew.
+	tmpl templates.Set
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	// iterCtx is the parent of every iteration: the run's budgets and its
+	// cancel end it to end running agents, not the merge of a wave.
+	iterCtx    context.Context
+	iterCancel context.CancelFunc
+	wg         sync.WaitGroup
+	// endIteration cancels the running iteration of each task.
+	endIteration map[string]context.CancelFunc
+	// savedAt is when the run was last saved, and flush the timer of a
+	// progress save put off until progressSaveEvery has passed.
+	savedAt time.Time
+	flush   *time.Timer
+	// beat is the timer of the next heartbeat.
+	beat *time.Timer
+	// broken is set once a commit failed: the actor does nothing more and
+	// stops, and the stored run, as last committed, waits for a resume.
+	broken bool
+}
+
+func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *runActor {
+	if env.worktrees == nil {
+		env.worktrees = &sync.Mutex{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	iterCtx, iterCancel := context.WithCancel(ctx)
+	return &runActor{
+		env: env, log: env.Log.With(zap.String("run", rec.ID)), s: run.Restore(rec, env.now()), graph: g, order: g.Order(), set: set,
+		ctx: ctx, cancel: cancel, iterCtx: iterCtx, iterCancel: iterCancel, endIteration: map[string]context.CancelFunc{},
+	}
+}
+
+// progressFlush saves progress whose save was put off.
+type progressFlush struct{}
+
+// heartbeat saves a run whose agents work, so that its stored UpdatedAt,
+// which a resume takes as the last time the run was worked, stays recent
+// while the agents run quiet tools.
+type heartbeat struct{}
+
+// Receive implements actor.Actor.
+func (a *runActor) Receive(ctx actor.Context) {
+	if _, stopping := ctx.Message().(*actor.Stopping); !stopping && a.broken {
+		return
+	}
+	switch msg := ctx.Message().(type) {
+	case *StartRun, *ResumeRun:
+		// Forwarded by the runs actor: the asker waits for the first
+		// commit.
+		a.begin(ctx)
+	case *heartbeat:
+		// A save within the last half beat (progress, a finished
+		// iteration) already keeps the stored run recent.
+		if a.s.Busy() && time.Since(a.savedAt) >= a.heartbeatEvery()/2 {
+			if err := a.commit(); err != nil {
+				a.abort(ctx, err)
+				return
+			}
+		}
+		if a.s.Run.State == api.RunRunning {
+			a.armHeartbeat(ctx)
+		}
+	case run.IterationDone:
+		delete(a.endIteration, msg.Task)
+		a.handle(ctx, msg)
+	case run.WaveChecked:
+		a.handle(ctx, msg)
+	case run.AgentProgress:
+		a.handle(ctx, msg)
+	case *CancelRun:
+		d, effects, err := a.step(ctx, run.Cancel{})
+		if err != nil {
+			ctx.Respond(&RunReply{Err: err})
+			a.abort(ctx, err)
+			return
+		}
+		rec := a.s.Run
+		rec.Active = !d.Finished
+		ctx.Respond(&RunReply{Run: rec})
+		a.execute(ctx, d, effects)
+	case *progressFlush:
+		// A save since the timer was armed has cancelled it.
+		if a.flush != nil {
+			if err := a.commit(); err != nil {
+				a.abort(ctx, err)
+			}
+		}
+	case *actor.Stopping:
+		if a.flush != nil {
+			a.flush.Stop()
+		}
+		if a.beat != nil {
+			a.beat.Stop()
+		}
+		a.cancel()
+		a.wg.Wait()
+	}
+}
+
+// begin works the run from its state before its first commit: the asker
+// gets the run once it is committed, and then its first iterations start.
+func (a *runActor) begin(ctx actor.Context) {
+	a.log.Info("run started", zap.Int("tasks", len(a.s.Run.Tasks)), zap.Int("waves", a.s.Run.Waves))
+	d, effects, err := a.step(ctx, run.Begin{})
+	if err != nil {
+		ctx.Respond(&RunReply{Err: err})
+		a.abort(ctx, err)
+		return
+	}
+	rec := a.s.Run
+	rec.Active = !d.Finished
+	ctx.Respond(&RunReply{Run: rec})
+	a.armHeartbeat(ctx)
+	a.execute(ctx, d, effects)
+}
+
+// handle steps an event no one waits an answer for.
+func (a *runActor) handle(ctx actor.Context, ev run.Event) {
+	d, effects, err := a.step(ctx, ev)
+	if err != nil {
+		a.abort(ctx, err)
+		return
+	}
+	a.execute(ctx, d, effects)
+}
+
+// step applies ev to the run and commits the new state, or arranges its
+// commit soon when the workflow allows it (it asks for no effect).
+func (a *runActor) step(ctx actor.Context, ev run.Event) (run.Decision, []run.Effect, error) {
+	if _, progress := ev.(run.AgentProgress); !progress {
+		tmpl, err := a.env.templates()
+		if err != nil {
+			// The built-in texts stand in for a broken override.
+			a.log.Warn("reading the templates", zap.Error(err))
+		}
+		a.tmpl = tmpl
+	}
+	before := a.s
+	next, d, effects := run.Step(a.s, ev, a.order, run.Facts{Settings: a.set.Settings, Templates: a.tmpl}, a.env.now())
+	a.s = next
+	a.logStep(before, ev)
+	if d.Commit == run.CommitSoon && len(effects) == 0 {
+		return d, nil, a.commitSoon(ctx)
+	}
+	return d, effects, a.commit()
+}
+
+// commit saves the run as it stands. It is the run actors' one save site:
+// every change of a run goes through it before the answer that depends on
+// it and before any effect it asks for, so the store never says less than
+// what has begun.
+func (a *runActor) commit() error {
+	// This save holds whatever progress a pending flush was for.
+	if a.flush != nil {
+		a.flush.Stop()
+		a.flush = nil
+	}
+	a.savedAt = time.Now()
+	a.s.Run.UpdatedAt = a.env.now()
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	if err := a.env.Store.SaveRun(ctx, a.s.Run); err != nil {
+		return fmt.Errorf("saving run %s: %w", a.s.Run.ID, err)
+	}
+	return nil
+}
+
+// commitSoon commits the run after progress, or when it was saved less
+// than progressSaveEvery ago, once that has passed.
+func (a *runActor) commitSoon(ctx actor.Context) error {
+	if a.flush != nil {
+		return nil // a save is due already
+	}
+	if wait := progressSaveEvery - time.Since(a.savedAt); wait > 0 && a.s.Stop == "" {
+		system, self := ctx.ActorSystem(), ctx.Self()
+		a.flush = time.AfterFunc(wait, func() { system.Root.Send(self, &progressFlush{}) })
+		return nil
+	}
+	return a.commit()
+}
+
+// abort stops the actor of a run whose state could not be committed: its
+// effects do not run, its agents are ended, and the stored run, as last
+// committed, is resumed with `drover run resume`.
+func (a *runActor) abort(ctx actor.Context, err error) {
+	a.log.Error("run stopped: its state could not be saved (resume it to go on)", zap.Error(err))
+	a.broken = true
+	ctx.Stop(ctx.Self())
+}
+
+// armHeartbeat sets the timer of the next heartbeat.
+func (a *runActor) armHeartbeat(ctx actor.Context) {
+	system, self := ctx.ActorSystem(), ctx.Self()
+	a.beat = time.AfterFunc(a.heartbeatEvery(), func() { system.Root.Send(self, &heartbeat{}) })
+}
+
+// heartbeatEvery is RunsEnv.Heartbeat, or its default.
+func (a *runActor) heartbeatEvery() time.Duration {
+	if a.env.Heartbeat > 0 {
+		return a.env.Heartbeat
+	}
+	return heartbeatEvery
+}
+
+// execute does what a committed step asked for, and stops the actor of a
+// run that ended.
+func (a *runActor) execute(ctx actor.Context, d run.Decision, effects []run.Effect) {
+	for _, e := range effects {
+		switch e := e.(type) {
+		case run.StartIteration:
+			a.startIteration(ctx, e)
+		case run.EndIteration:
+			if end := a.endIteration[e.Task]; end != nil {
+				a.log.Warn("task budget spent; ending its agent", zap.String("task", e.Task))
+				end()
+				delete(a.endIteration, e.Task)
+			}
+		case run.EndIterations:
+			a.log.Warn("run stopping; ending its agents", zap.String("reason", e.Reason))
+			a.iterCancel()
+		case run.CheckWave:
+			a.checkWave(ctx, e)
+		}
+	}
+	if d.Finished {
+		ctx.Stop(ctx.Self())
+	}
+}
+
+// logStep logs what a step changed that an operator follows: iterations
+// ended, waves merged, the run's end.
+func (a *runActor) logStep(before run.State, ev run.Event) {
+	after := a.s
+	switch ev := ev.(type) {
+	case run.IterationDone:
+		t, was := after.Task(ev.Task), before.Task(ev.Task)
+		if t == nil || was == nil || was.State != api.TaskRunning || was.Iteration != ev.Iteration {
+			break
+		}
+		fields := []zap.Field{zap.String("task", t.ID), zap.Int("iteration", ev.Iteration), zap.String("state", string(t.State)), zap.String("status", t.Status), zap.Float64("cost_usd", t.CostUSD-was.CostUSD)}
+		if r := t.LastReview; ev.Review != nil && r != nil {
+			fields = append(fields, zap.String("review", r.Outcome), zap.String("review_model", r.Model))
+		}
+		a.log.Info("task iteration done", fields...)
+	case run.WaveChecked:
+		if after.Run.Merged > before.Run.Merged {
+			a.log.Info("wave checkpoint passed", zap.Int("wave", after.Run.Merged))
+		}
+	}
+	if before.Run.State == api.RunRunning {
+		switch after.Run.State {
+		case api.RunDone:
+			a.log.Info("run done")
+		case api.RunFailed:
+			a.log.Warn("run failed", zap.String("report", after.Run.Report))
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"go.uber.org/zap"
+
+	"github.com/drover-dev/drover/internal/agentrun"
+	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/rungraph"
+	"github.com/drover-dev/drover/internal/workflow/run"
+	"github.com/drover-dev/drover/internal/worktree"
+	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/templates"
+)
+
+// startIteration executes run.StartIteration: the iteration runs in a
+// goroutine, its agent's progress and its end come back as messages.
+func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
+	gt, _ := a.graph.Task(e.Task)
+	job := iterationJob{
+		root: a.env.Root, runID: a.s.Run.ID, task: gt, iteration: e.Iteration, base: e.Base,
+		opts: a.s.Run.Options, deadline: e.Deadline, worktrees: a.env.worktrees, childTag: a.env.ChildTag,
+	}
+	tmpl, err := a.env.templates()
+	if err == nil {
+		tests := run.Tests(job.opts, gt, os.DirFS(a.env.Root))
+		job.prompt, err = run.TaskPrompt(tmpl, gt, e.Branch, tests, e.Iteration, job.opts.MaxIterations, e.Role, e.Feedback)
+	}
+	if err == nil && e.Review && a.set.review != nil {
+		spec := *a.set.review
+		spec.Model = e.ReviewModel
+		job.review, job.tmpl = &spec, tmpl
+	}
+	if err != nil {
+		job.err = fmt.Errorf("the prompt of task %s: %w", e.Task, err)
+	}
+	system, self := ctx.ActorSystem(), ctx.Self()
+	runCtx, end := context.WithCancel(a.iterCtx)
+	a.endIteration[e.Task] = end
+	job.report = func(p run.Progress) {
+		// Send does not wait: the mailbox is unbounded.
+		system.Root.Send(self, run.AgentProgress{Task: e.Task, Iteration: e.Iteration, Progress: p})
+	}
+	a.log.Info("task iteration started", zap.String("task", e.Task), zap.Int("iteration", e.Iteration), zap.String("role", string(e.Role)))
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer end()
+		system.Root.Send(self, job.run(runCtx))
+	}()
+}
+
+// checkWave executes run.CheckWave: it merges the wave's branches in
+// dependency order and runs the suite in the main work tree, in a
+// goroutine whose result comes back as a message.
+func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
+	root, target, opts, tag := a.env.Root, a.s.Run.Target, a.s.Run.Options, a.env.ChildTag
+	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.ctx
+	a.log.Info("wave checkpoint started", zap.Int("wave", e.Wave), zap.Strings("branches", e.Branches))
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		out := run.WaveChecked{Wave: e.Wave}
+		merge, err := worktree.MergeInOrder(runCtx, root, target, e.Branches, worktree.ContinueOnConflict)
+		out.MergeErr = err
+		for _, b := range merge.Branches {
+			if b.Status == worktree.NeedsReview {
+				out.Conflicts = append(out.Conflicts, run.Conflict{Branch: b.Branch, Files: b.ConflictFiles, Diff: b.ConflictDiff})
+			}
+		}
+		if err == nil && merge.OK() {
+			suite, err := run.SuiteCommand(opts)
+			if err != nil {
+				out.MergeErr = err
+			} else {
+				tr := runUserCommand(runCtx, root, suite, tag)
+				out.Suite = &tr
+			}
+		}
+		system.Root.Send(self, out)
+	}()
+}
+
+// iterationJob is everything one iteration needs, copied out of the actor.
+type iterationJob struct {
+	root, runID string
+	task        rungraph.Task
+	iteration   int
+	base        string
+	opts        api.RunOptions
+	prompt      string
+	// review is the reviewer of the iteration, when the run has one, and
+	// tmpl the templates its prompt is rendered from.
+	review *reviewer.Spec
+	tmpl   templates.Set
+	// deadline ends the iteration with the task's budget (zero: none).
+	deadline time.Time
+	// worktrees is the project's lock on work tree changes.
+	worktrees *sync.Mutex
+	// report sends the agent's progress to the run actor, without
+	// waiting: the agent's output is not read while it runs.
+	report func(run.Progress)
+	// childTag is RunsEnv.ChildTag, for the agent and the test command.
+	childTag string
+	// err is a failure met before the iteration could start.
+	err error
+}
+
+func (j iterationJob) run(ctx context.Context) run.IterationDone {
+	out := run.IterationDone{Task: j.task.ID, Iteration: j.iteration, Base: j.base}
+	if j.err != nil {
+		out.Err = j.err
+		return out
+	}
+	if !j.deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, j.deadline)
+		defer cancel()
+	}
+	j.worktrees.Lock()
+	wt, err := worktree.Create(ctx, j.root, j.runID, j.task.ID, "")
+	j.worktrees.Unlock()
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	if out.Base == "" {
+		out.Base = wt.Base
+	}
+	spec, err := agentSpec(j.opts, j.runID, j.task.ID, j.iteration, wt.Path, j.prompt, j.childTag)
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	meter := newAgentMeter()
+	res, err := agentrun.Run(ctx, spec, func(ev agentrun.Event) {
+		if meter.add(ev) && j.report != nil {
+			j.report(meter.progress())
+		}
+	})
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	out.AgentErr = res.Err
+	out.Progress = meter.progress()
+	if ctx.Err() != nil {
+		return out
+	}
+	tests := run.Tests(j.opts, j.task, os.DirFS(wt.Path))
+	cmd, err := run.TestCommand(j.opts, tests)
+	if err != nil {
+		out.Err = err
+		return out
+	}
+	tr := runUserCommand(ctx, wt.Path, cmd, j.childTag)
+	out.Test = &tr
+	// The task's branch is what gets merged: commits on another branch,
+	// or on a detached HEAD, would be reported done and never merged.
+	if head, err := gitOut(ctx, wt.Path, "symbolic-ref", "--quiet", "--short", "HEAD"); err != nil || head != wt.Branch {
+		out.OffBranch, out.Branch = head, wt.Branch
+		if head == "" {
+			// A detached HEAD's commits are named by their id alone.
+			out.OffBranch, _ = gitOut(ctx, wt.Path, "rev-parse", "HEAD")
+		}
+		// Back on the task's branch, the next iteration can merge the
+		// commits; a work tree left elsewhere could not be reused. With
+		// changes in the way the switch fails, and the next iteration's
+		// work tree check says so.
+		_, _ = gitOut(ctx, wt.Path, "switch", "--quiet", wt.Branch)
+	}
+	if n, err := gitOut(ctx, wt.Path, "rev-list", "--count", out.Base+"..refs/heads/"+wt.Branch); err == nil {
+		c, _ := strconv.Atoi(n)
+		out.Committed = c > 0
+	}
+	// Untracked files count: an agent that forgot to add a new file has
+	// tests that pass here and a branch that lacks the file.
+	if s, err := gitOut(ctx, wt.Path, "status", "--porcelain=v1", "--untracked-files=all"); err == nil {
+		out.Dirty = s
+	}
+	if run.Done(out) && j.review != nil {
+		spec := *j.review
+		spec.Prompt, err = run.ReviewPrompt(j.tmpl, j.task, wt.Branch, out.Base)
+		if err != nil {
+			out.Err = fmt.Errorf("the review prompt of task %s: %w", j.task.ID, err)
+			return out
+		}
+		spec.Dir = wt.Path
+		res := reviewer.Run(ctx, spec)
+		out.Review = &res
+	}
+	if run.Done(out) {
+		// The branch is what gets merged; the work tree is no longer needed.
+		j.worktrees.Lock()
+		err := worktree.Remove(ctx, wt)
+		j.worktrees.Unlock()
+		if err != nil {
+			out.Err = err
+		}
+	}
+	return out
+}
+
+// agentSpec builds the agent process of one iteration. childTag, when
+// set, goes in its environment: the agent's tool calls, in sessions of
+// their own, inherit it, so the supervisor's watchdog ends them too.
+func agentSpec(o api.RunOptions, runID, taskID string, iteration int, dir, prompt, childTag string) (agentrun.Spec, error) {
+	env := []string{"DROVER_RUN_ID=" + runID, "DROVER_TASK_ID=" + taskID, "DROVER_ITERATION=" + strconv.Itoa(iteration)}
+	if childTag != "" {
+		env = append(env, childTag)
+	}
+	if o.Agent == "" {
+		return agentrun.Spec{Bin: "claude", Args: agentrun.ClaudeArgs("--dangerously-skip-permissions"), Prompt: prompt, Dir: dir, Env: env, Timeout: o.IterationTimeout}, nil
+	}
+	argv, stdin, err := run.AgentArgv(o.Agent, runID, taskID, iteration, dir, prompt)
+	if err != nil {
+		return agentrun.Spec{}, err
+	}
+	spec := agentrun.Spec{Bin: argv[0], Args: argv[1:], Dir: dir, Env: env, Timeout: o.IterationTimeout}
+	if stdin {
+		spec.Prompt = prompt
+	}
+	return spec, nil
+}

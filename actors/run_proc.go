@@ -1,0 +1,141 @@
+package actors
+
+// What the runs start besides their agents: the test and suite commands
+// and git (through internal/proc), and the reviewer of their tasks (built
+// by internal/reviewconf from the configuration, or from --reviewer).
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/proc"
+	"github.com/drover-dev/drover/internal/reviewconf"
+	"github.com/drover-dev/drover/internal/workflow/run"
+	"github.com/drover-dev/drover/reviewer"
+)
+
+// runSettings is what a run reads of the configuration when it starts or
+// resumes; a change to the configuration applies to the next run.
+type runSettings struct {
+	// Settings are what the run's workflow reads: the routing rules, the
+	// convergence thresholds, the reviewer's models.
+	run.Settings
+	// review is the reviewer of every task, without its prompt and model;
+	// nil when tasks are not reviewed.
+	review *reviewer.Spec
+}
+
+// newRunSettings reads a run's settings from the configuration and its
+// options. The reviewer is the configured one (reviewconf.Spec: review.cli,
+// review.command, review.timeout, review.budget_usd; run.Settings reads
+// review.models) unless the options turn it off or name another: the run's
+// --reviewer replaces review.cli and review.command, so a configured
+// command it replaces need not parse. limiter caps the reviewer processes
+// of the whole supervisor, and childTag (when set) goes in the environment
+// of every reviewer, for the supervisor's watchdog.
+func newRunSettings(cfg config.Config, o api.RunOptions, limiter *reviewer.Limiter, childTag string) (runSettings, error) {
+	var set runSettings
+	ws, err := run.NewSettings(cfg, o)
+	if err != nil {
+		return set, err
+	}
+	set.Settings = ws
+	if o.NoReview {
+		return set, nil
+	}
+	argv, err := run.ReviewerCommand(o.Reviewer)
+	if err != nil {
+		return set, err
+	}
+	conf := cfg.Review
+	if argv != nil || strings.TrimSpace(o.Reviewer) == reviewer.CLIClaude {
+		conf.CLI, conf.Command = reviewer.CLIClaude, ""
+	}
+	spec, err := reviewconf.Spec(conf)
+	if err != nil {
+		return set, err
+	}
+	if argv != nil {
+		spec.CLI, spec.Command = reviewer.CLICustom, argv
+	}
+	spec.Limiter, spec.OwnerTag = limiter, childTag
+	set.review = &spec
+	return set, nil
+}
+
+// describeReviewer says who reviews the run's tasks, for its status.
+func (s runSettings) describeReviewer() string {
+	if s.review == nil {
+		return ""
+	}
+	who := s.review.CLI
+	switch who {
+	case "":
+		who = reviewer.CLIClaude
+	case reviewer.CLICustom:
+		who = strings.Join(s.review.Command, " ")
+	}
+	models := strings.Join(s.Models, ", ")
+	if len(s.Models) > 1 {
+		models += " in turn"
+	}
+	return who + " (" + models + ")"
+}
+
+// commandTimeout bounds one test or suite command.
+const commandTimeout = 30 * time.Minute
+
+// maxTestOutput is how much of a test command's output (its end) is kept
+// in the run's state and fed back to the agent.
+const maxTestOutput = 4000
+
+// runUserCommand runs a command the user wrote (a test or suite command) as
+// written, through `sh -c` in dir, as the loop's check command runs, and
+// keeps the end of its output, which is what the agent needs. Its result
+// names the command as the user wrote it. childTag, when set, goes in its
+// environment, for the supervisor's watchdog: nothing else ends its
+// process group when the supervisor dies.
+func runUserCommand(ctx context.Context, dir, command, childTag string) api.TestResult {
+	// Twice maxTestOutput, so that proc's tail (three quarters of its
+	// cap) holds the whole end that is kept.
+	res, err := proc.Shell(ctx, command, proc.Cmd{Dir: dir, OwnerTag: childTag, Combined: true, OutputCap: 2 * maxTestOutput, Timeout: commandTimeout})
+	tr := api.TestResult{Command: command, Passed: err == nil, Output: lastBytes(res.Stdout.Bytes(), maxTestOutput), At: time.Now()}
+	switch {
+	case res.TimedOut:
+		tr.Output = fmt.Sprintf("timed out after %s\n%s", commandTimeout, tr.Output)
+	case err != nil:
+		tr.Output = fmt.Sprintf("%v\n%s", err, tr.Output)
+	}
+	return tr
+}
+
+// lastBytes returns the last n bytes of b, from the start of a
+// character, after "..." when that cut anything.
+func lastBytes(b []byte, n int) string {
+	if len(b) <= n {
+		return string(b)
+	}
+	cut := len(b) - n
+	for cut < len(b) && !utf8.RuneStart(b[cut]) {
+		cut++
+	}
+	return "..." + string(b[cut:])
+}
+
+// gitOut runs git in dir (proc.Git), bounded by ioTimeout, and returns its
+// output without the surrounding white space (a ref, a count, a status),
+// or nothing when it failed: a failed rev-parse still prints its argument.
+func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, ioTimeout)
+	defer cancel()
+	out, err := proc.Git(ctx, dir, args...)
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(out), nil
+}

@@ -1,0 +1,70 @@
+// Package reviewconf builds reviewer invocations from drover's review
+// config, in one place, so that the plan's reviews, the loop's checkpoints
+// and the run's task reviews start from the same reviewer.Spec and read
+// review.cli, review.command, review.budget_usd, review.timeout and
+// review.quorum alike.
+//
+// It is apart from package reviewer because the thin CLI links reviewer
+// (for its types) and must not link the config loader.
+package reviewconf
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/drover-dev/drover/internal/argsplit"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/reviewer"
+)
+
+// Spec returns the base of every reviewer run that r describes: the CLI;
+// for review.cli custom, the argv template split from review.command
+// (split into words as a shell would, but run without one, so that the
+// prompt that fills {{prompt}} is never parsed by a shell); the budget
+// and the timeout. The caller sets what differs per run: Model, Prompt,
+// Dir, LogPath, Limiter and OwnerTag.
+func Spec(r config.Review) (reviewer.Spec, error) {
+	s := reviewer.Spec{CLI: r.CLI, Timeout: r.Timeout}
+	if r.CLI == reviewer.CLICustom {
+		argv, err := argsplit.Split(r.Command)
+		if err != nil {
+			return reviewer.Spec{}, fmt.Errorf("review.command %q: %w", r.Command, err)
+		}
+		if len(argv) == 0 {
+			return reviewer.Spec{}, errors.New("review.command is empty while review.cli is custom")
+		}
+		s.Command = argv
+	}
+	budget, err := r.Budget()
+	if err != nil {
+		return reviewer.Spec{}, fmt.Errorf("review.budget_usd: %w", err)
+	}
+	s.BudgetUSD = budget
+	return s, nil
+}
+
+// Quorum returns the quorum review.quorum names for parallel reviews:
+// reviewer.Majority for "majority", else reviewer.All.
+func Quorum(r config.Review) reviewer.Quorum {
+	if r.Quorum == "majority" {
+		return reviewer.Majority
+	}
+	return reviewer.All
+}
+
+// PerModel returns one copy of base per model, for reviews run by several
+// models at once: each has its Model, and its own log beside base's
+// ("review-2.log" becomes "review-2-opus.log"; no log stays no log).
+func PerModel(base reviewer.Spec, models []string) []reviewer.Spec {
+	specs := make([]reviewer.Spec, 0, len(models))
+	for _, m := range models {
+		s := base
+		s.Model = m
+		if base.LogPath != "" {
+			s.LogPath = strings.TrimSuffix(base.LogPath, ".log") + "-" + m + ".log"
+		}
+		specs = append(specs, s)
+	}
+	return specs
+}

@@ -1,0 +1,78 @@
+package reviewconf
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/reviewer"
+)
+
+func TestSpec(t *testing.T) {
+	tests := []struct {
+		name    string
+		r       config.Review
+		want    reviewer.Spec
+		wantErr string
+	}{
+		{
+			name: "claude with a budget and a timeout",
+			r:    config.Review{CLI: "claude", BudgetUSD: "0.50", Timeout: time.Minute},
+			want: reviewer.Spec{CLI: "claude", BudgetUSD: 0.5, Timeout: time.Minute},
+		},
+		{
+			name: "codex without a budget",
+			r:    config.Review{CLI: "codex", Command: "ignored unless custom"},
+			want: reviewer.Spec{CLI: "codex"},
+		},
+		{
+			name: "custom command split like a shell, not run by one",
+			r:    config.Review{CLI: "custom", Command: `mycli --model {{model}} "--note=a b" {{prompt}}; rm -rf x`},
+			want: reviewer.Spec{CLI: "custom", Command: []string{"mycli", "--model", "{{model}}", "--note=a b", "{{prompt}};", "rm", "-rf", "x"}},
+		},
+		{name: "custom without a command", r: config.Review{CLI: "custom", Command: "  "}, wantErr: "review.command is empty"},
+		{name: "custom with an open quote", r: config.Review{CLI: "custom", Command: `mycli "oops`}, wantErr: "review.command"},
+		{name: "budget not a number", r: config.Review{CLI: "claude", BudgetUSD: "ten"}, wantErr: "review.budget_usd"},
+		{name: "negative budget", r: config.Review{CLI: "claude", BudgetUSD: "-1"}, wantErr: "review.budget_usd"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Spec(tt.r)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("Spec = %+v, %v; want an error about %s", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("Spec = %+v, %v\nwant   %+v", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestQuorum(t *testing.T) {
+	for in, want := range map[string]reviewer.Quorum{"majority": reviewer.Majority, "all": reviewer.All, "": reviewer.All} {
+		if got := Quorum(config.Review{Quorum: in}); got != want {
+			t.Errorf("Quorum(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+func TestPerModel(t *testing.T) {
+	base := reviewer.Spec{CLI: "claude", Prompt: "p", LogPath: "/plans/p1/task-1-review-2.log"}
+	got := PerModel(base, []string{"opus", "sonnet"})
+	if len(got) != 2 || got[0].Model != "opus" || got[1].Model != "sonnet" ||
+		got[0].LogPath != "/plans/p1/task-1-review-2-opus.log" || got[1].LogPath != "/plans/p1/task-1-review-2-sonnet.log" ||
+		got[0].Prompt != "p" || got[1].CLI != "claude" {
+		t.Errorf("PerModel = %+v", got)
+	}
+	if got := PerModel(reviewer.Spec{}, []string{"opus"}); got[0].LogPath != "" {
+		t.Errorf("PerModel gave a log to a spec without one: %q", got[0].LogPath)
+	}
+	if got := PerModel(base, nil); len(got) != 0 {
+		t.Errorf("PerModel(no models) = %+v", got)
+	}
+}

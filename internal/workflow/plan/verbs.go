@@ -1,0 +1,432 @@
+package plan
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/templates"
+)
+
+// The verbs of `drover plan` as the session actor receives them: each is
+// (state, arguments, facts) -> (state, decision, effects), built on the
+// commands of commands.go, with the text the caller answers rendered from
+// the templates. The actor commits the new state when Decision.Changed says
+// so, then performs the effects, then answers with Decision.Message.
+
+// Verbs lists the plan commands. Command decides all of them but status,
+// findings and wait, which change nothing and which the caller answers from
+// its own state (Status, Findings, and the review it runs).
+var Verbs = []string{"new", "advance", "set", "status", "findings", "continue", "wait", "stop-reviews", "add-task", "review", "action"}
+
+// Decision is what a verb answers besides its new state.
+type Decision struct {
+	// Message is the text for the agent (or user) who ran the command.
+	Message string
+	// Changed is true when the new state differs from the old one and
+	// must be committed before the effects run.
+	Changed bool
+	// Route is where continue sends the agent; zero for other verbs.
+	Route Route
+}
+
+// Refusal is a verb the rules turn down: the request is wrong (an unknown
+// phase, a plan that is not the session's, a review in flight), not
+// drover. Callers answer it as a bad request.
+type Refusal struct{ Err error }
+
+func (r *Refusal) Error() string { return r.Err.Error() }
+
+// Unwrap returns the reason of the refusal.
+func (r *Refusal) Unwrap() error { return r.Err }
+
+// refuse makes err a Refusal; nil stays nil.
+func refuse(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Refusal{Err: err}
+}
+
+func refusef(format string, args ...any) error { return refuse(fmt.Errorf(format, args...)) }
+
+// AdvancePhases returns the phases `drover plan advance` accepts: those
+// issue 6 names, next-task-tdd, post-review (whichever post-review is
+// waited for) and complete.
+func AdvancePhases() []string {
+	return []string{"new-plan", "create-tasks", "complete-task", "complete-task-tdd", "next-task", "next-task-tdd", "continue-task", "post-review", "post-plan-review", "post-tasks-review", "post-code-review", "post-all-code-review", "complete"}
+}
+
+// Command applies the plan verb (one of Verbs) with args to s under f,
+// the facts of the session's plan (of args.PlanID for new). On error the
+// state is s unchanged and there are no effects; a Refusal is the caller's
+// mistake.
+func Command(s State, f Facts, t templates.Set, verb string, args api.PlanArgs) (State, Decision, []Effect, error) {
+	switch verb {
+	case "new":
+		return newPlan(s, f, t, args)
+	case "advance":
+		return advancePlan(s, f, t, args)
+	case "set":
+		return setPlan(s, f, t, args)
+	case "continue", "next":
+		return continuePlan(s, f, t)
+	case "stop-reviews", "stop", "cancel":
+		return stopReviews(s, f, t)
+	case "add-task":
+		return change(s, f, t, "add-task", func(s State, f Facts) (State, []Effect, error) {
+			return AddTask(s, f, args.Task)
+		}, func(n State) (string, error) {
+			v := vars(n, f, "")
+			v["added_task"] = args.Task
+			return t.Render(templates.PlanTaskAdded, v)
+		})
+	case "review":
+		return standaloneReview(s, f, t, args)
+	case "status", "findings", "wait":
+		return s, Decision{}, nil, fmt.Errorf("plan %s changes nothing: its caller answers it (Status, Findings)", verb)
+	case "action":
+		if !s.Active() {
+			return s, Decision{}, nil, refusef("plan %s: session %s has no plan; start one with /drover:plan new <plan-id>", args.Phase, f.SessionID)
+		}
+		text, err := ActionPrompt(s, f, t, args.Phase, args.Task)
+		if err != nil {
+			return s, Decision{}, nil, refuse(err)
+		}
+		return s, Decision{Message: text}, nil, nil
+	}
+	return s, Decision{}, nil, refusef("unknown plan command %q (known: %s)", verb, strings.Join(Verbs, ", "))
+}
+
+// SamePlan checks that a plan id given with a command (empty: none) names
+// the plan of session sessionID, whose state is s.
+func SamePlan(s State, sessionID, id string) error {
+	switch {
+	case id == "":
+		return nil
+	case !s.Active():
+		return refusef("session %s has no plan (plan %s is not this session's; drover plan continue %s takes it over)", sessionID, id, id)
+	case s.PlanID != id:
+		return refusef("the plan of session %s is %s, not %s", sessionID, s.PlanID, id)
+	}
+	return nil
+}
+
+// CheckPlanID refuses an id that is not a valid plan id, before the caller
+// uses it to name a folder.
+func CheckPlanID(id string) error {
+	if !ValidPlanID(id) {
+		return refusef("%q is not a valid plan id (letters, digits, '-', '_' and '.', starting with a letter or digit)", id)
+	}
+	return nil
+}
+
+// change runs a command that changes an active plan: it applies cmd,
+// drops a saved answer the change made stale, and answers message(new
+// state).
+func change(s State, f Facts, t templates.Set, what string, cmd func(State, Facts) (State, []Effect, error), message func(State) (string, error)) (State, Decision, []Effect, error) {
+	if !s.Active() {
+		return s, Decision{}, nil, refusef("plan %s: session %s has no plan; start one with drover plan new", what, f.SessionID)
+	}
+	next, effects, err := cmd(s, f)
+	if err != nil {
+		return s, Decision{}, nil, refuse(err)
+	}
+	next = DropAnswer(s, next)
+	msg, err := message(next)
+	if err != nil {
+		return s, Decision{}, nil, fmt.Errorf("plan %s: %w", what, err)
+	}
+	return next, Decision{Message: msg, Changed: !reflect.DeepEqual(s, next)}, effects, nil
+}
+
+// newPlan is `drover plan new ID`: the session's plan becomes args.PlanID
+// at phase new-plan, whether plan.md is written yet or not (a plan started
+// from the slash command has none yet: the first stop finds it missing,
+// and the folder rules tell the agent to write it). A plan whose state.json
+// exists belongs to whichever session started it: only its own session
+// may start it over.
+func newPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decision, []Effect, error) {
+	id := args.PlanID
+	if err := CheckPlanID(id); err != nil {
+		return s, Decision{}, nil, err
+	}
+	maxReviews := f.DefaultMaxReviews
+	if args.MaxReviews != nil {
+		maxReviews = *args.MaxReviews
+	}
+	switch {
+	case maxReviews < 0:
+		return s, Decision{}, nil, refusef("max reviews %d is negative", maxReviews)
+	case CheckBudget(args.BudgetUSD) != nil:
+		return s, Decision{}, nil, refuse(CheckBudget(args.BudgetUSD))
+	case s.Review != nil:
+		return s, Decision{}, nil, refusef("plan new: %w", ErrReviewRunning)
+	case f.PlanID != id:
+		return s, Decision{}, nil, fmt.Errorf("plan new: the facts are for plan %q, not %q", f.PlanID, id)
+	case s.PlanID != id && f.View != nil:
+		return s, Decision{}, nil, refusef("plan %s already exists (%s); take it up with drover plan continue %s, or remove %s to start it over", id, path.Join(f.PlanDir, ViewFile), id, f.PlanDir)
+	}
+	var next State
+	if hasFile(f, "plan.md") {
+		var err error
+		if next, _, err = NewPlan(s, f, maxReviews); err != nil {
+			return s, Decision{}, nil, refuse(err)
+		}
+	} else {
+		next = State{PlanID: id, Phase: PhaseNewPlan, NextPhase: PhasePlanReview, MaxReviews: maxReviews}
+		next.Ledger.Cycle = 1
+	}
+	next.TDD = args.TDD
+	next.BudgetUSD = args.BudgetUSD
+
+	var parts []string
+	if s.Active() && s.PlanID != id && s.Phase != PhaseComplete {
+		v := vars(next, f, "")
+		v["old_plan_id"], v["old_phase"] = s.PlanID, string(s.Phase)
+		aside, err := t.Render(templates.PlanSetAside, v)
+		if err != nil {
+			return s, Decision{}, nil, fmt.Errorf("plan new: %w", err)
+		}
+		parts = append(parts, aside)
+	}
+	v := vars(next, f, "")
+	v["tdd_note"], v["budget_note"] = "", ""
+	if next.TDD {
+		v["tdd_note"] = ", test-first"
+	}
+	if next.BudgetUSD > 0 {
+		v["budget_note"] = ", reviewer budget $" + dollars(next.BudgetUSD)
+	}
+	started, err := t.Render(templates.PlanStarted, v)
+	if err != nil {
+		return s, Decision{}, nil, fmt.Errorf("plan new: %w", err)
+	}
+	// The rest is the new-plan action's prompt: what to write, then stop.
+	prompt, err := ActionPrompt(next, f, t, ActionNewPlan, "")
+	if err != nil {
+		return s, Decision{}, nil, fmt.Errorf("plan new: %w", err)
+	}
+	parts = append(parts, started, prompt)
+	effects := []Effect{MakeFolder{Path: f.PlanDir}, CancelReview{}}
+	return next, Decision{Message: strings.Join(parts, "\n"), Changed: true}, append(effects, viewEffects(next, f)...), nil
+}
+
+// advancePlan is `drover plan advance PHASE [TASK]`: the agent reports a
+// step done, and hears what follows it.
+func advancePlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decision, []Effect, error) {
+	phase := Phase(args.Phase)
+	var cmd func(s State, f Facts) (State, []Effect, error)
+	switch phase {
+	case PhaseNewPlan:
+		cmd = func(s State, f Facts) (State, []Effect, error) {
+			n, e, err := NewPlan(s, f, s.MaxReviews)
+			n.TDD = s.TDD
+			return n, e, err
+		}
+	case PhaseCreateTasks:
+		cmd = CreateTasks
+	case PhaseCompleteTask, PhaseCompleteTaskTDD:
+		cmd = func(s State, f Facts) (State, []Effect, error) {
+			return CompleteTask(s, f, args.Task, phase == PhaseCompleteTaskTDD)
+		}
+	case PhaseNextTask, PhaseNextTaskTDD:
+		cmd = func(s State, f Facts) (State, []Effect, error) {
+			return NextTask(s, f, args.Task, phase == PhaseNextTaskTDD)
+		}
+	case PhaseContinueTask:
+		cmd = ContinueTask
+	case PhaseComplete:
+		cmd = MarkComplete
+	case "post-review", PhasePostPlanReview, PhasePostTasksReview, PhasePostCodeReview, PhasePostAllCodeReview:
+		cmd = func(s State, f Facts) (State, []Effect, error) {
+			if phase != "post-review" && s.NextPhase != phase && s.Review == nil {
+				return s, nil, fmt.Errorf("plan advance %s: the plan waits for %s, not %s", phase, orNone(string(s.NextPhase)), phase)
+			}
+			return PostReviewDone(s, f)
+		}
+	default:
+		return s, Decision{}, nil, refusef("plan advance: unknown phase %q (known: %s)", phase, strings.Join(AdvancePhases(), ", "))
+	}
+	return change(s, f, t, "advance "+string(phase), cmd, func(n State) (string, error) {
+		return t.Render(advanceTemplate(n), advanceVars(n, f))
+	})
+}
+
+// advanceTemplate is what follows the phase the agent reported in n.
+func advanceTemplate(n State) string {
+	if _, ok := n.NextPhase.ReviewKind(); ok {
+		switch {
+		case n.MaxReviews == 0:
+			return templates.PlanAdvancedReviewsOff
+		case n.Iteration >= n.MaxReviews:
+			// The stop will be the hard stop, not another review.
+			return templates.PlanAdvancedLimit
+		}
+		return templates.PlanAdvancedReview
+	}
+	if n.Phase == PhaseComplete {
+		return templates.PlanCompleted
+	}
+	return templates.PlanAdvanced
+}
+
+// advanceVars are vars plus review_kind (of the review next_phase names)
+// and next_iteration.
+func advanceVars(n State, f Facts) map[string]string {
+	v := vars(n, f, "")
+	kind, _ := n.NextPhase.ReviewKind()
+	v["review_kind"] = string(kind)
+	v["next_iteration"] = strconv.Itoa(n.Iteration + 1)
+	return v
+}
+
+// setPlan is `drover plan set KEY=VALUE`, the escape hatch for the
+// plan's settings.
+func setPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decision, []Effect, error) {
+	if err := SamePlan(s, f.SessionID, args.PlanID); err != nil {
+		return s, Decision{}, nil, err
+	}
+	key, value := args.Key, strings.TrimSpace(args.Value)
+	setting := func(apply func(*State)) func(State, Facts) (State, []Effect, error) {
+		return func(s State, f Facts) (State, []Effect, error) {
+			if !s.Active() {
+				return s, nil, errors.New("plan set: this session has no plan")
+			}
+			apply(&s)
+			return s, viewEffects(s, f), nil
+		}
+	}
+	render := func(name string) func(State) (string, error) {
+		return func(n State) (string, error) {
+			v := vars(n, f, "")
+			v["budget_usd"], v["spent_usd"] = dollars(n.BudgetUSD), dollars(f.SpentUSD)
+			return t.Render(name, v)
+		}
+	}
+	switch key {
+	case "max_reviews":
+		n, err := strconv.Atoi(value)
+		if err != nil {
+			return s, Decision{}, nil, refusef("max_reviews must be a whole number, got %q", value)
+		}
+		return change(s, f, t, "set max_reviews", func(s State, f Facts) (State, []Effect, error) {
+			return SetMaxReviews(s, f, n)
+		}, render(templates.PlanSetMaxReviews))
+	case "next_phase":
+		if value != "null" && value != "none" && value != "" {
+			return s, Decision{}, nil, refusef("next_phase can only be set to null (which ends the review loop); use drover plan advance to move the plan on")
+		}
+		return stopReviews(s, f, t)
+	case "review_model":
+		models := f.Models
+		if len(models) == 0 {
+			models = reviewer.DefaultModels
+		}
+		i := slices.Index(models, value)
+		if i < 0 {
+			return s, Decision{}, nil, refusef("review_model must be one of review.models (%s), got %q", strings.Join(models, ", "), value)
+		}
+		return change(s, f, t, "set review_model", setting(func(s *State) { s.ModelIndex = i }), render(templates.PlanSetReviewModel))
+	case "budget_usd":
+		usd, err := strconv.ParseFloat(strings.TrimPrefix(value, "$"), 64)
+		if err != nil {
+			return s, Decision{}, nil, refusef("budget_usd must be a dollar amount, got %q", value)
+		}
+		if err := CheckBudget(usd); err != nil {
+			return s, Decision{}, nil, refuse(err)
+		}
+		name := templates.PlanSetBudget
+		if usd == 0 {
+			name = templates.PlanSetNoBudget
+		}
+		return change(s, f, t, "set budget_usd", setting(func(s *State) { s.BudgetUSD = usd }), render(name))
+	case "tdd":
+		tdd, err := strconv.ParseBool(value)
+		if err != nil {
+			return s, Decision{}, nil, refusef("tdd must be true or false, got %q", value)
+		}
+		return change(s, f, t, "set tdd", setting(func(s *State) { s.TDD = tdd }), render(templates.PlanSetTDD))
+	}
+	return s, Decision{}, nil, refusef("plan set: unknown key %q (known: max_reviews, next_phase, review_model, tdd, budget_usd)", key)
+}
+
+// stopReviews is `drover plan stop-reviews` (and `drover stop` for a
+// plan): the review loop ends, a review in flight is cancelled.
+func stopReviews(s State, f Facts, t templates.Set) (State, Decision, []Effect, error) {
+	if !s.Active() {
+		return s, Decision{}, nil, refusef("session %s has no plan", f.SessionID)
+	}
+	return change(s, f, t, "stop-reviews", StopReviews, func(n State) (string, error) {
+		return t.Render(templates.PlanReviewsStopped, vars(n, f, ""))
+	})
+}
+
+// standaloneReview is `drover plan review KIND [TASK]` (`drover plan
+// code-review [ID]` and friends): a review cycle of that kind starts at the
+// next stop and leaves next_phase null when it ends.
+func standaloneReview(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decision, []Effect, error) {
+	kind, ok := Phase(args.Phase).ReviewKind()
+	if !ok {
+		return s, Decision{}, nil, refusef("plan review: unknown review %q (known: plan-review, tasks-review, code-review, all-code-review)", args.Phase)
+	}
+	return change(s, f, t, args.Phase, func(s State, f Facts) (State, []Effect, error) {
+		return StandaloneReview(s, f, kind, args.Task)
+	}, func(n State) (string, error) {
+		v := vars(n, f, kind)
+		v["first_model"] = reviewer.NextModel(f.Models, 0)
+		if n.MaxReviews == 0 {
+			return t.Render(templates.PlanStandaloneSkipped, v)
+		}
+		return t.Render(templates.PlanStandaloneStarts, v)
+	})
+}
+
+// continuePlan is `drover plan continue` for the session's own plan: Next,
+// with the state committed only when Next changed it.
+func continuePlan(s State, f Facts, t templates.Set) (State, Decision, []Effect, error) {
+	next, route, effects, err := Next(s, f, t)
+	if err != nil {
+		return s, Decision{}, nil, refuse(err)
+	}
+	next = DropAnswer(s, next)
+	return next, Decision{Message: route.Text, Route: route, Changed: !reflect.DeepEqual(next, s)}, effects, nil
+}
+
+// Adopt is the first half of `drover plan continue ID` in a session that
+// does not drive plan id: the session takes the plan up from view, the
+// plan's state.json (nil when there is none), as a new session picks up a
+// plan another one left. f are the facts of plan id. Then Command
+// continue says what to do.
+func Adopt(s State, f Facts, t templates.Set, id string, view []byte) (State, Decision, []Effect, error) {
+	switch {
+	case s.Review != nil:
+		return s, Decision{}, nil, refusef("plan continue: %w", ErrReviewRunning)
+	case !ValidPlanID(id):
+		return s, Decision{}, nil, refusef("%q is not a valid plan id", id)
+	case view == nil:
+		return s, Decision{}, nil, refusef("plan %s has no state.json in %s; start it with drover plan new %s", id, f.PlanDir, id)
+	}
+	next, err := StateFromView(id, view, f.Models, f.DefaultMaxReviews)
+	if err != nil {
+		return s, Decision{}, nil, refuse(err)
+	}
+	v := vars(next, f, "")
+	v["session_id"] = f.SessionID
+	msg, err := t.Render(templates.PlanAdopted, v)
+	if err != nil {
+		return s, Decision{}, nil, fmt.Errorf("plan continue: %w", err)
+	}
+	return next, Decision{Message: msg, Changed: true}, []Effect{CancelReview{}}, nil
+}
+
+// MakeFolder creates the plan folder (and .drover) when it is missing.
+type MakeFolder struct{ Path string }
+
+func (MakeFolder) effect() {}
