@@ -635,3 +635,31 @@ func joinLines(parts ...string) string {
 	}
 	return strings.Join(keep, "\n")
 }
+
+// StartConfig is the project's configuration a loop's start decides on.
+type StartConfig struct {
+	// MaxIterations is loop.max_iterations: the budget of a loop started
+	// without --max-iterations.
+	MaxIterations int
+	// CheckCommand is loop.check_command.
+	CheckCommand string
+}
+
+// StartWith is `drover loop start` in a project configured as c: opts
+// without --max-iterations get the project's default, and --require-checks
+// is refused without a check command, since then no completion could ever
+// be accepted and the loop would refuse every promise until a budget ran
+// out. The rest is Start.
+func StartWith(opts StartOptions, c StartConfig, now time.Time, t templates.Set) (State, error) {
+	if opts.MaxIterations == 0 {
+		opts.MaxIterations = c.MaxIterations
+	}
+	if opts.RequireChecks && strings.TrimSpace(c.CheckCommand) == "" {
+		text, err := t.Render(templates.LoopNeedsCheckCommand, nil)
+		if err != nil {
+			return State{}, fmt.Errorf("starting loop: %w", err)
+		}
+		return State{}, errors.New(text)
+	}
+	return Start(opts, now)
+}
