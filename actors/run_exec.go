@@ -67,22 +67,18 @@ func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		out := run.WaveChecked{Wave: e.Wave}
 		merge, err := worktree.MergeInOrder(runCtx, root, target, e.Branches, worktree.ContinueOnConflict)
-		out.MergeErr = err
+		branches := make([]run.MergedBranch, 0, len(merge.Branches))
 		for _, b := range merge.Branches {
-			if b.Status == worktree.NeedsReview {
-				out.Conflicts = append(out.Conflicts, run.Conflict{Branch: b.Branch, Files: b.ConflictFiles, Diff: b.ConflictDiff})
-			}
+			branches = append(branches, run.MergedBranch{
+				Branch: b.Branch, OnTarget: b.Status == worktree.Merged || b.Status == worktree.UpToDate,
+				Conflict: b.Status == worktree.NeedsReview, Files: b.ConflictFiles, Diff: b.ConflictDiff,
+			})
 		}
-		if err == nil && merge.OK() {
-			suite, err := run.SuiteCommand(opts)
-			if err != nil {
-				out.MergeErr = err
-			} else {
-				tr := runUserCommand(runCtx, root, suite, tag)
-				out.Suite = &tr
-			}
+		out, suite := run.WaveMerged(e.Wave, opts, err, branches)
+		if suite != "" {
+			tr := runUserCommand(runCtx, root, suite, tag)
+			out.Suite = &tr
 		}
 		system.Root.Send(self, out)
 	}()
@@ -164,16 +160,18 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 	out.Test = &tr
 	// The task's branch is what gets merged: commits on another branch,
 	// or on a detached HEAD, would be reported done and never merged.
-	if head, err := gitOut(ctx, wt.Path, "symbolic-ref", "--quiet", "--short", "HEAD"); err != nil || head != wt.Branch {
+	head, err := gitOut(ctx, wt.Path, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil {
+		head = ""
+	}
+	if run.OffBranch(head, wt.Branch) {
 		out.OffBranch, out.Branch = head, wt.Branch
 		if head == "" {
 			// A detached HEAD's commits are named by their id alone.
 			out.OffBranch, _ = gitOut(ctx, wt.Path, "rev-parse", "HEAD")
 		}
-		// Back on the task's branch, the next iteration can merge the
-		// commits; a work tree left elsewhere could not be reused. With
-		// changes in the way the switch fails, and the next iteration's
-		// work tree check says so.
+		// With changes in the way the switch fails, and the next
+		// iteration's work tree check says so.
 		_, _ = gitOut(ctx, wt.Path, "switch", "--quiet", wt.Branch)
 	}
 	if n, err := gitOut(ctx, wt.Path, "rev-list", "--count", out.Base+"..refs/heads/"+wt.Branch); err == nil {
@@ -185,7 +183,7 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 	if s, err := gitOut(ctx, wt.Path, "status", "--porcelain=v1", "--untracked-files=all"); err == nil {
 		out.Dirty = s
 	}
-	if run.Done(out) && j.review != nil {
+	if run.Reviews(out, j.review != nil) {
 		spec := *j.review
 		spec.Prompt, err = run.ReviewPrompt(j.tmpl, j.task, wt.Branch, out.Base)
 		if err != nil {
@@ -196,8 +194,7 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 		res := reviewer.Run(ctx, spec)
 		out.Review = &res
 	}
-	if run.Done(out) {
-		// The branch is what gets merged; the work tree is no longer needed.
+	if run.RemovesWorkTree(out) {
 		j.worktrees.Lock()
 		err := worktree.Remove(ctx, wt)
 		j.worktrees.Unlock()
