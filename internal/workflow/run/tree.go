@@ -18,7 +18,9 @@ func OffBranch(head, branch string) bool { return head != branch }
 // Reviews reports whether the reviewer reviews iteration m: only one that
 // is otherwise done, in a run that has a reviewer. A review of work that
 // failed its tests would only repeat what the tests said.
-func Reviews(m IterationDone, hasReviewer bool) bool { return hasReviewer && m.Review == nil && Done(m) }
+func Reviews(m IterationDone, hasReviewer bool) bool {
+	return hasReviewer && m.Review == nil && Done(m)
+}
 
 // RemovesWorkTree reports whether the task's work tree goes once iteration
 // m ends: when it finished its task (review included), since what is
