@@ -13,8 +13,11 @@
 // agents, merge and check a wave). The pure pieces those effects need (the
 // prompts, the agent, test and suite commands, the targeted tests, the
 // verdict on an iteration) are functions here too, and so are the rules of
-// a run's start (Options, New) and of its resume (Resume, Restore). Every
-// text an agent or a user reads is rendered from templates.
+// a run's start (AdmitStart, Options, New), its resume (AdmitResume,
+// Resume, Restore) and its cancel (AdmitCancel), and the order of the
+// steps the shell takes in the background (OffBranch, Reviews,
+// RemovesWorkTree, WaveMerged). Every text an agent or a user reads is
+// rendered from templates.
 package run
 
 import (
