@@ -201,13 +201,13 @@ func (a *runActor) commit() error {
 	return nil
 }
 
-// commitSoon commits the run after progress, or when it was saved less
-// than progressSaveEvery ago, once that has passed.
+// commitSoon commits the run after progress (run.CommitSoon), or when it
+// was saved less than progressSaveEvery ago, once that has passed.
 func (a *runActor) commitSoon(ctx actor.Context) error {
 	if a.flush != nil {
 		return nil // a save is due already
 	}
-	if wait := progressSaveEvery - time.Since(a.savedAt); wait > 0 && a.s.Stop == "" {
+	if wait := progressSaveEvery - time.Since(a.savedAt); wait > 0 {
 		system, self := ctx.ActorSystem(), ctx.Self()
 		a.flush = time.AfterFunc(wait, func() { system.Root.Send(self, &progressFlush{}) })
 		return nil
