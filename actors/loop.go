@@ -42,17 +42,11 @@ func (a *sessionActor) loopStatus(msg string) api.LoopStatus {
 	}
 }
 
-// loopSession is the loop's part of the record.
-func (a *sessionActor) loopSession() loop.Session {
-	r := a.rec
-	return loop.Session{State: r.Loop, History: r.LoopHistory, Reflections: r.LoopReflections, Consensus: r.LoopCheckpoint, Findings: r.LoopFindings}
-}
+// loopSession is the loop's part of the record (session.Record.LoopSession).
+func (a *sessionActor) loopSession() loop.Session { return a.rec.LoopSession() }
 
 // withLoop returns rec with s as its loop.
-func withLoop(rec session.Record, s loop.Session) session.Record {
-	rec.Loop, rec.LoopHistory, rec.LoopReflections, rec.LoopCheckpoint, rec.LoopFindings = s.State, s.History, s.Reflections, s.Consensus, s.Findings
-	return rec
-}
+func withLoop(rec session.Record, s loop.Session) session.Record { return rec.WithLoop(s) }
 
 func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *WorkflowResult {
 	reply := func(st api.LoopStatus) *WorkflowResult {
@@ -69,10 +63,10 @@ func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *Work
 	case "status":
 		return reply(a.loopStatus(""))
 	case "cancel":
-		if a.rec.Workflow != session.Loop || !a.rec.Loop.Active {
-			return &WorkflowResult{Err: fmt.Errorf("%w: no loop is running in session %s", ErrBadRequest, a.id)}
-		}
 		next, text, effects, err := loop.CancelLoop(a.loopSession(), a.loopFacts(), tmpl)
+		if errors.Is(err, loop.ErrRefused) {
+			return &WorkflowResult{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
+		}
 		if err != nil {
 			return &WorkflowResult{Err: err}
 		}

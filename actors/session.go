@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/internal/tasks"
+	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/internal/workflow/queue"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
@@ -426,7 +428,7 @@ func (a *sessionActor) command(actx actor.Context, m *Command) *CommandResult {
 func (a *sessionActor) loopStopCommand(actx actor.Context) *CommandResult {
 	res := a.loopCommand(actx, &WorkflowCommand{Workflow: string(session.Loop), Verb: "cancel"})
 	if res.Err != nil {
-		if !a.rec.Loop.Active {
+		if errors.Is(res.Err, loop.ErrRefused) {
 			return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: a.text(templates.LoopNone, map[string]string{"session_id": a.id})}}
 		}
 		return &CommandResult{Err: res.Err}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/internal/workflow/queue"
 	"github.com/drover-dev/drover/templates"
 )
@@ -82,4 +83,21 @@ func (r Record) TaskAdded(known bool, now time.Time) (Record, bool) {
 	r.CreatedAt, r.UpdatedAt = now, now
 	r.Queue = queue.Session{State: queue.Off}
 	return r, true
+}
+
+// LoopSession is the loop's part of the record, what the loop core decides
+// on. It is empty when the session runs another workflow: a loop state
+// left under a queue or a plan is over, and must not be cancelled, resumed
+// or snapshotted as if it ran.
+func (r Record) LoopSession() loop.Session {
+	if r.Workflow != Loop {
+		return loop.Session{}
+	}
+	return loop.Session{State: r.Loop, History: r.LoopHistory, Reflections: r.LoopReflections, Consensus: r.LoopCheckpoint, Findings: r.LoopFindings}
+}
+
+// WithLoop returns r with s as its loop.
+func (r Record) WithLoop(s loop.Session) Record {
+	r.Loop, r.LoopHistory, r.LoopReflections, r.LoopCheckpoint, r.LoopFindings = s.State, s.History, s.Reflections, s.Consensus, s.Findings
+	return r
 }

@@ -153,3 +153,15 @@ func TestRecordTaskAdded(t *testing.T) {
 		t.Errorf("an unknown session: %+v, changed %v; want an off queue created now", got, changed)
 	}
 }
+
+func TestRecordLoopSession(t *testing.T) {
+	st := loop.State{Active: true, Iteration: 2}
+	rec := Record{Workflow: Loop}.WithLoop(loop.Session{State: st, Consensus: "c", Findings: "f"})
+	if got := rec.LoopSession(); got.State != st || got.Consensus != "c" || got.Findings != "f" {
+		t.Errorf("LoopSession() = %+v, want the loop put in", got)
+	}
+	rec.Workflow = Queue
+	if got := rec.LoopSession(); got.State.Active || got.State.Iteration != 0 {
+		t.Errorf("LoopSession() under a queue = %+v, want none", got)
+	}
+}

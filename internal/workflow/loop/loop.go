@@ -655,11 +655,29 @@ func StartWith(opts StartOptions, c StartConfig, now time.Time, t templates.Set)
 		opts.MaxIterations = c.MaxIterations
 	}
 	if opts.RequireChecks && strings.TrimSpace(c.CheckCommand) == "" {
-		text, err := t.Render(templates.LoopNeedsCheckCommand, nil)
-		if err != nil {
-			return State{}, fmt.Errorf("starting loop: %w", err)
-		}
-		return State{}, errors.New(text)
+		return State{}, refuse(t, templates.LoopNeedsCheckCommand, nil)
 	}
 	return Start(opts, now)
+}
+
+// ErrRefused is wrapped by the error of a command that the loop's rules
+// refuse: the request is wrong, not the supervisor.
+var ErrRefused = errors.New("loop command refused")
+
+// Refusal is such an error; its text comes from templates.
+type Refusal struct{ Text string }
+
+func (e *Refusal) Error() string { return e.Text }
+
+// Is makes a Refusal match ErrRefused.
+func (e *Refusal) Is(target error) bool { return target == ErrRefused }
+
+// refuse renders template name as a Refusal; a template that does not
+// render is the supervisor's error, not the request's.
+func refuse(t templates.Set, name string, vars map[string]string) error {
+	text, err := t.Render(name, vars)
+	if err != nil {
+		return fmt.Errorf("rendering %s: %w", name, err)
+	}
+	return &Refusal{Text: text}
 }
