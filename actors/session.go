@@ -221,7 +221,8 @@ func (a *sessionActor) text(name string, vars map[string]string) string {
 func (a *sessionActor) sessionDir() string { return filepath.Join(a.env.SessionsDir, a.id) }
 
 // facts gathers what the queue workflow decides on. The git check runs
-// only when the answer can matter, in the work tree of cwd (see workTree).
+// only when withGit and the decision needs it (queue.NeedsGit), in the
+// work tree of cwd (see workTree).
 func (a *sessionActor) facts(ctx context.Context, withGit bool, cwd string) (queue.Facts, error) {
 	cfg := a.env.Config()
 	dir := a.sessionDir()
@@ -238,7 +239,7 @@ func (a *sessionActor) facts(ctx context.Context, withGit bool, cwd string) (que
 		MaxIterations:  cfg.Queue.MaxIterations,
 		GitCommitCheck: cfg.Queue.GitCommitCheck,
 	}
-	if withGit && cfg.Queue.GitCommitCheck {
+	if withGit && queue.NeedsGit(a.rec.Queue, cfg.Queue.GitCommitCheck) {
 		dirty, files, err := a.env.Dirty(ctx, a.workTree(cwd))
 		if err != nil {
 			// Not a git repository, or git failing: the gate cannot be
@@ -277,7 +278,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 	case session.Plan:
 		return a.decidePlan(actx, ctx, m)
 	}
-	if a.rec.Workflow != session.Queue || !a.rec.Queue.Active() {
+	if !a.rec.Active() {
 		// Unknown, never-started or finished sessions are never blocked.
 		return d, false, nil
 	}
@@ -287,7 +288,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 	}
 	switch m.Event {
 	case hook.Stop:
-		f, err := a.facts(ctx, a.rec.Queue.State == queue.On, m.Input.Cwd)
+		f, err := a.facts(ctx, true, m.Input.Cwd)
 		if err != nil {
 			return d, false, err
 		}
