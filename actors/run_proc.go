@@ -14,7 +14,6 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/proc"
-	"github.com/drover-dev/drover/internal/reviewconf"
 	"github.com/drover-dev/drover/internal/workflow/run"
 	"github.com/drover-dev/drover/reviewer"
 )
@@ -31,13 +30,9 @@ type runSettings struct {
 }
 
 // newRunSettings reads a run's settings from the configuration and its
-// options. The reviewer is the configured one (reviewconf.Spec: review.cli,
-// review.command, review.timeout, review.budget_usd; run.Settings reads
-// review.models) unless the options turn it off or name another: the run's
-// --reviewer replaces review.cli and review.command, so a configured
-// command it replaces need not parse. limiter caps the reviewer processes
-// of the whole supervisor, and childTag (when set) goes in the environment
-// of every reviewer, for the supervisor's watchdog.
+// options (run.NewSettings, run.Reviewer). limiter caps the reviewer
+// processes of the whole supervisor, and childTag (when set) goes in the
+// environment of every reviewer, for the supervisor's watchdog.
 func newRunSettings(cfg config.Config, o api.RunOptions, limiter *reviewer.Limiter, childTag string) (runSettings, error) {
 	var set runSettings
 	ws, err := run.NewSettings(cfg, o)
@@ -45,47 +40,17 @@ func newRunSettings(cfg config.Config, o api.RunOptions, limiter *reviewer.Limit
 		return set, err
 	}
 	set.Settings = ws
-	if o.NoReview {
-		return set, nil
-	}
-	argv, err := run.ReviewerCommand(o.Reviewer)
-	if err != nil {
+	spec, err := run.Reviewer(cfg, o)
+	if err != nil || spec == nil {
 		return set, err
-	}
-	conf := cfg.Review
-	if argv != nil || strings.TrimSpace(o.Reviewer) == reviewer.CLIClaude {
-		conf.CLI, conf.Command = reviewer.CLIClaude, ""
-	}
-	spec, err := reviewconf.Spec(conf)
-	if err != nil {
-		return set, err
-	}
-	if argv != nil {
-		spec.CLI, spec.Command = reviewer.CLICustom, argv
 	}
 	spec.Limiter, spec.OwnerTag = limiter, childTag
-	set.review = &spec
+	set.review = spec
 	return set, nil
 }
 
 // describeReviewer says who reviews the run's tasks, for its status.
-func (s runSettings) describeReviewer() string {
-	if s.review == nil {
-		return ""
-	}
-	who := s.review.CLI
-	switch who {
-	case "":
-		who = reviewer.CLIClaude
-	case reviewer.CLICustom:
-		who = strings.Join(s.review.Command, " ")
-	}
-	models := strings.Join(s.Models, ", ")
-	if len(s.Models) > 1 {
-		models += " in turn"
-	}
-	return who + " (" + models + ")"
-}
+func (s runSettings) describeReviewer() string { return run.DescribeReviewer(s.review, s.Models) }
 
 // commandTimeout bounds one test or suite command.
 const commandTimeout = 30 * time.Minute
