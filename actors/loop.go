@@ -96,11 +96,7 @@ func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *Work
 		if err != nil {
 			return &WorkflowResult{Err: err}
 		}
-		rec := withLoop(a.rec, next)
-		if rec.CreatedAt.IsZero() {
-			rec.CreatedAt = a.env.now()
-		}
-		rec.Workflow = session.Loop
+		rec := withLoop(a.rec, next).Runs(session.Loop, a.env.now())
 		if err := a.commitThen(actx, ctx, rec, asEffects(effects)); err != nil {
 			return &WorkflowResult{Err: err}
 		}

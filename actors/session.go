@@ -377,11 +377,7 @@ func (a *sessionActor) command(actx actor.Context, m *Command) *CommandResult {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
-	rec := a.rec
-	if rec.CreatedAt.IsZero() {
-		rec.CreatedAt = a.env.now()
-	}
-	rec.Workflow = session.Queue
+	rec := a.rec.Runs(session.Queue, a.env.now())
 	var resp api.CommandResponse
 	switch m.Verb {
 	case "stop":

@@ -101,3 +101,13 @@ func (r Record) WithLoop(s loop.Session) Record {
 	r.Loop, r.LoopHistory, r.LoopReflections, r.LoopCheckpoint, r.LoopFindings = s.State, s.History, s.Reflections, s.Consensus, s.Findings
 	return r
 }
+
+// Runs returns r recorded as running workflow w (which CheckStart let
+// start), created at now when it is new.
+func (r Record) Runs(w Workflow, now time.Time) Record {
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	r.Workflow = w
+	return r
+}

@@ -7,9 +7,11 @@
 // convergence history), so this package sits above them and below the
 // actors that own the records and the store that keeps them. The rules it
 // holds are the ones across workflows: which one runs (Active), which one
-// holds the session against starting another (Holder, CheckStart), which
-// one drover stop ends (StopTarget), how adding a task makes a session
-// known (TaskAdded), and the replay of recorded decisions.
+// holds the session against starting another (Holder, CheckStart), how a
+// session comes to run one (Runs), which one drover stop ends
+// (StopTarget), how adding a task makes a session known (TaskAdded), the
+// loop's view of the record (LoopSession, WithLoop), and the replay of
+// recorded decisions.
 package session
 
 import (

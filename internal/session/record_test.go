@@ -165,3 +165,14 @@ func TestRecordLoopSession(t *testing.T) {
 		t.Errorf("LoopSession() under a queue = %+v, want none", got)
 	}
 }
+
+func TestRecordRuns(t *testing.T) {
+	then := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := then.Add(time.Hour)
+	if got := (Record{}).Runs(Loop, now); got.Workflow != Loop || !got.CreatedAt.Equal(now) {
+		t.Errorf("a new session: %+v", got)
+	}
+	if got := (Record{Workflow: Plan, CreatedAt: then}).Runs(Queue, now); got.Workflow != Queue || !got.CreatedAt.Equal(then) {
+		t.Errorf("a known session: %+v, want it created when it was", got)
+	}
+}
