@@ -29,6 +29,7 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 		opts: a.s.Run.Options, deadline: e.Deadline, worktrees: a.env.worktrees, childTag: a.env.ChildTag,
 	}
 	tmpl, err := a.env.templates()
+	job.tmpl = tmpl
 	if err == nil {
 		tests := run.Tests(job.opts, gt, os.DirFS(a.env.Root))
 		job.prompt, err = run.TaskPrompt(tmpl, gt, e.Branch, tests, e.Iteration, job.opts.MaxIterations, e.Role, e.Feedback)
@@ -36,7 +37,7 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 	if err == nil && e.Review && a.set.review != nil {
 		spec := *a.set.review
 		spec.Model = e.ReviewModel
-		job.review, job.tmpl = &spec, tmpl
+		job.review = &spec
 	}
 	if err != nil {
 		job.err = fmt.Errorf("the prompt of task %s: %w", e.Task, err)
@@ -61,7 +62,7 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 // dependency order and runs the suite in the main work tree, in a
 // goroutine whose result comes back as a message.
 func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
-	root, target, opts, tag := a.env.Root, a.s.Run.Target, a.s.Run.Options, a.env.ChildTag
+	root, target, opts, tag, tmpl := a.env.Root, a.s.Run.Target, a.s.Run.Options, a.env.ChildTag, a.tmpl
 	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.ctx
 	a.log.Info("wave checkpoint started", zap.Int("wave", e.Wave), zap.Strings("branches", e.Branches))
 	a.wg.Add(1)
@@ -77,7 +78,7 @@ func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
 		}
 		out, suite := run.WaveMerged(e.Wave, opts, err, branches)
 		if suite != "" {
-			tr := runUserCommand(runCtx, root, suite, tag)
+			tr := runUserCommand(runCtx, tmpl, root, suite, tag)
 			out.Suite = &tr
 		}
 		system.Root.Send(self, out)
@@ -92,10 +93,10 @@ type iterationJob struct {
 	base        string
 	opts        api.RunOptions
 	prompt      string
-	// review is the reviewer of the iteration, when the run has one, and
-	// tmpl the templates its prompt is rendered from.
+	// review is the reviewer of the iteration, when the run has one.
 	review *reviewer.Spec
-	tmpl   templates.Set
+	// tmpl gives the texts of the review prompt and of the test result.
+	tmpl templates.Set
 	// deadline ends the iteration with the task's budget (zero: none).
 	deadline time.Time
 	// worktrees is the project's lock on work tree changes.
@@ -156,7 +157,7 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 		out.Err = err
 		return out
 	}
-	tr := runUserCommand(ctx, wt.Path, cmd, j.childTag)
+	tr := runUserCommand(ctx, j.tmpl, wt.Path, cmd, j.childTag)
 	out.Test = &tr
 	// The task's branch is what gets merged: commits on another branch,
 	// or on a detached HEAD, would be reported done and never merged.

@@ -6,7 +6,6 @@ package actors
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -16,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/proc"
 	"github.com/drover-dev/drover/internal/workflow/run"
 	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/templates"
 )
 
 // runSettings is what a run reads of the configuration when it starts or
@@ -61,22 +61,17 @@ const maxTestOutput = 4000
 
 // runUserCommand runs a command the user wrote (a test or suite command) as
 // written, through `sh -c` in dir, as the loop's check command runs, and
-// keeps the end of its output, which is what the agent needs. Its result
+// keeps the end of its output, which is what the agent needs (see
+// run.CommandOutput; tmpl gives its texts). Its result
 // names the command as the user wrote it. childTag, when set, goes in its
 // environment, for the supervisor's watchdog: nothing else ends its
 // process group when the supervisor dies.
-func runUserCommand(ctx context.Context, dir, command, childTag string) api.TestResult {
+func runUserCommand(ctx context.Context, tmpl templates.Set, dir, command, childTag string) api.TestResult {
 	// Twice maxTestOutput, so that proc's tail (three quarters of its
 	// cap) holds the whole end that is kept.
 	res, err := proc.Shell(ctx, command, proc.Cmd{Dir: dir, OwnerTag: childTag, Combined: true, OutputCap: 2 * maxTestOutput, Timeout: commandTimeout})
-	tr := api.TestResult{Command: command, Passed: err == nil, Output: lastBytes(res.Stdout.Bytes(), maxTestOutput), At: time.Now()}
-	switch {
-	case res.TimedOut:
-		tr.Output = fmt.Sprintf("timed out after %s\n%s", commandTimeout, tr.Output)
-	case err != nil:
-		tr.Output = fmt.Sprintf("%v\n%s", err, tr.Output)
-	}
-	return tr
+	tail := lastBytes(res.Stdout.Bytes(), maxTestOutput)
+	return api.TestResult{Command: command, Passed: err == nil, Output: run.CommandOutput(tmpl, res.TimedOut, err, commandTimeout, tail), At: time.Now()}
 }
 
 // lastBytes returns the last n bytes of b, from the start of a

@@ -56,4 +56,8 @@ const (
 	RunMissing  = "run_missing"
 	RunFinished = "run_finished"
 	RunNoBranch = "run_no_branch"
+
+	// RunCommandTimedOut heads the output of a test or suite command that
+	// ran out of time, as the agent and the run's report read it.
+	RunCommandTimedOut = "run_command_timed_out"
 )
