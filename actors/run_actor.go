@@ -85,15 +85,14 @@ func (a *runActor) Receive(ctx actor.Context) {
 		// commit.
 		a.begin(ctx)
 	case *heartbeat:
-		// A save within the last half beat (progress, a finished
-		// iteration) already keeps the stored run recent.
-		if a.s.Busy() && time.Since(a.savedAt) >= a.heartbeatEvery()/2 {
+		save, again := a.s.Heartbeat(time.Since(a.savedAt), a.heartbeatEvery())
+		if save {
 			if err := a.commit(); err != nil {
 				a.abort(ctx, err)
 				return
 			}
 		}
-		if a.s.Run.State == api.RunRunning {
+		if again {
 			a.armHeartbeat(ctx)
 		}
 	case run.IterationDone:

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/reviewer"
@@ -126,5 +127,33 @@ func TestWaveMerged(t *testing.T) {
 				t.Errorf("conflict = %+v", out.Conflicts[0])
 			}
 		})
+	}
+}
+
+func TestHeartbeat(t *testing.T) {
+	running := State{Run: api.Run{State: api.RunRunning, Tasks: []api.RunTask{{ID: "a", State: api.TaskRunning}}}}
+	idle := State{Run: api.Run{State: api.RunRunning, Tasks: []api.RunTask{{ID: "a", State: api.TaskDone}}}}
+	merging := idle
+	merging.Merging = true
+	failed := State{Run: api.Run{State: api.RunFailed, Tasks: []api.RunTask{{ID: "a", State: api.TaskRunning}}}}
+	const beat = 10 * time.Second
+	cases := []struct {
+		name        string
+		s           State
+		since       time.Duration
+		save, again bool
+	}{
+		{"agents work, no save for a beat", running, beat, true, true},
+		{"agents work, saved half a beat ago", running, beat / 2, true, true},
+		{"agents work, saved just now", running, time.Second, false, true},
+		{"a wave checkpoint works", merging, beat, true, true},
+		{"nothing works", idle, time.Hour, false, true},
+		{"a failed run's last agent", failed, beat, true, false},
+	}
+	for _, c := range cases {
+		save, again := c.s.Heartbeat(c.since, beat)
+		if save != c.save || again != c.again {
+			t.Errorf("%s: save %v again %v, want %v %v", c.name, save, again, c.save, c.again)
+		}
 	}
 }

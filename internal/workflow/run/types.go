@@ -74,6 +74,17 @@ func (s State) Finished() bool {
 	return s.Run.State != api.RunRunning && !s.Busy()
 }
 
+// Heartbeat decides a heartbeat of the run, every beat while it runs:
+// save reports whether the run is saved though nothing changed, and again
+// whether another beat is due. A run whose agents or wave checkpoint work
+// is saved so that its stored UpdatedAt, which a resume takes as the last
+// time the run was worked (Restore), stays recent while the agents run
+// quiet tools; a save within the last half beat (progress, an iteration's
+// end) already keeps it so. sinceSave is the time since the last save.
+func (s State) Heartbeat(sinceSave, beat time.Duration) (save, again bool) {
+	return s.Busy() && sinceSave >= beat/2, s.Run.State == api.RunRunning
+}
+
 // Task returns the task id of the run, or nil.
 func (s *State) Task(id string) *api.RunTask {
 	for i := range s.Run.Tasks {
