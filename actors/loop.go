@@ -15,7 +15,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
-	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/loopconf"
@@ -23,7 +22,6 @@ import (
 	"github.com/drover-dev/drover/internal/tracker"
 	"github.com/drover-dev/drover/internal/transcript"
 	"github.com/drover-dev/drover/internal/workflow/loop"
-	"github.com/drover-dev/drover/router"
 )
 
 // The loop workflow's shell: it gathers the facts of an event, calls the
@@ -44,17 +42,11 @@ func (a *sessionActor) loopStatus(msg string) api.LoopStatus {
 	}
 }
 
-// loopSession is the loop's part of the record.
-func (a *sessionActor) loopSession() loop.Session {
-	r := a.rec
-	return loop.Session{State: r.Loop, History: r.LoopHistory, Reflections: r.LoopReflections, Consensus: r.LoopCheckpoint, Findings: r.LoopFindings}
-}
+// loopSession is the loop's part of the record (session.Record.LoopSession).
+func (a *sessionActor) loopSession() loop.Session { return a.rec.LoopSession() }
 
 // withLoop returns rec with s as its loop.
-func withLoop(rec session.Record, s loop.Session) session.Record {
-	rec.Loop, rec.LoopHistory, rec.LoopReflections, rec.LoopCheckpoint, rec.LoopFindings = s.State, s.History, s.Reflections, s.Consensus, s.Findings
-	return rec
-}
+func withLoop(rec session.Record, s loop.Session) session.Record { return rec.WithLoop(s) }
 
 func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *WorkflowResult {
 	reply := func(st api.LoopStatus) *WorkflowResult {
@@ -71,10 +63,10 @@ func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *Work
 	case "status":
 		return reply(a.loopStatus(""))
 	case "cancel":
-		if a.rec.Workflow != session.Loop || !a.rec.Loop.Active {
-			return &WorkflowResult{Err: fmt.Errorf("%w: no loop is running in session %s", ErrBadRequest, a.id)}
-		}
 		next, text, effects, err := loop.CancelLoop(a.loopSession(), a.loopFacts(), tmpl)
+		if errors.Is(err, loop.ErrRefused) {
+			return &WorkflowResult{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
+		}
 		if err != nil {
 			return &WorkflowResult{Err: err}
 		}
@@ -89,24 +81,14 @@ func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *Work
 				return &WorkflowResult{Err: fmt.Errorf("%w: decoding loop start arguments: %w", ErrBadRequest, err)}
 			}
 		}
-		if a.rec.Workflow == session.Queue && a.rec.Queue.Active() {
-			return &WorkflowResult{Err: fmt.Errorf("%w: session %s has an active queue; run drover stop first", ErrBadRequest, a.id)}
+		if err := a.checkStart(session.Loop); err != nil {
+			return &WorkflowResult{Err: err}
 		}
-		if a.rec.Workflow == session.Plan && a.rec.Plan.Active() {
-			return &WorkflowResult{Err: fmt.Errorf("%w: session %s is working on plan %s; a loop needs its own session", ErrBadRequest, a.id, a.rec.Plan.PlanID)}
-		}
-		if args.MaxIterations == 0 {
-			args.MaxIterations = a.env.Config().Loop.MaxIterations
-		}
-		// Without a check command no completion could ever be accepted: the
-		// loop would refuse every promise until a budget ran out.
-		if args.RequireChecks && strings.TrimSpace(a.env.Config().Loop.CheckCommand) == "" {
-			return &WorkflowResult{Err: fmt.Errorf("%w: --require-checks needs the project's check command, and loop.check_command is not set (set it in .drover/config.yaml)", ErrBadRequest)}
-		}
-		st, err := loop.Start(loop.StartOptions{
+		cfg := a.env.Config()
+		st, err := loop.StartWith(loop.StartOptions{
 			Prompt: args.Prompt, MaxIterations: args.MaxIterations, CompletionPromise: args.CompletionPromise,
 			MaxMinutes: args.MaxMinutes, MaxUSD: args.MaxUSD, CheckpointEvery: args.CheckpointEvery, RequireChecks: args.RequireChecks,
-		}, a.env.now())
+		}, loop.StartConfig{MaxIterations: cfg.Loop.MaxIterations, CheckCommand: cfg.Loop.CheckCommand}, a.env.now(), tmpl)
 		if err != nil {
 			return &WorkflowResult{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
 		}
@@ -114,11 +96,7 @@ func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *Work
 		if err != nil {
 			return &WorkflowResult{Err: err}
 		}
-		rec := withLoop(a.rec, next)
-		if rec.CreatedAt.IsZero() {
-			rec.CreatedAt = a.env.now()
-		}
-		rec.Workflow = session.Loop
+		rec := withLoop(a.rec, next).Runs(session.Loop, a.env.now())
 		if err := a.commitThen(actx, ctx, rec, asEffects(effects)); err != nil {
 			return &WorkflowResult{Err: err}
 		}
@@ -140,13 +118,8 @@ func (a *sessionActor) loopFacts() loop.Facts {
 // loopStopFacts are loopFacts with the configuration a Stop decides on.
 func (a *sessionActor) loopStopFacts() loop.StopFacts {
 	cfg := a.env.Config()
-	rules, err := loopconf.Routes(cfg.Loop)
-	if err != nil {
-		// loopconf.Check refused it at load; keep the loop going on the defaults.
-		rules = router.DefaultRules()
-	}
 	return loop.StopFacts{
-		Facts: a.loopFacts(), Thresholds: loopconf.Thresholds(cfg.Loop), Rules: rules,
+		Facts: a.loopFacts(), Thresholds: loopconf.Thresholds(cfg.Loop), Rules: loopconf.RoutesOrDefault(cfg.Loop),
 		CheckCommand: cfg.Loop.CheckCommand, CheckTimeout: cfg.Loop.CheckTimeout, MetricCommands: cfg.MetricCommandList(),
 	}
 }
@@ -305,7 +278,7 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 	f.LastAssistantMessage = m.Input.LastAssistantMessage
 	if it, ok := a.caughtUpIteration(ctx, m.Input.TranscriptPath, m.Input.LastAssistantMessage); ok {
 		f.Iteration = &it
-		f.CostUSD = a.loopCost(ctx, m.Input.TranscriptPath, s.StartedAt)
+		f.CostUSD = a.loopCost(ctx, m.Input.TranscriptPath, s)
 	}
 	tr, terr := a.readTracker()
 	f.TrackerErr = terr
@@ -323,21 +296,18 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 	return d, true, nil
 }
 
-// loopCost estimates what the loop has spent since it started, from the
-// usage the transcript reports for each assistant message. An unreadable
+// loopCost adds up what loop s has spent (loop.UsageCost) from the usage
+// the transcript reports for each assistant message. An unreadable
 // transcript counts as nothing spent: it is no reason to end a loop.
-func (a *sessionActor) loopCost(ctx context.Context, path string, since time.Time) float64 {
+func (a *sessionActor) loopCost(ctx context.Context, path string, s loop.State) float64 {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0
 	}
 	defer f.Close()
-	prices := convergence.DefaultPrices()
 	var total float64
 	err = transcript.ScanUsage(ctx, f, func(u transcript.Usage) error {
-		if !u.Timestamp.Before(since) {
-			total += prices.Cost(u)
-		}
+		total += loop.UsageCost(s, u)
 		return nil
 	})
 	if err != nil {

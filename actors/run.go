@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -165,11 +166,11 @@ func (r *runsActor) Receive(ctx actor.Context) {
 		pid, reply := r.resume(ctx, msg.ID)
 		r.begin(ctx, pid, reply)
 	case *CancelRun:
-		pid, ok := r.live[msg.ID]
-		if !ok {
-			ctx.Respond(&RunReply{Err: fmt.Errorf("%w: run %s is not being worked", ErrBadRequest, msg.ID)})
+		if err := run.AdmitCancel(r.templates(), r.liveIDs(), msg.ID); err != nil {
+			ctx.Respond(&RunReply{Err: refusal(err)})
 			return
 		}
+		pid := r.live[msg.ID]
 		// The run actor answers the asker itself.
 		ctx.Forward(pid)
 	case *LiveRuns:
@@ -197,16 +198,46 @@ func (r *runsActor) begin(ctx actor.Context, pid *actor.PID, reply *RunReply) {
 	ctx.Forward(pid)
 }
 
-func (r *runsActor) busy() error {
+// liveIDs are the ids of the runs being worked.
+func (r *runsActor) liveIDs() []string {
+	ids := make([]string, 0, len(r.live))
 	for id := range r.live {
-		return fmt.Errorf("%w: run %s is being worked; one run at a time merges into the main work tree", ErrBadRequest, id)
+		ids = append(ids, id)
 	}
-	return nil
+	return ids
+}
+
+// templates are the texts of the run's refusals; a project's broken
+// override must not hide why a request is refused, so it falls back to
+// the built-ins.
+func (r *runsActor) templates() templates.Set {
+	set, err := r.env.templates()
+	if err != nil {
+		r.env.Log.Warn("loading templates; using the built-in", zap.Error(err))
+		return templates.Defaults()
+	}
+	return set
+}
+
+// refusal makes a refusal of the run's rules (run.ErrRefused) a bad
+// request; any other error is the supervisor's.
+func refusal(err error) error {
+	if errors.Is(err, run.ErrRefused) {
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return err
 }
 
 func (r *runsActor) start(ctx actor.Context, req api.StartRunRequest) (*actor.PID, *RunReply) {
-	if err := r.busy(); err != nil {
-		return nil, &RunReply{Err: err}
+	ioctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	// The branch the waves merge into; empty when HEAD is detached.
+	target, err := gitOut(ioctx, r.env.Root, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil {
+		target = ""
+	}
+	if err := run.AdmitStart(r.templates(), r.liveIDs(), r.env.Root, target); err != nil {
+		return nil, &RunReply{Err: refusal(err)}
 	}
 	g, err := rungraph.Parse([]byte(req.Graph), req.File)
 	if err != nil {
@@ -221,12 +252,6 @@ func (r *runsActor) start(ctx actor.Context, req api.StartRunRequest) (*actor.PI
 	if err != nil {
 		return nil, &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
 	}
-	ioctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
-	defer cancel()
-	target, err := gitOut(ioctx, r.env.Root, "symbolic-ref", "--quiet", "--short", "HEAD")
-	if err != nil || target == "" {
-		return nil, &RunReply{Err: fmt.Errorf("%w: the main work tree %s is not on a branch to merge into", ErrBadRequest, r.env.Root)}
-	}
 	id, err := newRunID(r.env.now())
 	if err != nil {
 		return nil, &RunReply{Err: err}
@@ -238,23 +263,14 @@ func (r *runsActor) start(ctx actor.Context, req api.StartRunRequest) (*actor.PI
 }
 
 func (r *runsActor) resume(ctx actor.Context, id string) (*actor.PID, *RunReply) {
-	if _, ok := r.live[id]; ok {
-		return nil, &RunReply{Err: fmt.Errorf("%w: run %s is already being worked", ErrBadRequest, id)}
-	}
-	if err := r.busy(); err != nil {
-		return nil, &RunReply{Err: err}
-	}
 	ioctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
 	rec, found, err := r.env.Store.LoadRun(ioctx, id)
 	if err != nil {
 		return nil, &RunReply{Err: err}
 	}
-	if !found {
-		return nil, &RunReply{Err: fmt.Errorf("%w: no run %s", ErrBadRequest, id)}
-	}
-	if rec.State == api.RunDone {
-		return nil, &RunReply{Err: fmt.Errorf("%w: run %s is done", ErrBadRequest, id)}
+	if err := run.AdmitResume(r.templates(), r.liveIDs(), id, found, rec); err != nil {
+		return nil, &RunReply{Err: refusal(err)}
 	}
 	g, err := rungraph.Parse([]byte(rec.Graph), rec.File)
 	if err != nil {

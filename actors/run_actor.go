@@ -85,15 +85,14 @@ func (a *runActor) Receive(ctx actor.Context) {
 		// commit.
 		a.begin(ctx)
 	case *heartbeat:
-		// A save within the last half beat (progress, a finished
-		// iteration) already keeps the stored run recent.
-		if a.s.Busy() && time.Since(a.savedAt) >= a.heartbeatEvery()/2 {
+		save, again := a.s.Heartbeat(time.Since(a.savedAt), a.heartbeatEvery())
+		if save {
 			if err := a.commit(); err != nil {
 				a.abort(ctx, err)
 				return
 			}
 		}
-		if a.s.Run.State == api.RunRunning {
+		if again {
 			a.armHeartbeat(ctx)
 		}
 	case run.IterationDone:
@@ -201,13 +200,13 @@ func (a *runActor) commit() error {
 	return nil
 }
 
-// commitSoon commits the run after progress, or when it was saved less
-// than progressSaveEvery ago, once that has passed.
+// commitSoon commits the run after progress (run.CommitSoon), or when it
+// was saved less than progressSaveEvery ago, once that has passed.
 func (a *runActor) commitSoon(ctx actor.Context) error {
 	if a.flush != nil {
 		return nil // a save is due already
 	}
-	if wait := progressSaveEvery - time.Since(a.savedAt); wait > 0 && a.s.Stop == "" {
+	if wait := progressSaveEvery - time.Since(a.savedAt); wait > 0 {
 		system, self := ctx.ActorSystem(), ctx.Self()
 		a.flush = time.AfterFunc(wait, func() { system.Root.Send(self, &progressFlush{}) })
 		return nil

@@ -29,6 +29,7 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 		opts: a.s.Run.Options, deadline: e.Deadline, worktrees: a.env.worktrees, childTag: a.env.ChildTag,
 	}
 	tmpl, err := a.env.templates()
+	job.tmpl = tmpl
 	if err == nil {
 		tests := run.Tests(job.opts, gt, os.DirFS(a.env.Root))
 		job.prompt, err = run.TaskPrompt(tmpl, gt, e.Branch, tests, e.Iteration, job.opts.MaxIterations, e.Role, e.Feedback)
@@ -36,7 +37,7 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 	if err == nil && e.Review && a.set.review != nil {
 		spec := *a.set.review
 		spec.Model = e.ReviewModel
-		job.review, job.tmpl = &spec, tmpl
+		job.review = &spec
 	}
 	if err != nil {
 		job.err = fmt.Errorf("the prompt of task %s: %w", e.Task, err)
@@ -61,28 +62,24 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 // dependency order and runs the suite in the main work tree, in a
 // goroutine whose result comes back as a message.
 func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
-	root, target, opts, tag := a.env.Root, a.s.Run.Target, a.s.Run.Options, a.env.ChildTag
+	root, target, opts, tag, tmpl := a.env.Root, a.s.Run.Target, a.s.Run.Options, a.env.ChildTag, a.tmpl
 	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.ctx
 	a.log.Info("wave checkpoint started", zap.Int("wave", e.Wave), zap.Strings("branches", e.Branches))
 	a.wg.Add(1)
 	go func() {
 		defer a.wg.Done()
-		out := run.WaveChecked{Wave: e.Wave}
 		merge, err := worktree.MergeInOrder(runCtx, root, target, e.Branches, worktree.ContinueOnConflict)
-		out.MergeErr = err
+		branches := make([]run.MergedBranch, 0, len(merge.Branches))
 		for _, b := range merge.Branches {
-			if b.Status == worktree.NeedsReview {
-				out.Conflicts = append(out.Conflicts, run.Conflict{Branch: b.Branch, Files: b.ConflictFiles, Diff: b.ConflictDiff})
-			}
+			branches = append(branches, run.MergedBranch{
+				Branch: b.Branch, OnTarget: b.Status == worktree.Merged || b.Status == worktree.UpToDate,
+				Conflict: b.Status == worktree.NeedsReview, Files: b.ConflictFiles, Diff: b.ConflictDiff,
+			})
 		}
-		if err == nil && merge.OK() {
-			suite, err := run.SuiteCommand(opts)
-			if err != nil {
-				out.MergeErr = err
-			} else {
-				tr := runUserCommand(runCtx, root, suite, tag)
-				out.Suite = &tr
-			}
+		out, suite := run.WaveMerged(e.Wave, opts, err, branches)
+		if suite != "" {
+			tr := runUserCommand(runCtx, tmpl, root, suite, tag)
+			out.Suite = &tr
 		}
 		system.Root.Send(self, out)
 	}()
@@ -96,10 +93,10 @@ type iterationJob struct {
 	base        string
 	opts        api.RunOptions
 	prompt      string
-	// review is the reviewer of the iteration, when the run has one, and
-	// tmpl the templates its prompt is rendered from.
+	// review is the reviewer of the iteration, when the run has one.
 	review *reviewer.Spec
-	tmpl   templates.Set
+	// tmpl gives the texts of the review prompt and of the test result.
+	tmpl templates.Set
 	// deadline ends the iteration with the task's budget (zero: none).
 	deadline time.Time
 	// worktrees is the project's lock on work tree changes.
@@ -160,20 +157,22 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 		out.Err = err
 		return out
 	}
-	tr := runUserCommand(ctx, wt.Path, cmd, j.childTag)
+	tr := runUserCommand(ctx, j.tmpl, wt.Path, cmd, j.childTag)
 	out.Test = &tr
 	// The task's branch is what gets merged: commits on another branch,
 	// or on a detached HEAD, would be reported done and never merged.
-	if head, err := gitOut(ctx, wt.Path, "symbolic-ref", "--quiet", "--short", "HEAD"); err != nil || head != wt.Branch {
+	head, err := gitOut(ctx, wt.Path, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil {
+		head = ""
+	}
+	if run.OffBranch(head, wt.Branch) {
 		out.OffBranch, out.Branch = head, wt.Branch
 		if head == "" {
 			// A detached HEAD's commits are named by their id alone.
 			out.OffBranch, _ = gitOut(ctx, wt.Path, "rev-parse", "HEAD")
 		}
-		// Back on the task's branch, the next iteration can merge the
-		// commits; a work tree left elsewhere could not be reused. With
-		// changes in the way the switch fails, and the next iteration's
-		// work tree check says so.
+		// With changes in the way the switch fails, and the next
+		// iteration's work tree check says so.
 		_, _ = gitOut(ctx, wt.Path, "switch", "--quiet", wt.Branch)
 	}
 	if n, err := gitOut(ctx, wt.Path, "rev-list", "--count", out.Base+"..refs/heads/"+wt.Branch); err == nil {
@@ -185,7 +184,7 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 	if s, err := gitOut(ctx, wt.Path, "status", "--porcelain=v1", "--untracked-files=all"); err == nil {
 		out.Dirty = s
 	}
-	if run.Done(out) && j.review != nil {
+	if run.Reviews(out, j.review != nil) {
 		spec := *j.review
 		spec.Prompt, err = run.ReviewPrompt(j.tmpl, j.task, wt.Branch, out.Base)
 		if err != nil {
@@ -196,8 +195,7 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 		res := reviewer.Run(ctx, spec)
 		out.Review = &res
 	}
-	if run.Done(out) {
-		// The branch is what gets merged; the work tree is no longer needed.
+	if run.RemovesWorkTree(out) {
 		j.worktrees.Lock()
 		err := worktree.Remove(ctx, wt)
 		j.worktrees.Unlock()

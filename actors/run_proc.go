@@ -6,7 +6,6 @@ package actors
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -14,9 +13,9 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/proc"
-	"github.com/drover-dev/drover/internal/reviewconf"
 	"github.com/drover-dev/drover/internal/workflow/run"
 	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/templates"
 )
 
 // runSettings is what a run reads of the configuration when it starts or
@@ -31,13 +30,9 @@ type runSettings struct {
 }
 
 // newRunSettings reads a run's settings from the configuration and its
-// options. The reviewer is the configured one (reviewconf.Spec: review.cli,
-// review.command, review.timeout, review.budget_usd; run.Settings reads
-// review.models) unless the options turn it off or name another: the run's
-// --reviewer replaces review.cli and review.command, so a configured
-// command it replaces need not parse. limiter caps the reviewer processes
-// of the whole supervisor, and childTag (when set) goes in the environment
-// of every reviewer, for the supervisor's watchdog.
+// options (run.NewSettings, run.Reviewer). limiter caps the reviewer
+// processes of the whole supervisor, and childTag (when set) goes in the
+// environment of every reviewer, for the supervisor's watchdog.
 func newRunSettings(cfg config.Config, o api.RunOptions, limiter *reviewer.Limiter, childTag string) (runSettings, error) {
 	var set runSettings
 	ws, err := run.NewSettings(cfg, o)
@@ -45,47 +40,17 @@ func newRunSettings(cfg config.Config, o api.RunOptions, limiter *reviewer.Limit
 		return set, err
 	}
 	set.Settings = ws
-	if o.NoReview {
-		return set, nil
-	}
-	argv, err := run.ReviewerCommand(o.Reviewer)
-	if err != nil {
+	spec, err := run.Reviewer(cfg, o)
+	if err != nil || spec == nil {
 		return set, err
-	}
-	conf := cfg.Review
-	if argv != nil || strings.TrimSpace(o.Reviewer) == reviewer.CLIClaude {
-		conf.CLI, conf.Command = reviewer.CLIClaude, ""
-	}
-	spec, err := reviewconf.Spec(conf)
-	if err != nil {
-		return set, err
-	}
-	if argv != nil {
-		spec.CLI, spec.Command = reviewer.CLICustom, argv
 	}
 	spec.Limiter, spec.OwnerTag = limiter, childTag
-	set.review = &spec
+	set.review = spec
 	return set, nil
 }
 
 // describeReviewer says who reviews the run's tasks, for its status.
-func (s runSettings) describeReviewer() string {
-	if s.review == nil {
-		return ""
-	}
-	who := s.review.CLI
-	switch who {
-	case "":
-		who = reviewer.CLIClaude
-	case reviewer.CLICustom:
-		who = strings.Join(s.review.Command, " ")
-	}
-	models := strings.Join(s.Models, ", ")
-	if len(s.Models) > 1 {
-		models += " in turn"
-	}
-	return who + " (" + models + ")"
-}
+func (s runSettings) describeReviewer() string { return run.DescribeReviewer(s.review, s.Models) }
 
 // commandTimeout bounds one test or suite command.
 const commandTimeout = 30 * time.Minute
@@ -96,22 +61,17 @@ const maxTestOutput = 4000
 
 // runUserCommand runs a command the user wrote (a test or suite command) as
 // written, through `sh -c` in dir, as the loop's check command runs, and
-// keeps the end of its output, which is what the agent needs. Its result
+// keeps the end of its output, which is what the agent needs (see
+// run.CommandOutput; tmpl gives its texts). Its result
 // names the command as the user wrote it. childTag, when set, goes in its
 // environment, for the supervisor's watchdog: nothing else ends its
 // process group when the supervisor dies.
-func runUserCommand(ctx context.Context, dir, command, childTag string) api.TestResult {
+func runUserCommand(ctx context.Context, tmpl templates.Set, dir, command, childTag string) api.TestResult {
 	// Twice maxTestOutput, so that proc's tail (three quarters of its
 	// cap) holds the whole end that is kept.
 	res, err := proc.Shell(ctx, command, proc.Cmd{Dir: dir, OwnerTag: childTag, Combined: true, OutputCap: 2 * maxTestOutput, Timeout: commandTimeout})
-	tr := api.TestResult{Command: command, Passed: err == nil, Output: lastBytes(res.Stdout.Bytes(), maxTestOutput), At: time.Now()}
-	switch {
-	case res.TimedOut:
-		tr.Output = fmt.Sprintf("timed out after %s\n%s", commandTimeout, tr.Output)
-	case err != nil:
-		tr.Output = fmt.Sprintf("%v\n%s", err, tr.Output)
-	}
-	return tr
+	tail := lastBytes(res.Stdout.Bytes(), maxTestOutput)
+	return api.TestResult{Command: command, Passed: err == nil, Output: run.CommandOutput(tmpl, res.TimedOut, err, commandTimeout, tail), At: time.Now()}
 }
 
 // lastBytes returns the last n bytes of b, from the start of a

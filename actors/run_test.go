@@ -46,7 +46,7 @@ func TestRunCommandCarriesTheTag(t *testing.T) {
 	const tag = "DROVER_SUPERVISOR_RUN=abc"
 	for _, want := range []string{tag, ""} {
 		command := `printf '%s' "${DROVER_SUPERVISOR_RUN+DROVER_SUPERVISOR_RUN=$DROVER_SUPERVISOR_RUN}"`
-		if got := runUserCommand(context.Background(), t.TempDir(), command, want); !got.Passed || got.Output != want {
+		if got := runUserCommand(context.Background(), templates.Defaults(), t.TempDir(), command, want); !got.Passed || got.Output != want {
 			t.Errorf("runUserCommand with tag %q: %+v", want, got)
 		}
 	}
@@ -290,7 +290,7 @@ func TestUserCommandsRunThroughTheShell(t *testing.T) {
 	}
 	for _, c := range cases {
 		_ = os.Remove(log)
-		got := runUserCommand(context.Background(), dir, c.command, "")
+		got := runUserCommand(context.Background(), templates.Defaults(), dir, c.command, "")
 		if got.Passed != c.passed || !strings.Contains(got.Output, c.output) || got.Command != c.command {
 			t.Errorf("%q: %+v; want passed %v with %q", c.command, got, c.passed, c.output)
 		}
@@ -303,7 +303,7 @@ func TestUserCommandsRunThroughTheShell(t *testing.T) {
 // A test command's result keeps the end of its output, which says what
 // failed, and says that it cut the start.
 func TestUserCommandKeepsTheTail(t *testing.T) {
-	got := runUserCommand(context.Background(), t.TempDir(), `echo first; head -c 20000 /dev/zero | tr '\0' x; echo; echo the end; exit 3`, "")
+	got := runUserCommand(context.Background(), templates.Defaults(), t.TempDir(), `echo first; head -c 20000 /dev/zero | tr '\0' x; echo; echo the end; exit 3`, "")
 	if got.Passed || !strings.HasPrefix(got.Output, "exit status 3\n...x") || !strings.HasSuffix(got.Output, "x\nthe end\n") || strings.Contains(got.Output, "first") {
 		t.Errorf("output %q; want the exit status, then ... and the tail", got.Output)
 	}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/internal/tasks"
+	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/internal/workflow/queue"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
@@ -223,7 +225,8 @@ func (a *sessionActor) text(name string, vars map[string]string) string {
 func (a *sessionActor) sessionDir() string { return filepath.Join(a.env.SessionsDir, a.id) }
 
 // facts gathers what the queue workflow decides on. The git check runs
-// only when the answer can matter, in the work tree of cwd (see workTree).
+// only when withGit and the decision needs it (queue.NeedsGit), in the
+// work tree of cwd (see workTree).
 func (a *sessionActor) facts(ctx context.Context, withGit bool, cwd string) (queue.Facts, error) {
 	cfg := a.env.Config()
 	dir := a.sessionDir()
@@ -240,7 +243,7 @@ func (a *sessionActor) facts(ctx context.Context, withGit bool, cwd string) (que
 		MaxIterations:  cfg.Queue.MaxIterations,
 		GitCommitCheck: cfg.Queue.GitCommitCheck,
 	}
-	if withGit && cfg.Queue.GitCommitCheck {
+	if withGit && queue.NeedsGit(a.rec.Queue, cfg.Queue.GitCommitCheck) {
 		dirty, files, err := a.env.Dirty(ctx, a.workTree(cwd))
 		if err != nil {
 			// Not a git repository, or git failing: the gate cannot be
@@ -279,7 +282,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 	case session.Plan:
 		return a.decidePlan(actx, ctx, m)
 	}
-	if a.rec.Workflow != session.Queue || !a.rec.Queue.Active() {
+	if !a.rec.Active() {
 		// Unknown, never-started or finished sessions are never blocked.
 		return d, false, nil
 	}
@@ -289,7 +292,7 @@ func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *Handle
 	}
 	switch m.Event {
 	case hook.Stop:
-		f, err := a.facts(ctx, a.rec.Queue.State == queue.On, m.Input.Cwd)
+		f, err := a.facts(ctx, true, m.Input.Cwd)
 		if err != nil {
 			return d, false, err
 		}
@@ -350,16 +353,9 @@ func (a *sessionActor) addTask(m *AddTask) *AddResult {
 	if err != nil {
 		return &AddResult{Err: err}
 	}
-	if !a.found {
-		// Make the session known (state off) so status lists it; adding
-		// does not start anything.
+	if rec, changed := a.rec.TaskAdded(a.found, a.env.now()); changed {
 		ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 		defer cancel()
-		rec := a.rec
-		rec.Workflow = session.Queue
-		rec.CreatedAt = a.env.now()
-		rec.UpdatedAt = rec.CreatedAt
-		rec.Queue = queue.Session{State: queue.Off}
 		if err := a.commit(ctx, rec); err != nil {
 			return &AddResult{Err: err}
 		}
@@ -373,30 +369,19 @@ func (a *sessionActor) command(actx actor.Context, m *Command) *CommandResult {
 	}
 	// drover stop ends whatever the session runs; the queue's start and
 	// unstick must not silently take over a running loop or plan.
-	switch {
-	case m.Verb == "stop" && a.rec.Workflow == session.Plan:
-		return a.planStopCommand(actx)
-	case m.Verb == "stop" && a.rec.Workflow == session.Loop:
-		res := a.loopCommand(actx, &WorkflowCommand{Workflow: string(session.Loop), Verb: "cancel"})
-		if res.Err != nil {
-			if !a.rec.Loop.Active {
-				return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: a.text(templates.LoopNone, map[string]string{"session_id": a.id})}}
-			}
-			return &CommandResult{Err: res.Err}
+	if m.Verb == "stop" {
+		switch a.rec.StopTarget() {
+		case session.Plan:
+			return a.planStopCommand(actx)
+		case session.Loop:
+			return a.loopStopCommand(actx)
 		}
-		return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: a.text(templates.LoopStopped, map[string]string{"session_id": a.id, "iteration": strconv.Itoa(a.rec.Loop.Iteration)})}}
-	case a.rec.Workflow == session.Loop && a.rec.Loop.Active:
-		return &CommandResult{Err: fmt.Errorf("%w: session %s runs a loop; drover loop cancel (or drover stop) first", ErrBadRequest, a.id)}
-	case a.rec.Workflow == session.Plan && a.rec.Plan.Active():
-		return &CommandResult{Err: fmt.Errorf("%w: session %s works on plan %s; a queue needs its own session", ErrBadRequest, a.id, a.rec.Plan.PlanID)}
+	} else if err := a.checkStart(session.Queue); err != nil {
+		return &CommandResult{Err: err}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
-	rec := a.rec
-	if rec.CreatedAt.IsZero() {
-		rec.CreatedAt = a.env.now()
-	}
-	rec.Workflow = session.Queue
+	rec := a.rec.Runs(session.Queue, a.env.now())
 	var resp api.CommandResponse
 	switch m.Verb {
 	case "stop":
@@ -437,6 +422,34 @@ func (a *sessionActor) command(actx actor.Context, m *Command) *CommandResult {
 	}
 	resp.State, resp.Iteration = string(rec.Queue.State), rec.Queue.Iteration
 	return &CommandResult{Response: resp}
+}
+
+// loopStopCommand is drover stop in a loop session: the loop's cancel,
+// or, when the loop has already ended, a word that there is none.
+func (a *sessionActor) loopStopCommand(actx actor.Context) *CommandResult {
+	res := a.loopCommand(actx, &WorkflowCommand{Workflow: string(session.Loop), Verb: "cancel"})
+	if res.Err != nil {
+		if errors.Is(res.Err, loop.ErrRefused) {
+			return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: a.text(templates.LoopNone, map[string]string{"session_id": a.id})}}
+		}
+		return &CommandResult{Err: res.Err}
+	}
+	return &CommandResult{Response: api.CommandResponse{State: "off", Iteration: a.rec.Loop.Iteration, Message: a.text(templates.LoopStopped, map[string]string{"session_id": a.id, "iteration": strconv.Itoa(a.rec.Loop.Iteration)})}}
+}
+
+// checkStart refuses, as a bad request, to start workflow w in a session
+// that another workflow holds (session.Record.CheckStart).
+func (a *sessionActor) checkStart(w session.Workflow) error {
+	tmpl, err := a.env.Templates()
+	if err != nil {
+		return fmt.Errorf("loading templates: %w", err)
+	}
+	rec := a.rec
+	rec.ID = a.id
+	if err := rec.CheckStart(tmpl, w); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	return nil
 }
 
 func joinLines(a, b string) string {

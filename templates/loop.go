@@ -13,6 +13,12 @@ const (
 	LoopChecksFailed = "loop_checks_failed"
 	// LoopChecksNone stands in for the check results when there are none.
 	LoopChecksNone = "loop_checks_none"
+	// LoopNeedsCheckCommand refuses a loop started with --require-checks
+	// in a project without loop.check_command.
+	LoopNeedsCheckCommand = "loop_needs_check_command"
+	// LoopNotRunning refuses drover loop cancel in a session whose loop
+	// is not running.
+	LoopNotRunning = "loop_not_running"
 
 	// Sections of LoopContinue, each present only when it has something
 	// to say.

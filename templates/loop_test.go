@@ -2,7 +2,7 @@ package templates
 
 // loopNames are the loop workflow's templates and the role prompts (loop.go).
 var loopNames = []string{
-	LoopStart, LoopContinue, LoopChecksFailed, LoopChecksNone,
+	LoopStart, LoopContinue, LoopChecksFailed, LoopChecksNone, LoopNeedsCheckCommand, LoopNotRunning,
 	LoopStatus, LoopReflection, LoopCheckpoint, LoopCheckpointPending,
 	LoopDone, LoopBudget, LoopConverged, LoopStuck, LoopTrackerError, LoopStopped, LoopNone, LoopCompact, LoopOpenFindings, LoopTracker, LoopCheckpointReview,
 	RoleDeveloper, RoleDebugger, RoleArchitect,
@@ -26,6 +26,8 @@ var loopContent = []struct {
 	}},
 	{LoopChecksFailed, []string{"{{completed_by}}", "necessary, not sufficient", "{{checks_summary}}", "{{loop_prompt}}"}},
 	{LoopChecksNone, []string{"No check results", "/drover:stop"}},
+	{LoopNotRunning, []string{"no loop is running in session {{session_id}}"}},
+	{LoopNeedsCheckCommand, []string{"--require-checks", "loop.check_command is not set", ".drover/config.yaml"}},
 	{LoopStatus, []string{"## Convergence: {{status}}", "{{status_reason}}", "{{status_effect}}"}},
 	{LoopReflection, []string{"{{reflection}}"}},
 	{LoopCheckpoint, []string{"{{checkpoint_consensus}}"}},

@@ -48,4 +48,16 @@ const (
 	RunConflicts    = "run_conflicts"
 	RunSuiteMissing = "run_suite_missing"
 	RunSuiteFailed  = "run_suite_failed"
+
+	// Why `drover run`, `run resume` or `run cancel` is refused.
+	RunBusy     = "run_busy"
+	RunLive     = "run_live"
+	RunNotLive  = "run_not_live"
+	RunMissing  = "run_missing"
+	RunFinished = "run_finished"
+	RunNoBranch = "run_no_branch"
+
+	// RunCommandTimedOut heads the output of a test or suite command that
+	// ran out of time, as the agent and the run's report read it.
+	RunCommandTimedOut = "run_command_timed_out"
 )

@@ -9,6 +9,7 @@ var runNames = []string{
 	RunBudgetUSD, RunBudgetMinutes, RunTaskBudgetUSD, RunTaskBudgetMinutes,
 	RunCancelled, RunDone, RunStopped, RunWaveBlocked, RunMergeFailed, RunConflicts,
 	RunSuiteMissing, RunSuiteFailed,
+	RunBusy, RunLive, RunNotLive, RunMissing, RunFinished, RunNoBranch, RunCommandTimedOut,
 }
 
 // runContent pins what each run template must say and which placeholders
@@ -46,5 +47,12 @@ var runContent = []struct {
 	{RunMergeFailed, []string{"wave {{wave}}", "{{target}}", "{{error}}"}},
 	{RunConflicts, []string{"wave {{wave}}", "{{target}}", "need review", "{{conflicts}}"}},
 	{RunSuiteMissing, []string{"wave {{wave}}", "suite did not run"}},
+	{RunCommandTimedOut, []string{"timed out after {{timeout}}"}},
+	{RunBusy, []string{"run {{run_id}} is being worked", "one run at a time"}},
+	{RunLive, []string{"run {{run_id}} is already being worked"}},
+	{RunNotLive, []string{"run {{run_id}} is not being worked"}},
+	{RunMissing, []string{"no run {{run_id}}"}},
+	{RunFinished, []string{"run {{run_id}} is done"}},
+	{RunNoBranch, []string{"the main work tree {{root}} is not on a branch to merge into"}},
 	{RunSuiteFailed, []string{"wave {{wave}} checkpoint failed", "{{command}}", "{{target}}", "{{output}}"}},
 }

@@ -43,6 +43,12 @@ const (
 	// saved, so drover let the agent stop rather than decide on state it
 	// did not keep.
 	SaveFailed = "save_failed"
+	// SessionHeldQueue, SessionHeldLoop and SessionHeldPlan refuse to
+	// start a {{workflow}} in a session that another workflow holds (see
+	// internal/session.Record.Holder).
+	SessionHeldQueue = "session_held_queue"
+	SessionHeldLoop  = "session_held_loop"
+	SessionHeldPlan  = "session_held_plan"
 )
 
 // BuiltIn is what Source reports for a template that is not overridden.

@@ -11,7 +11,7 @@ import (
 var allNames = []string{
 	Compact, Context, Loop, MaxIterations, Review, ReviewContext,
 	ReviewFound, ReviewStart, Start, StuckReminder, Uncommitted,
-	Stopped, Quarantined, SaveFailed,
+	Stopped, Quarantined, SaveFailed, SessionHeldQueue, SessionHeldLoop, SessionHeldPlan,
 }
 
 func TestNames(t *testing.T) {
@@ -42,6 +42,9 @@ func TestDefaultsContent(t *testing.T) {
 		{MaxIterations, []string{"[drover]", "{{max_iterations}}"}},
 		{Stopped, []string{"[drover] Stopped session {{session_id}} at iteration {{iteration}}.", "The agent may stop now."}},
 		{Quarantined, []string{"{{session_id}}", "could not be read", "quarantined", "starts clean"}},
+		{SessionHeldQueue, []string{"session {{session_id}} has an active queue", "a task queue in state {{state}}", "drover stop", "{{workflow}}"}},
+		{SessionHeldLoop, []string{"session {{session_id}} runs a loop (iteration {{iteration}})", "drover loop cancel", "{{workflow}}"}},
+		{SessionHeldPlan, []string{"session {{session_id}} works on plan {{plan_id}}", "a {{workflow}} needs its own session"}},
 		{SaveFailed, []string{"drover: could not save the state of session {{session_id}} ({{error}}); letting the agent stop."}},
 	}
 	d := Defaults()

@@ -55,3 +55,16 @@ func Check(l config.Loop) error {
 	}
 	return nil
 }
+
+// RoutesOrDefault is Routes for a loop that is already running: rules that
+// Routes refuses (Check refused them when the config was loaded, so only a
+// config changed under a running supervisor gets here) give way to
+// router.DefaultRules, since a typo in the config is no reason to stop
+// routing a loop's iterations.
+func RoutesOrDefault(l config.Loop) []router.Rule {
+	rules, err := Routes(l)
+	if err != nil {
+		return router.DefaultRules()
+	}
+	return rules
+}

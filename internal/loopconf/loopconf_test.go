@@ -66,10 +66,17 @@ func TestRoutesAndCheck(t *testing.T) {
 				if !strings.Contains(cerr.Error(), `"loop.routes"`) {
 					t.Errorf("Check() = %v, want it to name \"loop.routes\"", cerr)
 				}
+				// A running loop keeps routing, on the defaults.
+				if od := RoutesOrDefault(l); !reflect.DeepEqual(od, router.DefaultRules()) {
+					t.Errorf("RoutesOrDefault() = %v, want the defaults", od)
+				}
 				return
 			}
 			if err != nil || cerr != nil {
 				t.Fatalf("Routes() = %v; Check() = %v", err, cerr)
+			}
+			if od := RoutesOrDefault(l); !reflect.DeepEqual(od, tt.want) {
+				t.Errorf("RoutesOrDefault() = %v, want %v", od, tt.want)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("Routes() = %v, want %v", got, tt.want)

@@ -5,8 +5,12 @@
 // It is the engine's, not plumbing: a Record composes the states of the
 // workflow cores (internal/workflow/queue, loop and plan, and the loop's
 // convergence history), so this package sits above them and below the
-// actors that own the records and the store that keeps them. It holds no
-// workflow rule beyond reading those states (Active) and the replay of
+// actors that own the records and the store that keeps them. The rules it
+// holds are the ones across workflows: which one runs (Active), which one
+// holds the session against starting another (Holder, CheckStart), how a
+// session comes to run one (Runs), which one drover stop ends
+// (StopTarget), how adding a task makes a session known (TaskAdded), the
+// loop's view of the record (LoopSession, WithLoop), and the replay of
 // recorded decisions.
 package session
 

@@ -202,8 +202,12 @@ func Begin(s Session, st State, f Facts, t templates.Set) (Session, string, []Ef
 
 // CancelLoop is the user ending the loop (drover loop cancel, drover
 // stop): it ends with the Cancelled outcome, its background work ends,
-// and it returns the text for the user.
+// and it returns the text for the user. A loop that is not running is
+// refused (a Refusal).
 func CancelLoop(s Session, f Facts, t templates.Set) (Session, string, []Effect, error) {
+	if !s.State.Active {
+		return s, "", nil, refuse(t, templates.LoopNotRunning, map[string]string{"session_id": f.SessionID})
+	}
 	next := s
 	next.State = Cancel(s.State)
 	next.State.Checks, next.State.MetricsFor, next.State.CheckpointFor = nil, 0, 0

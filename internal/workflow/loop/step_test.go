@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -250,6 +251,12 @@ func TestBeginAndCancel(t *testing.T) {
 	}
 	if got, want := kinds(effects), []string{"CancelChecks", "CancelCheckpoint", "CancelMetrics", "WriteTracker"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("cancel effects %v, want %v", got, want)
+	}
+	// A loop that is not running (cancelled, ended, or none) is refused.
+	for _, s := range []Session{c, {}} {
+		if _, _, eff, err := CancelLoop(s, f, templates.Defaults()); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "no loop is running in session s1") || len(eff) != 0 {
+			t.Errorf("cancel of %+v: %v, effects %v; want a refusal and no effect", s.State, err, eff)
+		}
 	}
 }
 

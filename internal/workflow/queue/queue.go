@@ -277,3 +277,9 @@ func commaList(paths []string) string {
 	}
 	return strings.Join(paths[:MaxListed], ", ") + fmt.Sprintf(", ... and %d more", len(paths)-MaxListed)
 }
+
+// NeedsGit reports whether a Stop of s decides on the work tree's
+// uncommitted changes (Facts.Dirty), so whether the caller must ask git:
+// only the on state has the gate, and only when the project keeps it
+// (queue.git_commit_check).
+func NeedsGit(s Session, gitCommitCheck bool) bool { return gitCommitCheck && s.State == On }

@@ -544,3 +544,20 @@ func TestVars(t *testing.T) {
 		t.Errorf("vars of an empty session: %v", empty)
 	}
 }
+
+func TestNeedsGit(t *testing.T) {
+	for _, c := range []struct {
+		state State
+		check bool
+		want  bool
+	}{
+		{On, true, true},
+		{On, false, false},
+		{Review, true, false},
+		{Off, true, false},
+	} {
+		if got := NeedsGit(Session{State: c.state}, c.check); got != c.want {
+			t.Errorf("NeedsGit(%s, %v) = %v, want %v", c.state, c.check, got, c.want)
+		}
+	}
+}

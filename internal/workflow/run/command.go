@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/argsplit"
@@ -15,6 +16,7 @@ import (
 	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/templates"
 )
 
 // AgentPlaceholders are what an agent command template may hold.
@@ -283,4 +285,17 @@ func Quote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// CommandOutput is what the agent and the run's report read of a test or
+// suite command that ran: the tail of its output, headed by why it failed
+// (it ran out of time, or err, its exit status) when it did.
+func CommandOutput(t templates.Set, timedOut bool, err error, timeout time.Duration, tail string) string {
+	switch {
+	case timedOut:
+		return say(t, templates.RunCommandTimedOut, map[string]string{"timeout": timeout.String()}) + "\n" + tail
+	case err != nil:
+		return err.Error() + "\n" + tail
+	}
+	return tail
 }

@@ -40,7 +40,9 @@ func Step(s State, ev Event, order []rungraph.Task, f Facts, now time.Time) (Sta
 	case AgentProgress:
 		st.progress(e)
 		d := Decision{Commit: CommitSoon}
-		if len(st.effects) > 0 {
+		// A run that is stopping is saved at once: its stop must not wait
+		// for the next progress save.
+		if len(st.effects) > 0 || st.s.Stop != "" {
 			d.Commit = CommitNow
 		}
 		return st.s, d, st.effects

@@ -244,6 +244,12 @@ func TestStepAgentProgress(t *testing.T) {
 	if s2, _, _ := step(t, s, AgentProgress{Task: "c", Iteration: 7, Progress: Progress{CostUSD: 9}}, f, t0); s2.Run.CostUSD != s.Run.CostUSD {
 		t.Errorf("a stale report was counted")
 	}
+	// Progress of a stopping run is saved at once.
+	stopping := s
+	stopping.Stop = "cancelled"
+	if _, d, _ := step(t, stopping, AgentProgress{Task: "c", Iteration: 1, Progress: Progress{CostUSD: 1.25}}, f, t0); d.Commit != CommitNow {
+		t.Errorf("progress of a stopping run: commit %v, want CommitNow", d.Commit)
+	}
 	s, _, eff = step(t, s, AgentProgress{Task: "a", Iteration: 1, Progress: Progress{CostUSD: 0.9}}, f, t0)
 	if len(eff) != 1 || !strings.Contains(eff[0].(EndIterations).Reason, "the run budget of $2.00 (--max-usd) is spent: the agents cost $2.10") || s.Stop == "" {
 		t.Fatalf("run budget spent: %v", eff)

@@ -13,8 +13,11 @@
 // agents, merge and check a wave). The pure pieces those effects need (the
 // prompts, the agent, test and suite commands, the targeted tests, the
 // verdict on an iteration) are functions here too, and so are the rules of
-// a run's start (Options, New) and of its resume (Resume, Restore). Every
-// text an agent or a user reads is rendered from templates.
+// a run's start (AdmitStart, Options, New), its resume (AdmitResume,
+// Resume, Restore) and its cancel (AdmitCancel), and the order of the
+// steps the shell takes in the background (OffBranch, Reviews,
+// RemovesWorkTree, WaveMerged). Every text an agent or a user reads is
+// rendered from templates.
 package run
 
 import (
@@ -69,6 +72,17 @@ func (s State) Busy() bool { return s.Merging || s.Inflight() > 0 }
 // its actor may stop.
 func (s State) Finished() bool {
 	return s.Run.State != api.RunRunning && !s.Busy()
+}
+
+// Heartbeat decides a heartbeat of the run, every beat while it runs:
+// save reports whether the run is saved though nothing changed, and again
+// whether another beat is due. A run whose agents or wave checkpoint work
+// is saved so that its stored UpdatedAt, which a resume takes as the last
+// time the run was worked (Restore), stays recent while the agents run
+// quiet tools; a save within the last half beat (progress, an iteration's
+// end) already keeps it so. sinceSave is the time since the last save.
+func (s State) Heartbeat(sinceSave, beat time.Duration) (save, again bool) {
+	return s.Busy() && sinceSave >= beat/2, s.Run.State == api.RunRunning
 }
 
 // Task returns the task id of the run, or nil.
