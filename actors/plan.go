@@ -223,10 +223,7 @@ func (a *sessionActor) planRecord(s plan.State, take bool) session.Record {
 	rec := a.rec
 	rec.Plan = s
 	if take {
-		rec.Workflow = session.Plan
-		if rec.CreatedAt.IsZero() {
-			rec.CreatedAt = a.env.now()
-		}
+		rec = rec.Runs(session.Plan, a.env.now())
 	}
 	return rec
 }
@@ -237,7 +234,7 @@ func (a *sessionActor) newPlan(actx actor.Context, ctx context.Context, args api
 	if err := plan.CheckPlanID(args.PlanID); err != nil {
 		return api.PlanStatus{}, planErr(err)
 	}
-	if err := a.otherWorkflow(); err != nil {
+	if err := a.checkStart(session.Plan); err != nil {
 		return api.PlanStatus{}, err
 	}
 	st, err := a.planDecide(actx, ctx, "new", args, args.PlanID, 0)
@@ -256,7 +253,7 @@ func (a *sessionActor) newPlan(actx actor.Context, ctx context.Context, args api
 func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, args api.PlanArgs) (api.PlanStatus, error) {
 	var note string
 	if s := a.rec.Plan; !s.Active() || (args.PlanID != "" && args.PlanID != s.PlanID) {
-		if err := a.otherWorkflow(); err != nil {
+		if err := a.checkStart(session.Plan); err != nil {
 			return api.PlanStatus{}, err
 		}
 		id := args.PlanID
@@ -322,18 +319,6 @@ func (a *sessionActor) planStatus(msg string) api.PlanStatus {
 		st.Totals = ReadPlanTotals(st.PlanDir, a.id)
 	}
 	return st
-}
-
-// otherWorkflow refuses to start a plan in a session whose queue or loop
-// is running: one workflow owns a session's stops at a time.
-func (a *sessionActor) otherWorkflow() error {
-	switch {
-	case a.rec.Workflow == session.Queue && a.rec.Queue.Active():
-		return fmt.Errorf("%w: session %s is working through a task queue (state %s); end it with drover stop before starting a plan", ErrBadRequest, a.id, a.rec.Queue.State)
-	case a.rec.Workflow == session.Loop && a.rec.Loop.Active:
-		return fmt.Errorf("%w: session %s is running a loop (iteration %d); end it with drover loop cancel before starting a plan", ErrBadRequest, a.id, a.rec.Loop.Iteration)
-	}
-	return nil
 }
 
 // planStopCommand is `drover stop` for a session that runs a plan: the
