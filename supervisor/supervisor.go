@@ -1,7 +1,7 @@
 // Package supervisor is drover's daemon: one per project, it owns the
 // project's store and actor tree and serves the local API over an
-// owner-only unix socket. It knows nothing of workflow rules; the actors
-// apply those.
+// owner-only unix socket. It knows no workflow rules: it routes each
+// workflow's commands by name, and the actors apply them.
 package supervisor
 
 import (
