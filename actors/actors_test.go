@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/internal/workflow/queue"
@@ -242,16 +243,7 @@ func TestIdleSessionIsPassivatedAndRecovered(t *testing.T) {
 	f.stop("s1", "a")
 	// Wait until the session actor is gone, asking the sessions actor's
 	// children rather than sleeping a fixed time.
-	deadline := time.Now().Add(testTimeout)
-	for {
-		if !f.hasSessionChild() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("idle session actor was never passivated")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.True(t, testTimeout, "the idle session actor to be passivated", func() bool { return !f.hasSessionChild() })
 	r := f.stop("s1", "b")
 	if r.Err != nil || !r.Output.IsBlock() {
 		t.Fatalf("stop after passivation: %+v", r)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
@@ -53,12 +54,10 @@ func TestLoopCheckpointConsensusGoesIntoTheNextBlockReason(t *testing.T) {
 	}
 	// The checkpoint after iteration 1 runs in the background; wait for its
 	// consensus to be saved, without sleeping a fixed time.
-	if !waitUntil(func() bool {
+	eventually.True(t, testTimeout, "the checkpoint consensus to be saved", func() bool {
 		rec, _, _ := f.store.Load(context.Background(), "s1")
 		return rec.LoopCheckpoint != ""
-	}) {
-		t.Fatal("the checkpoint consensus was never saved")
-	}
+	})
 	for _, m := range []string{"opus", "sonnet"} {
 		if g := f.fakeFile("ckpt-guard-" + m); g != "1" {
 			t.Errorf("reviewer %s did not run, or ran without the recursion guard (%q)", m, g)
@@ -101,7 +100,7 @@ func TestLoopRestartCancelsTheOldCheckpoint(t *testing.T) {
 		t.Fatalf("first stop: %+v", first)
 	}
 	var children []int
-	if !waitUntil(func() bool {
+	if !eventually.Holds(testTimeout, func() bool {
 		children = children[:0]
 		for _, m := range []string{"opus", "sonnet"} {
 			pid, err := strconv.Atoi(f.fakeFile("ckpt-child-" + m))
@@ -121,7 +120,7 @@ func TestLoopRestartCancelsTheOldCheckpoint(t *testing.T) {
 	})
 
 	f.loop("s1", "start", api.LoopStartArgs{Prompt: "the new task", MaxIterations: 10})
-	if !waitUntil(func() bool { return gone(children[0]) && gone(children[1]) }) {
+	if !eventually.Holds(testTimeout, func() bool { return gone(children[0]) && gone(children[1]) }) {
 		t.Fatalf("the old loop's checkpoint reviewers %v still run after the loop was replaced", children)
 	}
 	next := f.loopStop("s1", "b", "working on the new task")

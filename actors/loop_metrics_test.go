@@ -14,6 +14,7 @@ import (
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 )
 
@@ -49,12 +50,10 @@ func TestLoopMetricCommandsRunInParallelAndRouteTheNextStop(t *testing.T) {
 	if strings.Contains(first.Output.Reason, "drover:debugger") {
 		t.Fatalf("nothing failed yet, but the first stop went to the debugger:\n%s", first.Output.Reason)
 	}
-	if !waitUntil(func() bool {
+	eventually.True(t, testTimeout, "the metric command results to be saved", func() bool {
 		rec, _, _ := f.store.Load(context.Background(), "s1")
 		return len(rec.LoopHistory) == 1 && rec.LoopHistory[0].CommandOutcome != ""
-	}) {
-		t.Fatal("the metric command results were never saved")
-	}
+	})
 	rec, _, _ := f.store.Load(context.Background(), "s1")
 	if h := rec.LoopHistory[0]; h.CommandOutcome != convergence.OutcomeTestsFailed || h.TestsFailed != 1 || h.ErrorHash == "" {
 		t.Errorf("history after the metric commands: %+v", h)

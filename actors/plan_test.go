@@ -17,6 +17,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/internal/workflow/plan"
@@ -147,7 +148,7 @@ func (f *planFixture) mustPlan(id, verb string, args api.PlanArgs) api.PlanStatu
 func (f *planFixture) waitReview(id string) api.PlanStatus {
 	f.t.Helper()
 	var st api.PlanStatus
-	if !waitUntil(func() bool { st = f.mustPlan(id, "wait", api.PlanArgs{}); return !st.ReviewRunning }) {
+	if !eventually.Holds(testTimeout, func() bool { st = f.mustPlan(id, "wait", api.PlanArgs{}); return !st.ReviewRunning }) {
 		f.t.Fatalf("the review never finished: %+v", st)
 	}
 	return st
@@ -187,19 +188,6 @@ func (f *planFixture) storedPlan(id string) session.Record {
 		f.t.Fatalf("loading %s: status %v err %v", id, st, err)
 	}
 	return rec
-}
-
-// waitUntil polls cond for up to testTimeout. It bounds a wait, it does
-// not measure anything.
-func waitUntil(cond func() bool) bool {
-	deadline := time.Now().Add(testTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
 }
 
 // gone reports whether pid no longer runs; a zombie counts as gone.
@@ -306,9 +294,7 @@ func (f *planFixture) startSleepingReview(sid string) (reviewerPID, childPID int
 	if r := f.stop(sid, "stop-1"); !r.Output.IsBlock() {
 		f.t.Fatalf("first stop: %+v", r)
 	}
-	if !waitUntil(func() bool { return f.fakeFile("child-1") != "" }) {
-		f.t.Fatal("the reviewer never started")
-	}
+	eventually.True(f.t, testTimeout, "the reviewer to start", func() bool { return f.fakeFile("child-1") != "" })
 	reviewerPID, _ = strconv.Atoi(f.fakeFile("pid-1"))
 	childPID, _ = strconv.Atoi(f.fakeFile("child-1"))
 	if reviewerPID <= 0 || childPID <= 0 {
@@ -354,7 +340,7 @@ func TestPlanStopCancelsTheReview(t *testing.T) {
 		t.Fatalf("after stop-reviews: %+v", st)
 	}
 	for _, pid := range []int{rpid, cpid} {
-		if !waitUntil(func() bool { return gone(pid) }) {
+		if !eventually.Holds(testTimeout, func() bool { return gone(pid) }) {
 			t.Fatalf("process %d of the reviewer's group survived the stop", pid)
 		}
 	}
@@ -383,7 +369,7 @@ func TestDroverStopCancelsThePlanReview(t *testing.T) {
 		t.Fatalf("drover stop during a review: %+v", r)
 	}
 	for _, pid := range []int{rpid, cpid} {
-		if !waitUntil(func() bool { return gone(pid) }) {
+		if !eventually.Holds(testTimeout, func() bool { return gone(pid) }) {
 			t.Fatalf("process %d of the reviewer's group survived drover stop", pid)
 		}
 	}
@@ -391,7 +377,7 @@ func TestDroverStopCancelsThePlanReview(t *testing.T) {
 		t.Errorf("stored plan after drover stop: %+v", rec.Plan)
 	}
 	// With the review cancelled the idle timeout applies again.
-	if !waitUntil(func() bool { return !f.hasChild("session-" + sid) }) {
+	if !eventually.Holds(testTimeout, func() bool { return !f.hasChild("session-" + sid) }) {
 		t.Error("the session actor was never passivated after drover stop")
 	}
 	st := f.mustPlan(sid, "status", api.PlanArgs{})
@@ -424,7 +410,7 @@ func TestPlanReviewSurvivesTheIdleTimeout(t *testing.T) {
 	}
 	f.mustPlan(sid, "stop-reviews", api.PlanArgs{})
 	// With the review over, the idle timeout applies again.
-	if !waitUntil(func() bool { return !f.hasChild("session-" + sid) }) {
+	if !eventually.Holds(testTimeout, func() bool { return !f.hasChild("session-" + sid) }) {
 		t.Error("the session actor was never passivated after its review")
 	}
 }
@@ -444,7 +430,7 @@ func TestPlanReviewRerunsAfterTheActorRestarts(t *testing.T) {
 	// its review child and the reviewer's group go with it, and the saved
 	// state still holds the review in flight.
 	f.system.Root.Send(f.pid, &Forget{SessionID: sid})
-	if !waitUntil(func() bool { return gone(rpid) }) {
+	if !eventually.Holds(testTimeout, func() bool { return gone(rpid) }) {
 		t.Fatalf("the reviewer %d outlived its session actor", rpid)
 	}
 	if rec := f.storedPlan(sid); rec.Plan.Review == nil || rec.Plan.Review.Iteration != 1 {
@@ -1173,9 +1159,7 @@ func TestPlanAnswerSurvivesTheActor(t *testing.T) {
 	}
 	f.waitReview(sid)
 	f.system.Root.Send(f.pid, &Forget{SessionID: sid})
-	if !waitUntil(func() bool { return !f.hasChild("session-" + sid) }) {
-		t.Fatal("the session actor did not go away")
-	}
+	eventually.True(t, testTimeout, "the session actor to go away", func() bool { return !f.hasChild("session-" + sid) })
 
 	r := f.stop(sid, "stop-2")
 	if !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "plan-review-1.md") || !strings.Contains(r.Output.Reason, "drover plan post-review-done") {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/eventually"
 )
 
 // waiting reports how many Acquires wait on l.
@@ -21,20 +23,19 @@ func acquireAsync(t *testing.T, ctx context.Context, l *Limiter) <-chan error {
 	before := l.waiting()
 	done := make(chan error, 1)
 	go func() { done <- l.Acquire(ctx) }()
-	// Bounds the wait for the goroutine to queue; measures nothing.
-	deadline := time.Now().Add(10 * time.Second)
-	for l.waiting() == before {
+	// It queues, or it holds a slot at once.
+	eventually.True(t, 10*time.Second, "the Acquire to queue", func() bool {
+		if l.waiting() != before {
+			return true
+		}
 		select {
 		case err := <-done:
 			done <- err
-			return done
+			return true
 		default:
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the Acquire never queued")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	})
 	return done
 }
 

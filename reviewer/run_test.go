@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/eventually"
 )
 
 func TestRunPassAndFail(t *testing.T) {
@@ -260,7 +262,7 @@ func TestRunKillsTheGroup(t *testing.T) {
 			defer cancel()
 			if tt.cancel {
 				go func() {
-					waitFor(t, func() bool { _, err := os.Stat(pidFile); return err == nil })
+					eventually.Holds(10*time.Second, func() bool { _, err := os.Stat(pidFile); return err == nil })
 					cancel()
 				}()
 			}
@@ -273,7 +275,7 @@ func TestRunKillsTheGroup(t *testing.T) {
 				t.Fatalf("the fake never started its grandchild: %v", err)
 			}
 			pid, _ := strconv.Atoi(string(data))
-			if !waitFor(t, func() bool { return gone(pid) }) {
+			if !eventually.Holds(10*time.Second, func() bool { return gone(pid) }) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 				t.Fatalf("grandchild %d survived the run", pid)
 			}
@@ -294,20 +296,6 @@ func gone(pid int) bool {
 	s := string(stat)
 	i := strings.LastIndexByte(s, ')')
 	return i >= 0 && i+2 < len(s) && (s[i+2] == 'Z' || s[i+2] == 'X')
-}
-
-// waitFor polls cond for up to ten seconds. It bounds a wait, it does not
-// measure anything.
-func waitFor(t *testing.T, cond func() bool) bool {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if cond() {
-			return true
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return cond()
 }
 
 func TestRunOutputCap(t *testing.T) {

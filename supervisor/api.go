@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -17,6 +19,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/tasks"
+	"github.com/drover-dev/drover/internal/workflow/plan"
 )
 
 // maxRequestBytes caps a request body: a hook payload may carry a large
@@ -62,6 +65,9 @@ func writeError(w http.ResponseWriter, status int, err error) {
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBytes))
 	if err := dec.Decode(v); err != nil {
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			return fmt.Errorf("request body is larger than %d bytes", tooBig.Limit)
+		}
 		return fmt.Errorf("decoding request body: %w", err)
 	}
 	return nil
@@ -299,6 +305,10 @@ func (s *Server) serveWorkflow(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	if err := checkWorkflowVerb(wf, verb); err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
 	var args json.RawMessage
 	if err := decodeBody(w, r, &args); err != nil {
 		writeError(w, http.StatusBadRequest, err)
@@ -319,4 +329,24 @@ func (s *Server) serveWorkflow(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("unexpected reply %T", res)
 	}
 	writeError(w, http.StatusInternalServerError, err)
+}
+
+// checkWorkflowVerb refuses a workflow route that names no workflow
+// command. The supervisor only routes; what a command does is its
+// workflow's. An unknown one is a malformed request, which the caller must
+// tell apart from a command that the session's state refuses (409).
+func checkWorkflowVerb(workflow, verb string) error {
+	var verbs []string
+	switch workflow {
+	case "loop":
+		verbs = []string{"start", "cancel", "status"}
+	case "plan":
+		verbs = plan.Verbs
+	default:
+		return fmt.Errorf("unknown workflow %q (loop, plan)", workflow)
+	}
+	if !slices.Contains(verbs, verb) {
+		return fmt.Errorf("unknown %s command %q (%s)", workflow, verb, strings.Join(verbs, ", "))
+	}
+	return nil
 }

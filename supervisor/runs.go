@@ -102,6 +102,9 @@ func (s *Server) serveRunResume(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
+	if !s.runExists(w, r, id) {
+		return
+	}
 	res, err := s.askRuns(&actors.ResumeRun{ID: id})
 	s.writeRunReply(w, res, err, "run resumed")
 }
@@ -110,6 +113,9 @@ func (s *Server) serveRunCancel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	if err := hook.CheckSessionID(id); err != nil {
 		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	if !s.runExists(w, r, id) {
 		return
 	}
 	res, err := s.askRuns(&actors.CancelRun{ID: id})
@@ -149,4 +155,17 @@ func (s *Server) serveRunGet(w http.ResponseWriter, r *http.Request) {
 	}
 	run.Active = s.liveRuns()[id]
 	writeJSON(w, http.StatusOK, run)
+}
+
+// runExists reports whether the store holds run id; when it does not, it
+// has answered the request (404, or 500 when the store cannot tell).
+func (s *Server) runExists(w http.ResponseWriter, r *http.Request, id string) bool {
+	_, found, err := s.store.LoadRun(r.Context(), id)
+	switch {
+	case err != nil:
+		writeError(w, http.StatusInternalServerError, err)
+	case !found:
+		writeError(w, http.StatusNotFound, errors.New("no run "+id))
+	}
+	return err == nil && found
 }

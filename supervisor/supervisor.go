@@ -1,7 +1,7 @@
 // Package supervisor is drover's daemon: one per project, it owns the
 // project's store and actor tree and serves the local API over an
-// owner-only unix socket. It knows nothing of workflow rules; the actors
-// apply those.
+// owner-only unix socket. It knows no workflow rules: it routes each
+// workflow's commands by name, and the actors apply them.
 package supervisor
 
 import (
@@ -86,18 +86,14 @@ type Server struct {
 // gracefully: requests in flight are answered, the actor tree is stopped,
 // the store is closed and the socket removed.
 func Run(ctx context.Context, opts Options) (err error) {
+	if err := validate(opts.Config); err != nil {
+		return fmt.Errorf("supervisor config: %w", err)
+	}
 	lg := opts.Log
 	if lg == nil {
 		lg = logging.Nop()
 	}
-	cfg := opts.Config
-	if err := validate(cfg); err != nil {
-		return fmt.Errorf("supervisor config: %w", err)
-	}
-	s := &Server{opts: opts, log: lg.Zap(), started: time.Now(), reviewers: reviewer.NewLimiter(cfg.Review.MaxParallel)}
-	s.cfg.Store(&cfg)
 	p := opts.Paths
-
 	if err := project.EnsureRuntimeDir(p.RuntimeDir); err != nil {
 		return err
 	}
@@ -120,64 +116,21 @@ func Run(ctx context.Context, opts Options) (err error) {
 			// Without a watchdog a kill -9 leaves the children of
 			// reviewers and agents, and test and check commands, behind;
 			// the supervisor still works.
-			s.log.Warn("no watchdog: a supervisor that dies may leave reviewer, agent and test processes behind", zap.Error(werr))
+			lg.Zap().Warn("no watchdog: a supervisor that dies may leave reviewer, agent and test processes behind", zap.Error(werr))
 		} else {
 			childTag = tag
 			defer stop()
 		}
 	}
-	if _, err := tasks.EnsureDroverDir(p.Root); err != nil {
+	s, closeServer, err := newServer(ctx, opts, childTag)
+	if err != nil {
 		return err
 	}
-	// A short batch delay: a hook waits for its commit, and commits from many
-	// sessions arriving within a millisecond still share one fsync.
-	st, err := store.Open(ctx, p.DB, store.Options{Logger: s.log, MaxBatchDelay: time.Millisecond})
-	if err != nil {
-		return fmt.Errorf("opening store: %w", err)
-	}
-	s.store = st
 	defer func() {
-		if cerr := st.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("closing store: %w", cerr)
+		if cerr := closeServer(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}()
-
-	s.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
-		return lg.Slog("actor")
-	}))
-	dirty := opts.DirtyCheck
-	if dirty == nil {
-		dirty = func(ctx context.Context, dir string) (bool, []string, error) {
-			return gitstatus.Dirty(ctx, dir, []string{".drover/"})
-		}
-	}
-	env := actors.Env{
-		Store:       st,
-		Root:        p.Root,
-		SessionsDir: p.SessionsDir,
-		Config:      func() config.Config { return *s.cfg.Load() },
-		Templates:   func() (templates.Set, error) { return templates.Load(p.TemplatesDir) },
-		Dirty:       dirty,
-		Log:         s.log,
-		Reviewers:   s.reviewers,
-		ChildTag:    childTag,
-	}
-	root, err := s.system.Root.SpawnNamed(actors.NewSessionsProps(env, actors.SessionsOptions{
-		IdleTimeout:   cfg.Supervisor.IdleTimeout,
-		RestartMax:    cfg.Supervisor.RestartMax,
-		RestartWindow: cfg.Supervisor.RestartWindow,
-	}), "sessions")
-	if err != nil {
-		return fmt.Errorf("spawning the sessions actor: %w", err)
-	}
-	s.root = root
-	defer func() {
-		if werr := s.system.Root.StopFuture(root).Wait(); werr != nil {
-			s.log.Warn("stopping the actor tree", zap.Error(werr))
-		}
-		s.system.Shutdown()
-	}()
-	defer s.startRuns(env)()
 
 	if opts.Sources != nil {
 		stop, werr := config.Watch(ctx, *opts.Sources, s.reload)
@@ -211,7 +164,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		return fmt.Errorf("serving on %q: %w", p.Socket, err)
 	}
 	s.log.Info("supervisor stopping")
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.Supervisor.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), opts.Config.Supervisor.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		s.log.Warn("http shutdown", zap.Error(err))
@@ -220,6 +173,80 @@ func Run(ctx context.Context, opts Options) (err error) {
 	<-serveErr
 	s.log.Info("supervisor stopped")
 	return nil
+}
+
+// newServer opens the project's store and starts the actor tree: all of
+// the supervisor but its lock, watchdog, config watch and listener, so that
+// the API (routes) can be served and tested without a socket. childTag is
+// the watchdog's tag for the processes the actors start ("" for none).
+// The caller must call the returned close, which stops the actor tree and
+// closes the store, once nothing is served any more.
+func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, closeServer func() error, err error) {
+	lg := opts.Log
+	if lg == nil {
+		lg = logging.Nop()
+	}
+	cfg := opts.Config
+	p := opts.Paths
+	s := &Server{opts: opts, log: lg.Zap(), started: time.Now(), reviewers: reviewer.NewLimiter(cfg.Review.MaxParallel)}
+	s.cfg.Store(&cfg)
+
+	if _, err := tasks.EnsureDroverDir(p.Root); err != nil {
+		return nil, nil, err
+	}
+	// A short batch delay: a hook waits for its commit, and commits from many
+	// sessions arriving within a millisecond still share one fsync.
+	st, err := store.Open(ctx, p.DB, store.Options{Logger: s.log, MaxBatchDelay: time.Millisecond})
+	if err != nil {
+		return nil, nil, fmt.Errorf("opening store: %w", err)
+	}
+	s.store = st
+	closeStore := func() error {
+		if err := st.Close(); err != nil {
+			return fmt.Errorf("closing store: %w", err)
+		}
+		return nil
+	}
+
+	s.system = actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return lg.Slog("actor")
+	}))
+	dirty := opts.DirtyCheck
+	if dirty == nil {
+		dirty = func(ctx context.Context, dir string) (bool, []string, error) {
+			return gitstatus.Dirty(ctx, dir, []string{".drover/"})
+		}
+	}
+	env := actors.Env{
+		Store:       st,
+		Root:        p.Root,
+		SessionsDir: p.SessionsDir,
+		Config:      func() config.Config { return *s.cfg.Load() },
+		Templates:   func() (templates.Set, error) { return templates.Load(p.TemplatesDir) },
+		Dirty:       dirty,
+		Log:         s.log,
+		Reviewers:   s.reviewers,
+		ChildTag:    childTag,
+	}
+	root, err := s.system.Root.SpawnNamed(actors.NewSessionsProps(env, actors.SessionsOptions{
+		IdleTimeout:   cfg.Supervisor.IdleTimeout,
+		RestartMax:    cfg.Supervisor.RestartMax,
+		RestartWindow: cfg.Supervisor.RestartWindow,
+	}), "sessions")
+	if err != nil {
+		s.system.Shutdown()
+		return nil, nil, errors.Join(fmt.Errorf("spawning the sessions actor: %w", err), closeStore())
+	}
+	s.root = root
+	stopRuns := s.startRuns(env)
+	return s, func() error {
+		stopRuns()
+		if werr := s.system.Root.StopFuture(root).Wait(); werr != nil {
+			s.log.Warn("stopping the actor tree", zap.Error(werr))
+		}
+		s.system.Shutdown()
+		return closeStore()
+	}, nil
 }
 
 // lockPoll is how often lock tries again for a supervisor that is stopping.

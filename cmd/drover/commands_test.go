@@ -17,6 +17,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/watchdog"
 	"github.com/drover-dev/drover/reviewer"
@@ -273,16 +274,9 @@ func TestConfigLayersAndReload(t *testing.T) {
 	if err := os.WriteFile(cfgFile, []byte("queue:\n  max_iterations: 1\n  git_commit_check: false\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if strings.Contains(p.supervisorConfig(), "max_iterations: 1\n") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the supervisor never picked up the changed config")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	eventually.True(t, 30*time.Second, "the supervisor to pick up the changed config", func() bool {
+		return strings.Contains(p.supervisorConfig(), "max_iterations: 1\n")
+	})
 	if h := p.hook(hook.Stop, stopInput(id)); h.IsBlock() {
 		t.Errorf("stop past the reloaded max_iterations blocked: %+v", h)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 )
 
@@ -315,18 +316,16 @@ func TestLoopCheckKill9LeavesNothingRunning(t *testing.T) {
 		t.Fatalf("the promise did not start the checks: %+v", h)
 	}
 	pids := map[string]int{}
-	deadline := time.Now().Add(30 * time.Second)
-	for len(pids) < 2 {
+	if !eventually.Holds(30*time.Second, func() bool {
 		for _, name := range []string{"check-pid", "check-orphan-pid"} {
 			b, _ := os.ReadFile(filepath.Join(dir, name))
 			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
 				pids[name] = pid
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the check command never started its child: %v", pids)
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(pids) == 2
+	}) {
+		t.Fatalf("the check command never started its child: %v", pids)
 	}
 	t.Cleanup(func() {
 		for _, pid := range pids {

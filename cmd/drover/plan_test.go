@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/workflow/plan"
 	"github.com/drover-dev/drover/templates"
@@ -560,13 +561,7 @@ func TestPlanReviewSurvivesKill9(t *testing.T) {
 	if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() || !strings.Contains(h.Reason, "drover plan wait") {
 		t.Fatalf("first stop: want the wait block, got %+v", h)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for read("pid-1") == "" {
-		if time.Now().After(deadline) {
-			t.Fatal("the reviewer never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	eventually.True(t, 30*time.Second, "the reviewer to start", func() bool { return read("pid-1") != "" })
 	rpid, _ := strconv.Atoi(read("pid-1"))
 	cpid, _ := strconv.Atoi(read("child-1"))
 	if rpid <= 0 || cpid <= 0 {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 )
 
@@ -206,13 +207,8 @@ func (p *proj) socket() string {
 
 func waitGone(t testing.TB, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			t.Errorf("process %d still running", pid)
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !eventually.Holds(30*time.Second, func() bool { return syscall.Kill(pid, 0) != nil }) {
+		t.Errorf("process %d still running", pid)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/eventually"
 )
 
 // runBlockingSuite is a --suite-command that logs each checkpoint as
@@ -36,12 +37,8 @@ func TestRunResumeAfterKill9DuringTheCheckpoint(t *testing.T) {
 	suite := f.script("blocking-suite.sh", runBlockingSuite)
 	id := runIDFrom(t, f.must("", append(f.withFlag("--suite-command", suite), "--detach")...))
 
-	deadline := time.Now().Add(45 * time.Second)
-	for f.read("suite-pid") == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("wave 1's suite never started: %+v", f.runStatus(id))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !eventually.Holds(45*time.Second, func() bool { return f.read("suite-pid") != "" }) {
+		t.Fatalf("wave 1's suite never started: %+v", f.runStatus(id))
 	}
 	suitePID, err := strconv.Atoi(f.read("suite-pid"))
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/client"
+	"github.com/drover-dev/drover/internal/eventually"
 )
 
 // runFakeAgent is the --agent of the run tests. It counts its invocations
@@ -264,20 +265,20 @@ func TestRunResumesAfterKill9(t *testing.T) {
 	id := runIDFrom(t, f.must("", append(f.args, "--detach")...))
 
 	// Wait until b is done and c is at work.
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		r := f.runStatus(id)
+	var r api.Run
+	var reached bool
+	// A run that ended will not get there: no use waiting.
+	eventually.Holds(45*time.Second, func() bool {
+		r = f.runStatus(id)
 		st := map[string]api.TaskState{}
 		for _, task := range r.Tasks {
 			st[task.ID] = task.State
 		}
-		if st["b"] == api.TaskDone && st["c"] == api.TaskRunning && f.read("pid-c") != "" {
-			break
-		}
-		if time.Now().After(deadline) || r.State != api.RunRunning {
-			t.Fatalf("run never reached b done, c running: %+v", r)
-		}
-		time.Sleep(100 * time.Millisecond)
+		reached = st["b"] == api.TaskDone && st["c"] == api.TaskRunning && f.read("pid-c") != ""
+		return reached || r.State != api.RunRunning
+	})
+	if !reached {
+		t.Fatalf("run never reached b done, c running: %+v", r)
 	}
 	f.killSupervisor("c")
 	before := f.runStatus(id)
@@ -350,17 +351,15 @@ func TestRunKill9LeavesNothingRunning(t *testing.T) {
 
 	pidFiles := []string{"pid-b", "orphan-pid-b", "test-pid-c.txt", "test-orphan-pid-c.txt"}
 	pids := map[string]int{}
-	deadline := time.Now().Add(45 * time.Second)
-	for len(pids) < len(pidFiles) {
+	if !eventually.Holds(45*time.Second, func() bool {
 		for _, name := range pidFiles {
 			if pid, err := strconv.Atoi(f.read(name)); err == nil && pid > 0 {
 				pids[name] = pid
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the agent of b and the test command of c never both started their children: %v, %+v", pids, f.runStatus(id))
-		}
-		time.Sleep(50 * time.Millisecond)
+		return len(pids) == len(pidFiles)
+	}) {
+		t.Fatalf("the agent of b and the test command of c never both started their children: %v, %+v", pids, f.runStatus(id))
 	}
 	t.Cleanup(func() {
 		for _, pid := range pids {
@@ -395,14 +394,7 @@ func TestRunKill9LeavesNothingRunning(t *testing.T) {
 
 // gone waits up to limit for process pid to end, and says whether it did.
 func gone(pid int, limit time.Duration) bool {
-	deadline := time.Now().Add(limit)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
+	return eventually.Holds(limit, func() bool { return syscall.Kill(pid, 0) != nil })
 }
 
 // sameProgress checks that tasks are where they were before a crash in
@@ -444,17 +436,11 @@ func (f *runFixture) killSupervisor(task string) {
 // waitRun polls the run until it is no longer running.
 func (f *runFixture) waitRun(id string) api.Run {
 	f.t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		r := f.runStatus(id)
-		if r.State != api.RunRunning {
-			return r
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("run %s still running: %+v", id, r)
-		}
-		time.Sleep(100 * time.Millisecond)
+	var r api.Run
+	if !eventually.Holds(60*time.Second, func() bool { r = f.runStatus(id); return r.State != api.RunRunning }) {
+		f.t.Fatalf("run %s still running: %+v", id, r)
 	}
+	return r
 }
 
 func TestRunResumeTellsLastFeedback(t *testing.T) {
@@ -462,12 +448,8 @@ func TestRunResumeTellsLastFeedback(t *testing.T) {
 	// d's first iteration commits nothing; its second waits.
 	f.touch("block-d-2")
 	id := runIDFrom(t, f.must("", append(f.args, "--detach")...))
-	deadline := time.Now().Add(45 * time.Second)
-	for f.read("prompt-d-2") == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("d's second iteration never started: %+v", f.runStatus(id))
-		}
-		time.Sleep(100 * time.Millisecond)
+	if !eventually.Holds(45*time.Second, func() bool { return f.read("prompt-d-2") != "" }) {
+		t.Fatalf("d's second iteration never started: %+v", f.runStatus(id))
 	}
 	f.killSupervisor("d")
 	before := f.runStatus(id)
@@ -815,17 +797,17 @@ func TestRunTaskDollarBudget(t *testing.T) {
 // wanted.
 func (f *runFixture) waitTask(id, task string, state api.TaskState, tools int, cost float64) api.Run {
 	f.t.Helper()
-	deadline := time.Now().Add(45 * time.Second)
-	for {
-		r := f.runStatus(id)
-		if tk := taskByID(r, task); tk.State == state && tk.ToolCalls == tools && math.Abs(tk.CostUSD-cost) < 1e-9 {
-			return r
-		}
-		if time.Now().After(deadline) || r.State != api.RunRunning {
-			f.t.Fatalf("task %s never was %s with %d tool calls and $%.2f: %+v", task, state, tools, cost, taskByID(r, task))
-		}
-		time.Sleep(100 * time.Millisecond)
+	var r api.Run
+	wanted := func() bool {
+		tk := taskByID(r, task)
+		return tk.State == state && tk.ToolCalls == tools && math.Abs(tk.CostUSD-cost) < 1e-9
 	}
+	// A run that ended will not get there: no use waiting.
+	eventually.Holds(45*time.Second, func() bool { r = f.runStatus(id); return wanted() || r.State != api.RunRunning })
+	if !wanted() {
+		f.t.Fatalf("task %s never was %s with %d tool calls and $%.2f: %+v", task, state, tools, cost, taskByID(r, task))
+	}
+	return r
 }
 
 func TestRunShowsRunningAgentsProgress(t *testing.T) {
@@ -843,11 +825,8 @@ func TestRunShowsRunningAgentsProgress(t *testing.T) {
 	}
 	f.touch("release")
 	// Its result line gives the cost in the end: it replaces the estimate.
-	r = f.waitTask(id, "a", api.TaskDone, 1, 0.5)
-	for r.State == api.RunRunning {
-		time.Sleep(100 * time.Millisecond)
-		r = f.runStatus(id)
-	}
+	f.waitTask(id, "a", api.TaskDone, 1, 0.5)
+	r = f.waitRun(id)
 	if r.State != api.RunDone || math.Abs(r.CostUSD-2.5) > 1e-9 {
 		t.Errorf("run %s, cost $%v; want done, $2.50", r.State, r.CostUSD)
 	}
@@ -1077,13 +1056,9 @@ func TestRunReadsConfigAtStart(t *testing.T) {
 		t.Fatalf("first run:\n%s", out)
 	}
 	f.writeProjectFile(".drover/config.yaml", "loop:\n  thrash_repeats: 2\n")
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(f.must("", "config", "--from-supervisor"), "thrash_repeats: 2") {
-		if time.Now().After(deadline) {
-			t.Fatal("the supervisor did not reload .drover/config.yaml")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	eventually.True(t, 30*time.Second, "the supervisor to reload .drover/config.yaml", func() bool {
+		return strings.Contains(f.must("", "config", "--from-supervisor"), "thrash_repeats: 2")
+	})
 	for _, task := range []string{"a", "b", "c", "d"} {
 		if err := os.Remove(filepath.Join(f.dir, "count-"+task)); err != nil {
 			t.Fatal(err)
@@ -1361,12 +1336,8 @@ func TestRunCancel(t *testing.T) {
 	f := newRunFixture(t)
 	f.touch("block-a")
 	id := runIDFrom(t, f.must("", append(f.args, "--detach")...))
-	deadline := time.Now().Add(45 * time.Second)
-	for f.read("pid-a") == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("task a's agent never started: %+v", f.runStatus(id))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !eventually.Holds(45*time.Second, func() bool { return f.read("pid-a") != "" }) {
+		t.Fatalf("task a's agent never started: %+v", f.runStatus(id))
 	}
 	pid, err := strconv.Atoi(f.read("pid-a"))
 	if err != nil {

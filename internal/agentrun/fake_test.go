@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/eventually"
 )
 
 // The test binary doubles as a fake agent CLI: run with fakeEnv set, it
@@ -144,11 +146,11 @@ func spawnGrandchild(holdStdout bool, opts ...func(*exec.Cmd)) error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	for range 500 {
-		if b, err := os.ReadFile(os.Getenv(fakePidFile)); err == nil && len(b) > 0 {
-			return nil
-		}
-		time.Sleep(10 * time.Millisecond)
+	if eventually.Holds(5*time.Second, func() bool {
+		b, err := os.ReadFile(os.Getenv(fakePidFile))
+		return err == nil && len(b) > 0
+	}) {
+		return nil
 	}
 	return fmt.Errorf("grandchild did not start")
 }

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/eventually"
 )
 
 func TestRunScript(t *testing.T) {
@@ -132,21 +134,13 @@ func grandchildPid(t *testing.T, file string) int {
 	return pid
 }
 
-// waitDead waits until pid is gone or a zombie; it fails the test if the
-// process is still running after a generous bound. The bound is there to
-// end a failing test, not to measure anything.
+// waitDead waits until pid is gone or a zombie; it fails the test, and
+// kills pid, if the process is still running after a generous bound.
 func waitDead(t *testing.T, pid int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if dead(pid) {
-			return
-		}
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d outlived the agent", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !eventually.Holds(20*time.Second, func() bool { return dead(pid) }) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		t.Fatalf("process %d outlived the agent", pid)
 	}
 }
 

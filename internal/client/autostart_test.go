@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/proctag"
 )
 
@@ -29,15 +30,9 @@ func TestSpawnStripsProcessTags(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []byte
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		b, err := os.ReadFile(filepath.Join(root, "env"))
-		if err == nil {
-			got = b
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the spawned process wrote no environment: %v", err)
-		}
+	var err error
+	if !eventually.Holds(10*time.Second, func() bool { got, err = os.ReadFile(filepath.Join(root, "env")); return err == nil }) {
+		t.Fatalf("the spawned process wrote no environment: %v", err)
 	}
 	if !strings.Contains(string(got), "KEEP=1") {
 		t.Errorf("the spawned environment lost KEEP=1:\n%s", got)

@@ -14,22 +14,29 @@ type TB interface {
 	Fatalf(format string, args ...any)
 }
 
-// Interval is how often a condition is polled.
+// Interval is the first wait between two polls of a condition; each wait
+// doubles, up to MaxInterval. A condition that holds soon is seen soon,
+// and a long wait on a costly condition (one that runs the CLI) does not
+// keep the shared machine busy with polls.
 const Interval = 10 * time.Millisecond
 
-// Holds polls cond every Interval until it returns true or within has
-// passed, and reports whether it held. cond is called once more at the
-// bound, so a condition that became true during the last sleep counts.
+// MaxInterval is the longest wait between two polls.
+const MaxInterval = 100 * time.Millisecond
+
+// Holds polls cond until it returns true or within has passed, and
+// reports whether it held. cond is called once more at the bound, so a
+// condition that became true during the last sleep counts.
 func Holds(within time.Duration, cond func() bool) bool {
 	deadline := time.Now().Add(within)
-	for {
+	for wait := Interval; ; wait = min(2*wait, MaxInterval) {
 		if cond() {
 			return true
 		}
-		if !time.Now().Before(deadline) {
+		left := time.Until(deadline)
+		if left <= 0 {
 			return false
 		}
-		time.Sleep(Interval)
+		time.Sleep(min(wait, left))
 	}
 }
 

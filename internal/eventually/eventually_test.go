@@ -53,3 +53,22 @@ func TestHoldsChecksAtTheBound(t *testing.T) {
 		t.Errorf("the condition true at the bound was not seen (%d calls)", calls)
 	}
 }
+
+// TestHoldsBacksOff: the polls of a long wait thin out to one per
+// MaxInterval, and it does not give up before the bound.
+func TestHoldsBacksOff(t *testing.T) {
+	const within = 600 * time.Millisecond
+	start := time.Now()
+	var calls int
+	if Holds(within, func() bool { calls++; return false }) {
+		t.Fatal("a condition that never holds held")
+	}
+	// 10, 20, 40, 80ms, then 100ms waits: 10 polls and the one at the
+	// bound. Polling every Interval would be about 60.
+	if calls > 15 {
+		t.Errorf("%d polls in %s, want at most 15", calls, within)
+	}
+	if took := time.Since(start); took < within {
+		t.Errorf("Holds gave up after %s, before the bound %s", took, within)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/test/claudecli"
 	"github.com/drover-dev/drover/test/fakemodel"
 )
@@ -294,14 +295,7 @@ func (p *queueProject) stopSupervisor() {
 // waitGone waits until no process pid exists, and reports whether that
 // happened within d.
 func waitGone(pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
+	return eventually.Holds(d, func() bool { return syscall.Kill(pid, 0) != nil })
 }
 
 // git runs git in the project and returns its trimmed output.

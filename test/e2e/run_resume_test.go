@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/test/claudecli"
 	"github.com/drover-dev/drover/test/fakemodel"
 )
@@ -60,7 +61,7 @@ func TestRunResumeAfterKill9(t *testing.T) {
 
 	// Mid-wave: fast is done, slow's agent waits in its commit step.
 	var before api.Run
-	waitFor(t, runTimeout, "task fast done while task slow's agent waits", func() bool {
+	eventually.True(t, runTimeout, "task fast done while task slow's agent waits", func() bool {
 		before = p.quietStatus(id)
 		if before.State != api.RunRunning {
 			t.Fatalf("run %s ended (%s) before the kill: %s", id, before.State, before.Report)
@@ -106,7 +107,7 @@ func TestRunResumeAfterKill9(t *testing.T) {
 
 	// What drover guarantees: its agents die with it (the kernel's
 	// parent-death signal, internal/agentrun/deathsig_linux.go).
-	waitFor(t, 30*time.Second, "the agents gone after the kill", func() bool {
+	eventually.True(t, 30*time.Second, "the agents gone after the kill", func() bool {
 		for pid := range agents {
 			if alive(pid) {
 				return false
@@ -273,19 +274,6 @@ func taskOf(t *testing.T, r api.Run, id string) api.RunTask {
 	}
 	t.Fatalf("run %s has no task %s: %+v", r.ID, id, r.Tasks)
 	return api.RunTask{}
-}
-
-// waitFor calls cond every half second until it holds; it fails the test
-// after d. d only stops a hang: the machine is shared and slow.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up after %s waiting for %s", d, what)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
 }
 
 // countLines is the number of lines of path, 0 when it does not exist.
