@@ -102,7 +102,7 @@ func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *Work
 		}
 		return reply(a.loopStatus(text))
 	}
-	return &WorkflowResult{Err: fmt.Errorf("%w: unknown loop command %q (start, cancel, status)", ErrBadRequest, m.Verb)}
+	return &WorkflowResult{Err: unknownf("unknown loop command %q (start, cancel, status)", m.Verb)}
 }
 
 // loopFacts are the facts every loop decision starts from.

@@ -29,6 +29,7 @@ package actors
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
@@ -112,6 +113,22 @@ type passivate struct {
 // ErrBadRequest marks errors caused by what the caller asked (no pending
 // task to start, an empty prompt), as opposed to drover's own failures.
 var ErrBadRequest = errors.New("bad request")
+
+// ErrUnknownCommand marks a request for a workflow or command that does
+// not exist, as opposed to one the session's state refuses (ErrBadRequest).
+var ErrUnknownCommand = errors.New("unknown command")
+
+// unknownCommand is a request's ErrBadRequest and ErrUnknownCommand, with
+// its own text.
+type unknownCommand string
+
+func unknownf(format string, args ...any) error { return unknownCommand(fmt.Sprintf(format, args...)) }
+
+func (u unknownCommand) Error() string { return ErrBadRequest.Error() + ": " + string(u) }
+
+func (u unknownCommand) Is(target error) bool {
+	return target == ErrUnknownCommand || target == ErrBadRequest
+}
 
 // ErrSessionFailed is the error an in-flight request gets when its session
 // actor failed and was restarted from its stored state.

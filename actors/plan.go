@@ -291,6 +291,9 @@ func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, arg
 // planErr makes a refusal of the plan rules a bad request.
 func planErr(err error) error {
 	if _, ok := errors.AsType[*plan.Refusal](err); ok {
+		if errors.Is(err, plan.ErrUnknownVerb) {
+			return unknownCommand(err.Error())
+		}
 		return fmt.Errorf("%w: %w", ErrBadRequest, err)
 	}
 	return err

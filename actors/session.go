@@ -151,7 +151,7 @@ func (a *sessionActor) workflowCommand(actx actor.Context, m *WorkflowCommand) *
 	case string(session.Plan):
 		return a.planCommand(actx, m)
 	}
-	return &WorkflowResult{Err: fmt.Errorf("%w: unknown workflow %q", ErrBadRequest, m.Workflow)}
+	return &WorkflowResult{Err: unknownf("unknown workflow %q (loop, plan)", m.Workflow)}
 }
 
 // receiveOther handles the messages of workflows that work in the
@@ -415,7 +415,7 @@ func (a *sessionActor) command(actx actor.Context, m *Command) *CommandResult {
 		resp.Message = msg
 		resp.NextTask = f.Pending[0]
 	default:
-		return &CommandResult{Err: fmt.Errorf("%w: unknown command %q", ErrBadRequest, m.Verb)}
+		return &CommandResult{Err: unknownf("unknown command %q", m.Verb)}
 	}
 	if err := a.commitEvent(ctx, rec); err != nil {
 		return &CommandResult{Err: err}

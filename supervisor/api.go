@@ -7,9 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -19,7 +17,6 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/tasks"
-	"github.com/drover-dev/drover/internal/workflow/plan"
 )
 
 // maxRequestBytes caps a request body: a hook payload may carry a large
@@ -92,6 +89,9 @@ func (s *Server) ask(id string, msg any) (any, error) {
 }
 
 func statusFor(err error) int {
+	if errors.Is(err, actors.ErrUnknownCommand) {
+		return http.StatusBadRequest
+	}
 	if errors.Is(err, actors.ErrBadRequest) {
 		return http.StatusConflict
 	}
@@ -305,10 +305,6 @@ func (s *Server) serveWorkflow(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	if err := checkWorkflowVerb(wf, verb); err != nil {
-		writeError(w, http.StatusBadRequest, err)
-		return
-	}
 	var args json.RawMessage
 	if err := decodeBody(w, r, &args); err != nil {
 		writeError(w, http.StatusBadRequest, err)
@@ -329,24 +325,4 @@ func (s *Server) serveWorkflow(w http.ResponseWriter, r *http.Request) {
 		err = fmt.Errorf("unexpected reply %T", res)
 	}
 	writeError(w, http.StatusInternalServerError, err)
-}
-
-// checkWorkflowVerb refuses a workflow route that names no workflow
-// command. The supervisor only routes; what a command does is its
-// workflow's. An unknown one is a malformed request, which the caller must
-// tell apart from a command that the session's state refuses (409).
-func checkWorkflowVerb(workflow, verb string) error {
-	var verbs []string
-	switch workflow {
-	case "loop":
-		verbs = []string{"start", "cancel", "status"}
-	case "plan":
-		verbs = plan.Verbs
-	default:
-		return fmt.Errorf("unknown workflow %q (loop, plan)", workflow)
-	}
-	if !slices.Contains(verbs, verb) {
-		return fmt.Errorf("unknown %s command %q (%s)", workflow, verb, strings.Join(verbs, ", "))
-	}
-	return nil
 }

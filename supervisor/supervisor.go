@@ -1,7 +1,8 @@
 // Package supervisor is drover's daemon: one per project, it owns the
 // project's store and actor tree and serves the local API over an
-// owner-only unix socket. It knows no workflow rules: it routes each
-// workflow's commands by name, and the actors apply them.
+// owner-only unix socket. It knows no workflow: it hands each request to
+// the session's or the run's actor, which decides, and maps the actor's
+// errors to HTTP statuses.
 package supervisor
 
 import (

@@ -41,6 +41,17 @@ type Decision struct {
 // drover. Callers answer it as a bad request.
 type Refusal struct{ Err error }
 
+// ErrUnknownVerb is wrapped by the Refusal of a verb that is not a plan
+// command: a malformed request rather than one the plan's state refuses.
+var ErrUnknownVerb = errors.New("unknown plan command")
+
+// unknownVerb is the text of an unknown verb's refusal; it is ErrUnknownVerb.
+type unknownVerb string
+
+func (u unknownVerb) Error() string { return string(u) }
+
+func (u unknownVerb) Is(target error) bool { return target == ErrUnknownVerb }
+
 func (r *Refusal) Error() string { return r.Err.Error() }
 
 // Unwrap returns the reason of the refusal.
@@ -101,7 +112,7 @@ func Command(s State, f Facts, t templates.Set, verb string, args api.PlanArgs) 
 		}
 		return s, Decision{Message: text}, nil, nil
 	}
-	return s, Decision{}, nil, refusef("unknown plan command %q (known: %s)", verb, strings.Join(Verbs, ", "))
+	return s, Decision{}, nil, refuse(unknownVerb(fmt.Sprintf("unknown plan command %q (known: %s)", verb, strings.Join(Verbs, ", "))))
 }
 
 // SamePlan checks that a plan id given with a command (empty: none) names
