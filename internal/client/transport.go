@@ -52,13 +52,17 @@ func roundTrip(ctx context.Context, socket, method, path string, body []byte) (r
 	}
 	req.WriteString("\r\n")
 	req.Write(body)
-	if _, err := conn.Write(req.Bytes()); err != nil {
-		return response{}, unavailable(ctx, path, socket, err)
-	}
+	_, werr := conn.Write(req.Bytes())
 
+	// A server may answer before it has read the whole request (a body
+	// over its cap) and close: the write then fails, but the answer is
+	// there to read, and it is the answer, not "unavailable".
 	r := bufio.NewReader(conn)
 	line, err := r.ReadString('\n')
 	if err != nil {
+		if werr != nil {
+			err = werr
+		}
 		return response{}, unavailable(ctx, path, socket, err)
 	}
 	resp, err := parseStatus(line)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"net/http"
@@ -129,5 +130,23 @@ func TestResponseCap(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "larger than") {
 			t.Errorf("%q: %v", in, err)
 		}
+	}
+}
+
+// A server that answers before it has read the whole request (a body over
+// its cap) and closes makes the write fail; its answer is still the
+// answer, not "unavailable", which would have the hook client send the
+// request again and again until its budget ran out.
+func TestAnswerBeforeTheWholeRequest(t *testing.T) {
+	path := serve(t, http.MaxBytesHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			http.Error(w, `{"error":"request body too large"}`, http.StatusBadRequest)
+		}
+	}), 1<<10))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := roundTrip(ctx, path, methodPost, "/", []byte(strings.Repeat("x", 32<<20)))
+	if err != nil || resp.status != http.StatusBadRequest {
+		t.Errorf("got %d, %v; want the server's 400", resp.status, err)
 	}
 }
