@@ -97,7 +97,10 @@ func (a *sessionActor) writeTracker(e loop.WriteTracker) {
 	if !e.Fresh {
 		tr, err := tracker.Read(a.trackerPath())
 		switch {
-		case err == nil && tr.Body != "":
+		case err == nil && tr.Body != "" && tr.StartedAt.Equal(e.State.StartedAt):
+			// The body of this loop's tracker. An earlier loop's (a
+			// crash between a start's commit and its Fresh write left
+			// it) is not kept: it may end with the completion marker.
 			body = tr.Body
 		case errors.Is(err, tracker.ErrMalformed):
 			return
