@@ -296,3 +296,34 @@ func TestLoopRecoveryStartsTheCheckpointTheRecordWaitsFor(t *testing.T) {
 		t.Errorf("the consensus is not in the next block reason:\n%s", res.Output.Reason)
 	}
 }
+
+// A glance at status must not wake a stored session: its actor would
+// resume the work the record waits for, a paid review here, for a session
+// no agent may use any more. The first hook does wake it.
+func TestStatusDoesNotResumeAStoredSessionsWork(t *testing.T) {
+	f := newCrashFixture(t, func(*config.Config, string) {})
+	started := time.Now()
+	rec := session.Record{ID: "s1", Workflow: session.Loop, CreatedAt: started, UpdatedAt: started, Events: 2,
+		Loop: loop.State{Active: true, Iteration: 2, MaxIterations: 10, CompletionPromise: "DONE", Prompt: "build the parser",
+			StartedAt: started, CheckpointEvery: 1, CheckpointFor: 1}}
+	if err := f.store.Save(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	res, ok := f.ask("s1", &StatusQuery{}).(*StatusResult)
+	if !ok || res.Err != nil {
+		t.Fatalf("status: %+v", res)
+	}
+	if res.Status.Workflow != "loop" || res.Status.State != "on" || res.Status.Iteration != 2 {
+		t.Errorf("status of the stored loop = %+v, want loop, on, iteration 2", res.Status)
+	}
+	// The review would have started at once; give it the time a start takes.
+	time.Sleep(300 * time.Millisecond)
+	if n := f.lines("runs"); n != 0 {
+		t.Fatalf("status started %d reviewer runs of a stored session", n)
+	}
+	msg := "working"
+	f.ask("s1", &HandleHook{RequestID: "a", Event: hook.Stop, Input: hook.Input{SessionID: "s1", LastAssistantMessage: &msg}})
+	if !eventually.Holds(testTimeout, func() bool { return f.lines("runs") == 2 }) {
+		t.Errorf("the first hook did not resume the checkpoint the record waits for (%d runs)", f.lines("runs"))
+	}
+}

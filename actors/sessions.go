@@ -1,11 +1,16 @@
 package actors
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
+
+	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/store"
 )
 
 // SessionsOptions configures the sessions actor.
@@ -76,6 +81,14 @@ func (s *sessionsActor) Receive(ctx actor.Context) {
 			s.stopping[msg.SessionID] = append(q, queued{msg: msg.Msg, sender: ctx.Sender()})
 			return
 		}
+		if _, ok := msg.Msg.(*StatusQuery); ok && s.children[msg.SessionID] == nil {
+			// Status reads; it must not wake a session: a started actor
+			// resumes the work its record waits for (reviews, checks),
+			// which a glance at status must not start for a session no
+			// agent uses any more.
+			ctx.Respond(s.peek(msg.SessionID))
+			return
+		}
 		pid, err := s.child(ctx, msg.SessionID)
 		if err != nil {
 			s.log.Error("spawning session actor", zap.String("session", msg.SessionID), zap.Error(err))
@@ -118,6 +131,22 @@ func (s *sessionsActor) Receive(ctx actor.Context) {
 			}
 		}
 	}
+}
+
+// peek answers a StatusQuery for a session without a live actor from its
+// stored record, as the actor would from the same record.
+func (s *sessionsActor) peek(id string) *StatusResult {
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	rec, st, err := s.env.Store.Load(ctx, id)
+	if err != nil {
+		return &StatusResult{Err: fmt.Errorf("loading session %s: %w", id, err)}
+	}
+	rec.ID = id
+	if st != store.Found {
+		rec = session.Record{ID: id, Workflow: session.Queue}
+	}
+	return &StatusResult{Status: sessionStatus(rec, s.env.Root, filepath.Join(s.env.SessionsDir, id))}
 }
 
 // retire stops a session actor after the messages already in its mailbox.
