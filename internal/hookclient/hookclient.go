@@ -177,22 +177,28 @@ func run(ctx context.Context, o Options) Result {
 // ends.
 func send(ctx context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout func() time.Duration, spawn func() error) (api.HookResponse, error) {
 	spawned := false
-	for {
+	pause := retryPause
+	for try := 0; ; try++ {
 		resp, err := c.Hook(ctx, e, req)
 		if err == nil || !client.IsUnavailable(err) {
 			return resp, err
 		}
-		// Only one start attempt: a supervisor that does not come up in
-		// time will not come up by being started again.
-		if spawned {
+		// Every retry after the first waits, longer each time: a
+		// supervisor that answers its health check but drops this request
+		// (a handler that fails) must not be asked again in a tight loop
+		// for the whole budget.
+		if try > 0 {
 			select {
 			case <-ctx.Done():
-				return api.HookResponse{}, ctx.Err()
-			case <-time.After(20 * time.Millisecond):
+				return api.HookResponse{}, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
+			case <-time.After(pause):
 			}
+			pause = min(2*pause, maxRetryPause)
 		}
 		sctx, cancel := context.WithTimeout(ctx, startTimeout())
 		_, err = client.Ensure(sctx, c, func() error {
+			// Only one start attempt: a supervisor that does not come up
+			// in time will not come up by being started again.
 			if spawned {
 				return nil
 			}
@@ -208,6 +214,13 @@ func send(ctx context.Context, c *client.Client, e hook.Event, req api.HookReque
 		}
 	}
 }
+
+// The pause before a retry starts at retryPause and doubles up to
+// maxRetryPause.
+const (
+	retryPause    = 20 * time.Millisecond
+	maxRetryPause = 500 * time.Millisecond
+)
 
 // errNoStore stops send from starting a supervisor for a project without
 // a store.

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
@@ -182,17 +183,9 @@ func TestRetryAfterDroppedConnectionReusesTheRequestID(t *testing.T) {
 	if err := project.EnsureRuntimeDir(p.RuntimeDir); err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("unix", p.Socket)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	var ids []string
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+api.PathHealth, func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(api.HealthResponse{PID: 1, Project: root})
-	})
-	mux.HandleFunc("POST "+api.HookPath(hook.Stop), func(w http.ResponseWriter, r *http.Request) {
+	serveStops(t, root, p, func(w http.ResponseWriter, r *http.Request) {
 		var req api.HookRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 			t.Errorf("decoding the hook request: %v", err)
@@ -212,16 +205,6 @@ func TestRetryAfterDroppedConnectionReusesTheRequestID(t *testing.T) {
 		}
 		_ = json.NewEncoder(w).Encode(api.HookResponse{Output: hook.Output{Decision: "block", Reason: "the next task"}, Replayed: true})
 	})
-	srv := &http.Server{Handler: mux}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	defer func() {
-		srv.Close()
-		<-done
-	}()
 
 	o.Stdin = strings.NewReader(`{"session_id":"s1"}`)
 	// A fresh id on each call, so that a retry that asked for a new one
@@ -292,5 +275,69 @@ func TestWarmHookReadsNoConfigFile(t *testing.T) {
 	o2.Stdin = strings.NewReader(`{"session_id":"s1"}`)
 	if r := Run(context.Background(), o2); !strings.Contains(r.Stdout, "config.yaml") || !strings.Contains(r.Stdout, `"block"`) {
 		t.Errorf("with an unreadable config file: %q", r.Stdout)
+	}
+}
+
+// serveStops serves a supervisor at p's socket that answers its health
+// check and hands every Stop to stop, until the test ends.
+func serveStops(t *testing.T, root string, p project.Paths, stop http.HandlerFunc) {
+	t.Helper()
+	if err := project.EnsureRuntimeDir(p.RuntimeDir); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("unix", p.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+api.PathHealth, func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(api.HealthResponse{PID: 1, Project: root})
+	})
+	mux.HandleFunc("POST "+api.HookPath(hook.Stop), stop)
+	srv := &http.Server{Handler: mux}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		srv.Close()
+		<-done
+	})
+}
+
+// A supervisor that answers its health check but drops every Stop is not
+// asked again in a tight loop for the whole budget: the retries back off,
+// and the agent is let go at the end of the budget.
+func TestRetriesBackOff(t *testing.T) {
+	root, o := setup(t)
+	p, err := project.PathsFor(root, o.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked atomic.Int32
+	serveStops(t, root, p, func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			conn.Close()
+		}
+	})
+	o.Stdin = strings.NewReader(`{"session_id":"s1"}`)
+	o.Spawn = func(string, project.Paths) error { return nil }
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	r := Run(ctx, o)
+	var out hook.Output
+	if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil {
+		t.Fatalf("stdout %q is not JSON: %v", r.Stdout, err)
+	}
+	if out.IsBlock() || !strings.Contains(out.SystemMessage, "letting the agent go on") {
+		t.Errorf("want the stop allowed with a reason, got %+v", out)
+	}
+	// Pauses of 20, 40, 80, 160, 320 and 500 ms fit about 7 tries in a
+	// second; a tight loop makes hundreds. A slow machine only makes fewer.
+	if n := asked.Load(); n < 2 || n > 10 {
+		t.Errorf("the Stop was sent %d times in one second, want a few (2 to 10)", n)
 	}
 }
