@@ -2,10 +2,13 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -64,7 +67,15 @@ type Spawner struct {
 	OutFile string
 	// Env is the new process's environment; nil means the current one.
 	Env []string
+	// OnExit, when set, is called from another goroutine if the new
+	// process exits with a failure, with an ErrSupervisorExited error that
+	// quotes the end of OutFile: a caller waiting for the supervisor to
+	// answer can stop waiting and say why.
+	OnExit func(error)
 }
+
+// ErrSupervisorExited is wrapped by the error Spawner.OnExit gets.
+var ErrSupervisorExited = errors.New("the supervisor exited while starting")
 
 // Spawn starts `droverd serve --no-console --project Root` in its own
 // session, so it outlives the hook that started it and is not killed with
@@ -109,8 +120,41 @@ func (s Spawner) Spawn() error {
 	// Reap it in the background so a long-lived caller (a test, `droverd
 	// serve --detach`) does not keep a zombie; a short-lived hook simply
 	// exits and the process is re-parented.
-	go func() { _ = cmd.Wait() }()
+	go func() {
+		if err := cmd.Wait(); err != nil && s.OnExit != nil {
+			s.OnExit(fmt.Errorf("%w (%v)%s", ErrSupervisorExited, err, lastLine(s.OutFile)))
+		}
+	}()
 	return nil
+}
+
+// lastLine quotes the last non-empty line of the start-up output in file,
+// where a supervisor that could not start says why (a bad config key).
+func lastLine(file string) string {
+	if file == "" {
+		return ""
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const tail = 4096
+	if fi, err := f.Stat(); err == nil && fi.Size() > tail {
+		if _, err := f.Seek(fi.Size()-tail, io.SeekStart); err != nil {
+			return ""
+		}
+	}
+	b, err := io.ReadAll(io.LimitReader(f, tail))
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	last := strings.TrimSpace(lines[len(lines)-1])
+	if last == "" {
+		return ""
+	}
+	return fmt.Sprintf(": %s (see %s)", last, file)
 }
 
 // Ensure returns the health of the supervisor behind c, starting one with

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,5 +69,29 @@ func TestDaemon(t *testing.T) {
 	_, err := Daemon(env(nil))
 	if err == nil || !strings.Contains(err.Error(), "droverd") || !strings.Contains(err.Error(), DaemonEnv) {
 		t.Errorf("without droverd: %v", err)
+	}
+}
+
+// A supervisor that cannot start says why, at once: OnExit gets the end of
+// its output, so a hook need not wait out the start timeout in silence.
+func TestSpawnReportsASupervisorThatExits(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "droverd")
+	script := "#!/bin/sh\necho starting\necho 'droverd: unknown config key \"loop.bogus\"' >&2\nexit 1\n"
+	if err := os.WriteFile(exe, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "logs", "serve.out")
+	got := make(chan error, 1)
+	if err := (Spawner{Exe: exe, Root: dir, OutFile: out, OnExit: func(err error) { got <- err }}).Spawn(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if !errors.Is(err, ErrSupervisorExited) || !strings.Contains(err.Error(), `unknown config key "loop.bogus"`) || !strings.Contains(err.Error(), out) {
+			t.Errorf("OnExit got %v, want ErrSupervisorExited quoting the last line and naming %s", err, out)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnExit was not called for a supervisor that exited with status 1")
 	}
 }

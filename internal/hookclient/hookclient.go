@@ -141,8 +141,14 @@ func run(ctx context.Context, o Options) Result {
 	if noStore {
 		spawn = func(string, project.Paths) error { return errNoStore }
 	} else if spawn == nil {
+		// A supervisor that cannot start (a bad config) exits at once:
+		// stop waiting for it then, and say why, instead of spending the
+		// start timeout on every hook.
+		var exited context.CancelCauseFunc
+		ctx, exited = context.WithCancelCause(ctx)
+		defer exited(nil)
 		spawn = func(root string, p project.Paths) error {
-			return client.Spawner{Getenv: o.Getenv, Root: root, OutFile: p.LogsDir + "/serve.out"}.Spawn()
+			return client.Spawner{Getenv: o.Getenv, Root: root, OutFile: p.LogsDir + "/serve.out", OnExit: exited}.Spawn()
 		}
 	}
 	newID := o.NewRequestID
@@ -207,6 +213,9 @@ func send(ctx context.Context, c *client.Client, e hook.Event, req api.HookReque
 		})
 		cancel()
 		if err != nil {
+			if cause := context.Cause(ctx); errors.Is(cause, client.ErrSupervisorExited) {
+				return api.HookResponse{}, cause
+			}
 			if ctx.Err() != nil {
 				return api.HookResponse{}, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
 			}
