@@ -93,3 +93,35 @@ const (
 	LoopEffectStuckLimit      = "loop_effect_stuck_limit"
 	LoopEffectStuck           = "loop_effect_stuck"
 )
+
+// The loop's words and short phrases that the texts above are filled with,
+// so that a project rewording the loop's messages can reword these too.
+const (
+	// LoopIterationCountOne and LoopIterationCount count iterations: "1
+	// iteration", "{{count}} iterations".
+	LoopIterationCountOne = "loop_iteration_count_one"
+	LoopIterationCount    = "loop_iteration_count"
+	// The end reason of `drover loop status`, one per way a loop ends.
+	LoopEndDone      = "loop_end_done"
+	LoopEndBudget    = "loop_end_budget"
+	LoopEndConverged = "loop_end_converged"
+	LoopEndStuck     = "loop_end_stuck"
+	LoopEndCancelled = "loop_end_cancelled"
+	// The budget_detail of LoopBudget: which budget the loop spent, and how.
+	LoopSpentIterations = "loop_spent_iterations"
+	LoopSpentMinutes    = "loop_spent_minutes"
+	LoopSpentUSD        = "loop_spent_usd"
+	LoopSpentExhausted  = "loop_spent_exhausted"
+	// LoopChecksNotRequired and LoopChecksResultPassed are the
+	// checks_result of LoopDone.
+	LoopChecksNotRequired  = "loop_checks_not_required"
+	LoopChecksResultPassed = "loop_checks_result_passed"
+	// LoopConsensusFirstError is LoopConsensusNone's first_error when a
+	// reviewer run reported one; LoopConsensusFinding is one line of
+	// LoopConsensus's findings; LoopVerdictPass and LoopVerdictFail are
+	// its verdict.
+	LoopConsensusFirstError = "loop_consensus_first_error"
+	LoopConsensusFinding    = "loop_consensus_finding"
+	LoopVerdictPass         = "loop_verdict_pass"
+	LoopVerdictFail         = "loop_verdict_fail"
+)

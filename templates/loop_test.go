@@ -10,6 +10,11 @@ var loopNames = []string{
 	LoopCancelled, LoopConsensus, LoopConsensusClean, LoopConsensusNone, LoopConsensusNoRun,
 	LoopReflectionLine, LoopReflectionFailures, LoopReflectionThrashing,
 	LoopEffectConvergedChecks, LoopEffectConvergedStreak, LoopEffectConverged, LoopEffectStuckLimit, LoopEffectStuck,
+	LoopIterationCountOne, LoopIterationCount,
+	LoopEndDone, LoopEndBudget, LoopEndConverged, LoopEndStuck, LoopEndCancelled,
+	LoopSpentIterations, LoopSpentMinutes, LoopSpentUSD, LoopSpentExhausted,
+	LoopChecksNotRequired, LoopChecksResultPassed,
+	LoopConsensusFirstError, LoopConsensusFinding, LoopVerdictPass, LoopVerdictFail,
 }
 
 // loopContent pins what each loop template must say and which placeholders
@@ -64,4 +69,21 @@ var loopContent = []struct {
 	{LoopEffectConverged, []string{"ends only on your completion signal"}},
 	{LoopEffectStuckLimit, []string{"stuck for {{stuck_run}} in a row", "iteration {{end_iteration}} ends"}},
 	{LoopEffectStuck, []string{"Change your approach"}},
+	{LoopIterationCountOne, []string{"{{count}} iteration"}},
+	{LoopIterationCount, []string{"{{count}} iterations"}},
+	{LoopEndDone, []string{"the agent signalled completion"}},
+	{LoopEndBudget, []string{"its budget is spent ({{outcome}})"}},
+	{LoopEndConverged, []string{"drover's metrics say it converged: {{status_reason}}"}},
+	{LoopEndStuck, []string{"it stayed stuck ({{status}}) for {{stuck_run}} in a row: {{status_reason}}"}},
+	{LoopEndCancelled, []string{"the user cancelled it"}},
+	{LoopSpentIterations, []string{"max_iterations: {{iteration}} of {{max_iterations}} iterations"}},
+	{LoopSpentMinutes, []string{"max_minutes: {{elapsed_minutes}} of {{max_minutes}} minutes"}},
+	{LoopSpentUSD, []string{"max_usd: ${{cost_usd}} of ${{max_usd}}"}},
+	{LoopSpentExhausted, []string{"budget_exhausted: {{status_reason}}"}},
+	{LoopChecksNotRequired, []string{"not required"}},
+	{LoopChecksResultPassed, []string{"passed"}},
+	{LoopConsensusFirstError, []string{"first error ({{model}}): {{error}}"}},
+	{LoopConsensusFinding, []string{"- {{location}} ({{model}}): {{summary}}"}},
+	{LoopVerdictPass, []string{"PASS"}},
+	{LoopVerdictFail, []string{"FAIL"}},
 }

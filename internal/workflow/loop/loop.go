@@ -163,9 +163,13 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 		next.Active, next.Outcome = false, Done
 		vars := Vars(next, f)
 		vars["completed_by"] = signal
-		vars["checks_result"] = "not required"
+		result := templates.LoopChecksNotRequired
 		if s.RequireChecks {
-			vars["checks_result"] = "passed"
+			result = templates.LoopChecksResultPassed
+		}
+		var err error
+		if vars["checks_result"], err = t.Render(result, nil); err != nil {
+			return fail(err)
 		}
 		msg, err := t.Render(templates.LoopDone, vars)
 		if err != nil {
@@ -183,7 +187,11 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 		return next, hook.Output{SystemMessage: joinLines(warning, msg)}, nil
 	}
 
-	if outcome, detail := spent(next, f); outcome != Running {
+	outcome, detail, err := spent(next, f, t)
+	if err != nil {
+		return fail(err)
+	}
+	if outcome != Running {
 		next.Active, next.Outcome = false, outcome
 		vars := Vars(next, f)
 		vars["budget"] = string(outcome)
@@ -268,7 +276,7 @@ func statusEffect(s State, f Facts, t templates.Set) (string, error) {
 		// s is the state after the stop that measured the success, so the
 		// streak already counts it.
 		left := max(1, f.ConvergedStreak) - s.SuccessIterations
-		name, vars["iterations_left"] = templates.LoopEffectConvergedStreak, plural(max(1, left), "iteration")
+		name, vars["iterations_left"] = templates.LoopEffectConvergedStreak, iterations(t, max(1, left))
 	case f.Status == StatusConvergedSuccess:
 		name = templates.LoopEffectConverged
 	case isStuck(f.Status) && f.StuckLimit > 0:
@@ -277,7 +285,7 @@ func statusEffect(s State, f Facts, t templates.Set) (string, error) {
 		// the run so far.
 		n := max(1, s.StuckIterations)
 		name = templates.LoopEffectStuckLimit
-		vars["stuck_run"], vars["end_iteration"] = plural(n, "iteration"), strconv.Itoa(s.Iteration+f.StuckLimit-n)
+		vars["stuck_run"], vars["end_iteration"] = iterations(t, n), strconv.Itoa(s.Iteration+f.StuckLimit-n)
 	case isStuck(f.Status):
 		name = templates.LoopEffectStuck
 	default:
@@ -286,31 +294,52 @@ func statusEffect(s State, f Facts, t templates.Set) (string, error) {
 	return t.Render(name, vars)
 }
 
-func plural(n int, what string) string {
+// iterations is "1 iteration" or "N iterations", as the templates word it.
+// Only an unknown name fails to render, and the names are constants, so a
+// failure leaves the bare number rather than failing the decision.
+func iterations(t templates.Set, n int) string {
+	name := templates.LoopIterationCount
 	if n == 1 {
-		return "1 " + what
+		name = templates.LoopIterationCountOne
 	}
-	return strconv.Itoa(n) + " " + what + "s"
+	text, err := t.Render(name, map[string]string{"count": strconv.Itoa(n)})
+	if err != nil {
+		return strconv.Itoa(n)
+	}
+	return text
 }
 
 // EndReason describes in words how an ended loop ended, for `drover loop
 // status`; it is empty for a loop still running.
-func EndReason(s State) string {
+func EndReason(s State, t templates.Set) (string, error) {
+	vars := map[string]string{
+		"outcome":       string(s.Outcome),
+		"status":        s.LastStatus,
+		"status_reason": s.LastStatusReason,
+		"stuck_run":     iterations(t, s.StuckIterations),
+	}
+	var name string
 	switch s.Outcome {
 	case Running:
-		return ""
+		return "", nil
 	case Done:
-		return "the agent signalled completion"
+		name = templates.LoopEndDone
 	case MaxIterationsSpent, MaxMinutesSpent, MaxUSDSpent, BudgetExhausted:
-		return "its budget is spent (" + string(s.Outcome) + ")"
+		name = templates.LoopEndBudget
 	case Converged:
-		return "drover's metrics say it converged: " + s.LastStatusReason
+		name = templates.LoopEndConverged
 	case Stuck:
-		return fmt.Sprintf("it stayed stuck (%s) for %s in a row: %s", s.LastStatus, plural(s.StuckIterations, "iteration"), s.LastStatusReason)
+		name = templates.LoopEndStuck
 	case Cancelled:
-		return "the user cancelled it"
+		name = templates.LoopEndCancelled
+	default:
+		return string(s.Outcome), nil
 	}
-	return string(s.Outcome)
+	text, err := t.Render(name, vars)
+	if err != nil {
+		return "", fmt.Errorf("loop end reason: %w", err)
+	}
+	return text, nil
 }
 
 // checksPassed reports whether the checks gate is open: checks are
@@ -321,22 +350,39 @@ func checksPassed(f Facts) bool {
 
 // spent returns the first budget s has used up after the iteration that
 // just ended, and what it used, or Running when none is.
-func spent(s State, f Facts) (Outcome, string) {
-	switch minutes := elapsedMinutes(s, f.Now); {
-	case s.Iteration >= s.MaxIterations:
-		return MaxIterationsSpent, fmt.Sprintf("max_iterations: %d of %d iterations", s.Iteration, s.MaxIterations)
-	case s.MaxMinutes > 0 && !s.StartedAt.IsZero() && f.Now.Sub(s.StartedAt) >= time.Duration(s.MaxMinutes)*time.Minute:
-		return MaxMinutesSpent, fmt.Sprintf("max_minutes: %d of %d minutes", minutes, s.MaxMinutes)
-	case s.MaxUSD > 0 && s.CostUSD >= s.MaxUSD:
-		return MaxUSDSpent, fmt.Sprintf("max_usd: $%.2f of $%.2f", s.CostUSD, s.MaxUSD)
-	case f.Status == StatusBudgetExhausted:
-		detail := "budget_exhausted"
-		if r := clip(f.StatusReason, maxStatusReason); r != "" {
-			detail += ": " + r
-		}
-		return BudgetExhausted, detail
+func spent(s State, f Facts, t templates.Set) (Outcome, string, error) {
+	vars := map[string]string{
+		"iteration":       strconv.Itoa(s.Iteration),
+		"max_iterations":  strconv.Itoa(s.MaxIterations),
+		"elapsed_minutes": strconv.Itoa(elapsedMinutes(s, f.Now)),
+		"max_minutes":     strconv.Itoa(s.MaxMinutes),
+		"cost_usd":        dollars(s.CostUSD),
+		"max_usd":         dollars(s.MaxUSD),
+		"status_reason":   clip(f.StatusReason, maxStatusReason),
 	}
-	return Running, ""
+	var outcome Outcome
+	var name string
+	switch {
+	case s.Iteration >= s.MaxIterations:
+		outcome, name = MaxIterationsSpent, templates.LoopSpentIterations
+	case s.MaxMinutes > 0 && !s.StartedAt.IsZero() && f.Now.Sub(s.StartedAt) >= time.Duration(s.MaxMinutes)*time.Minute:
+		outcome, name = MaxMinutesSpent, templates.LoopSpentMinutes
+	case s.MaxUSD > 0 && s.CostUSD >= s.MaxUSD:
+		outcome, name = MaxUSDSpent, templates.LoopSpentUSD
+	case f.Status == StatusBudgetExhausted:
+		if vars["status_reason"] == "" {
+			// The status word alone: there is no reason to give.
+			return BudgetExhausted, string(BudgetExhausted), nil
+		}
+		outcome, name = BudgetExhausted, templates.LoopSpentExhausted
+	default:
+		return Running, "", nil
+	}
+	detail, err := t.Render(name, vars)
+	if err != nil {
+		return Running, "", fmt.Errorf("loop budget detail: %w", err)
+	}
+	return outcome, detail, nil
 }
 
 // continuePrompt renders the continuation prompt for the iteration s is on.

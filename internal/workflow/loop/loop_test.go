@@ -873,7 +873,11 @@ func TestEndReason(t *testing.T) {
 		{running(2, 5, inactive(Cancelled)), "the user cancelled it"},
 	}
 	for _, tt := range tests {
-		if got := EndReason(tt.s); got != tt.want {
+		got, err := EndReason(tt.s, templates.Defaults())
+		if err != nil {
+			t.Fatalf("EndReason(%s): %v", formatState(tt.s), err)
+		}
+		if got != tt.want {
 			t.Errorf("EndReason(%s) = %q, want %q", formatState(tt.s), got, tt.want)
 		}
 	}
