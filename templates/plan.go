@@ -92,3 +92,30 @@ const (
 	PlanReviewsStopped     = "plan_reviews_stopped"
 	PlanBudgetSpent        = "plan_budget_spent"
 )
+
+// The plan's smaller texts, which fill the placeholders of the texts above.
+const (
+	// The violations of the plan folder rules (PlanInvalid's
+	// {{violations}}), in rule order; PlanRuleMore ends a list cut short.
+	PlanRuleNoPlan           = "plan_rule_no_plan"
+	PlanRuleFileName         = "plan_rule_file_name"
+	PlanRuleNested           = "plan_rule_nested"
+	PlanRuleMore             = "plan_rule_more"
+	PlanRuleReviewOrphan     = "plan_rule_review_orphan"
+	PlanRulePostReviewOrphan = "plan_rule_post_review_orphan"
+	PlanRuleNoTasksMD        = "plan_rule_no_tasks_md"
+	PlanRuleTasksNotTable    = "plan_rule_tasks_not_table"
+	PlanRuleTasksNoRows      = "plan_rule_tasks_no_rows"
+	PlanRuleTasksHeaderOnly  = "plan_rule_tasks_header_only"
+	// What is wrong with a state.json that drover rewrites
+	// (PlanViewRewritten's {{problem}}).
+	PlanViewNotJSON       = "plan_view_not_json"
+	PlanViewNotObject     = "plan_view_not_object"
+	PlanViewMissingFields = "plan_view_missing_fields"
+	// What a review would have nothing to read (PlanReviewMissing's
+	// {{problem}}).
+	PlanMissingPlanMD      = "plan_missing_plan_md"
+	PlanMissingCurrentTask = "plan_missing_current_task"
+	PlanMissingTaskFile    = "plan_missing_task_file"
+	PlanMissingTaskFiles   = "plan_missing_task_files"
+)

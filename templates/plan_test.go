@@ -16,6 +16,10 @@ var planNames = []string{
 	PlanAdvanced, PlanAdvancedReview, PlanAdvancedLimit, PlanAdvancedReviewsOff, PlanCompleted,
 	PlanSetMaxReviews, PlanSetReviewModel, PlanSetBudget, PlanSetNoBudget, PlanSetTDD,
 	PlanReviewsStopped, PlanBudgetSpent,
+	PlanRuleNoPlan, PlanRuleFileName, PlanRuleNested, PlanRuleMore, PlanRuleReviewOrphan, PlanRulePostReviewOrphan,
+	PlanRuleNoTasksMD, PlanRuleTasksNotTable, PlanRuleTasksNoRows, PlanRuleTasksHeaderOnly,
+	PlanViewNotJSON, PlanViewNotObject, PlanViewMissingFields,
+	PlanMissingPlanMD, PlanMissingCurrentTask, PlanMissingTaskFile, PlanMissingTaskFiles,
 }
 
 // planContent pins what each plan template must say and which placeholders
@@ -82,4 +86,21 @@ var planContent = []struct {
 	{PlanSetTDD, []string{"tdd is {{tdd}}"}},
 	{PlanReviewsStopped, []string{"{{plan_id}}", "next_phase is null", "`drover plan continue`"}},
 	{PlanBudgetSpent, []string{"{{review_name}}", "{{next_iteration}}", "${{budget_usd}}", "${{spent_usd}}", "`drover plan set {{plan_id}} budget_usd=<dollars>`", "`drover plan advance`"}},
+	{PlanRuleNoPlan, []string{"plan.md"}},
+	{PlanRuleFileName, []string{"{{file}}", "not a plan file name"}},
+	{PlanRuleNested, []string{"nested directories", "{{files}}"}},
+	{PlanRuleMore, []string{"and {{count}} more"}},
+	{PlanRuleReviewOrphan, []string{"Review file {{file}}", "{{base}}"}},
+	{PlanRulePostReviewOrphan, []string{"Post-review file {{file}}", "{{review}}"}},
+	{PlanRuleNoTasksMD, []string{"tasks.md is missing"}},
+	{PlanRuleTasksNotTable, []string{"non-table content", "Markdown table"}},
+	{PlanRuleTasksNoRows, []string{"no table rows"}},
+	{PlanRuleTasksHeaderOnly, []string{"no task rows", "header-only"}},
+	{PlanViewNotJSON, []string{"not valid JSON"}},
+	{PlanViewNotObject, []string{"not a JSON object"}},
+	{PlanViewMissingFields, []string{"missing field(s): {{fields}}"}},
+	{PlanMissingPlanMD, []string{"plan.md does not exist"}},
+	{PlanMissingCurrentTask, []string{"no current task"}},
+	{PlanMissingTaskFile, []string{"{{task_file}} does not exist"}},
+	{PlanMissingTaskFiles, []string{"no task whose task file exists"}},
 }

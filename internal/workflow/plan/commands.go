@@ -48,14 +48,18 @@ func NewPlan(s State, f Facts, maxReviews int) (State, []Effect, error) {
 
 // CreateTasks is `drover plan create-tasks`, run after writing tasks.md and
 // the task files: the tasks review loop starts at the next stop.
-func CreateTasks(s State, f Facts) (State, []Effect, error) {
+func CreateTasks(s State, f Facts, t templates.Set) (State, []Effect, error) {
 	if err := check(s, f, "create-tasks"); err != nil {
 		return s, nil, err
 	}
 	if !hasFile(f, "tasks.md") {
 		return s, nil, fmt.Errorf("plan create-tasks: write %s first", path.Join(f.PlanDir, "tasks.md"))
 	}
-	if problem := checkTable(f.TasksMD); problem != "" {
+	problem, err := checkTable(f.TasksMD, t)
+	if err != nil {
+		return s, nil, fmt.Errorf("plan create-tasks: %w", err)
+	}
+	if problem != "" {
 		return s, nil, fmt.Errorf("plan create-tasks: %s", problem)
 	}
 	n := newCycle(s)
@@ -216,7 +220,7 @@ func MarkComplete(s State, f Facts) (State, []Effect, error) {
 // are: when it passes or reaches max_reviews, next_phase becomes null and
 // the plan does not advance. task is the task of a code review (the current
 // task when empty), which becomes the current task.
-func StandaloneReview(s State, f Facts, kind Kind, task string) (State, []Effect, error) {
+func StandaloneReview(s State, f Facts, t templates.Set, kind Kind, task string) (State, []Effect, error) {
 	cmd := string(kind.ReviewPhase())
 	if err := check(s, f, cmd); err != nil {
 		return s, nil, err
@@ -242,11 +246,19 @@ func StandaloneReview(s State, f Facts, kind Kind, task string) (State, []Effect
 		return s, nil, fmt.Errorf("plan review: unknown kind of review %q", kind)
 	}
 	if kind == KindTasks && hasFile(f, "tasks.md") {
-		if problem := checkTable(f.TasksMD); problem != "" {
+		problem, err := checkTable(f.TasksMD, t)
+		if err != nil {
+			return s, nil, fmt.Errorf("plan %s: %w", cmd, err)
+		}
+		if problem != "" {
 			return s, nil, fmt.Errorf("plan %s: %s", cmd, problem)
 		}
 	}
-	if problem := missingInput(n, f, kind); problem != "" {
+	problem, err := missingInput(n, f, t, kind)
+	if err != nil {
+		return s, nil, fmt.Errorf("plan %s: %w", cmd, err)
+	}
+	if problem != "" {
 		return s, nil, fmt.Errorf("plan %s: nothing to review: %s", cmd, problem)
 	}
 	n.NextPhase = kind.ReviewPhase()

@@ -53,14 +53,14 @@ func TestCommands(t *testing.T) {
 		{
 			name: "create-tasks starts a new cycle and keeps max_reviews and tdd",
 			run: func() (State, []Effect, error) {
-				return CreateTasks(st(phase(PhasePlanReview, PhaseCreateTasks), iter(2), model(2), clean(2), maxRev(4), tdd, task("9")), facts())
+				return CreateTasks(st(phase(PhasePlanReview, PhaseCreateTasks), iter(2), model(2), clean(2), maxRev(4), tdd, task("9")), facts(), tm)
 			},
 			want: st(phase(PhaseCreateTasks, PhaseTasksReview), maxRev(4), tdd, func(s *State) { s.Ledger.Cycle = 2 }),
 		},
 		{
 			name: "create-tasks needs a task table",
 			run: func() (State, []Effect, error) {
-				return CreateTasks(st(phase(PhaseNewPlan, PhaseNone)), facts(tasksMD("todo: everything")))
+				return CreateTasks(st(phase(PhaseNewPlan, PhaseNone)), facts(tasksMD("todo: everything")), tm)
 			},
 			wantErr: "non-table",
 		},
@@ -210,7 +210,7 @@ func TestCommands(t *testing.T) {
 func TestCommandErrorsLeaveStateAlone(t *testing.T) {
 	in := st(phase(PhaseCompleteTask, PhaseCodeReview), task("1"), running)
 	for name, run := range map[string]func() (State, []Effect, error){
-		"create-tasks":     func() (State, []Effect, error) { return CreateTasks(in, facts()) },
+		"create-tasks":     func() (State, []Effect, error) { return CreateTasks(in, facts(), tm) },
 		"continue-task":    func() (State, []Effect, error) { return ContinueTask(in, facts()) },
 		"post-review-done": func() (State, []Effect, error) { return PostReviewDone(in, facts()) },
 		"add-task":         func() (State, []Effect, error) { return AddTask(in, facts(), "2") },

@@ -109,9 +109,13 @@ func (d *decision) warn(msg string) {
 // finish applies rule 8 and adds the WriteView effect when the view on disk
 // is not the state's.
 func (d *decision) finish(f Facts, t templates.Set) error {
-	if problem := CheckView(f.View); problem != nil {
+	problem, err := CheckView(f.View, t)
+	if err != nil {
+		return err
+	}
+	if problem != "" {
 		v := vars(d.state, f, "")
-		v["problem"] = problem.Error()
+		v["problem"] = problem
 		msg, err := t.Render(templates.PlanViewRewritten, v)
 		if err != nil {
 			return err
@@ -203,7 +207,11 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 		d.warn(msg)
 		return d, nil
 	}
-	if problem := missingInput(s, f, kind); problem != "" {
+	problem, err := missingInput(s, f, t, kind)
+	if err != nil {
+		return d, err
+	}
+	if problem != "" {
 		// Nothing to review: fall through to the folder rules, which
 		// usually say what is missing.
 		var err error
@@ -233,26 +241,31 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 	return d, nil
 }
 
-// missingInput says what a review of kind would have nothing to read, or "".
-func missingInput(s State, f Facts, kind Kind) string {
+// missingInput says what a review of kind would have nothing to read,
+// worded by t, or "".
+func missingInput(s State, f Facts, t templates.Set, kind Kind) (string, error) {
+	name, vars := "", map[string]string{}
 	switch kind {
 	case KindPlan:
 		if !hasFile(f, "plan.md") {
-			return "plan.md does not exist"
+			name = templates.PlanMissingPlanMD
 		}
 	case KindCode:
-		if s.CurrentTask == "" {
-			return "no current task"
-		}
-		if !hasFile(f, "task-"+s.CurrentTask+".md") {
-			return fmt.Sprintf("task file task-%s.md does not exist", s.CurrentTask)
+		switch {
+		case s.CurrentTask == "":
+			name = templates.PlanMissingCurrentTask
+		case !hasFile(f, "task-"+s.CurrentTask+".md"):
+			name, vars["task_file"] = templates.PlanMissingTaskFile, "task-"+s.CurrentTask+".md"
 		}
 	case KindTasks, KindAllCode:
 		if len(taskFiles(f)) == 0 {
-			return "tasks.md lists no task whose task file exists"
+			name = templates.PlanMissingTaskFiles
 		}
 	}
-	return ""
+	if name == "" {
+		return "", nil
+	}
+	return t.Render(name, vars)
 }
 
 // startEffect builds the StartReview effect for r: the kind's prompt, plus
@@ -418,7 +431,10 @@ func newCycle(s State) State {
 // become a warning, so that a rule the agent cannot fix does not hold it
 // forever.
 func validation(f Facts, t templates.Set) (hook.Output, error) {
-	violations := Validate(f)
+	violations, err := Validate(f, t)
+	if err != nil {
+		return hook.Output{}, err
+	}
 	if len(violations) == 0 {
 		return hook.Output{}, nil
 	}

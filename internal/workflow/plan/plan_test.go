@@ -254,8 +254,8 @@ func TestView(t *testing.T) {
 	s := st(phase(PhaseCodeReview, PhasePostCodeReview), task("2"), iter(3), model(3), clean(1), tdd)
 	s.Review = &InFlight{Kind: KindCode, Iteration: 4}
 	golden(t, string(View(s, nil)))
-	if err := CheckView(View(State{}, nil)); err != nil {
-		t.Errorf("the view of an empty state is not valid: %v", err)
+	if problem, err := CheckView(View(State{}, nil), tm); problem != "" || err != nil {
+		t.Errorf("the view of an empty state is not valid: %q %v", problem, err)
 	}
 }
 
@@ -399,7 +399,7 @@ func TestViewCarriesTheBudget(t *testing.T) {
 	}
 	s.BudgetUSD = 2.5
 	v := View(s, nil)
-	if !strings.Contains(string(v), `"budget_usd": 2.5`) || CheckView(v) != nil {
+	if !strings.Contains(string(v), `"budget_usd": 2.5`) || !validView(v) {
 		t.Errorf("the view of a plan with a budget:\n%s", v)
 	}
 }
@@ -429,7 +429,7 @@ func TestPastCycleLedgers(t *testing.T) {
 	if s.NextPhase != PhaseCreateTasks || len(s.PastLedgers) != 0 {
 		t.Fatalf("after the plan cycle: %s, past %+v", formatState(s), s.PastLedgers)
 	}
-	s, _, err := CreateTasks(s, f)
+	s, _, err := CreateTasks(s, f, tm)
 	if err != nil {
 		t.Fatal(err)
 	}

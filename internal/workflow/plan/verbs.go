@@ -242,7 +242,7 @@ func advancePlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, D
 			return n, e, err
 		}
 	case PhaseCreateTasks:
-		cmd = CreateTasks
+		cmd = func(s State, f Facts) (State, []Effect, error) { return CreateTasks(s, f, t) }
 	case PhaseCompleteTask, PhaseCompleteTaskTDD:
 		cmd = func(s State, f Facts) (State, []Effect, error) {
 			return CompleteTask(s, f, args.Task, phase == PhaseCompleteTaskTDD)
@@ -388,7 +388,7 @@ func standaloneReview(s State, f Facts, t templates.Set, args api.PlanArgs) (Sta
 		return s, Decision{}, nil, refusef("plan review: unknown review %q (known: plan-review, tasks-review, code-review, all-code-review)", args.Phase)
 	}
 	return change(s, f, t, args.Phase, func(s State, f Facts) (State, []Effect, error) {
-		return StandaloneReview(s, f, kind, args.Task)
+		return StandaloneReview(s, f, t, kind, args.Task)
 	}, func(n State) (string, error) {
 		v := vars(n, f, kind)
 		v["first_model"] = reviewer.NextModel(f.Models, 0)

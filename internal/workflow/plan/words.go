@@ -1,0 +1,24 @@
+package plan
+
+import "github.com/drover-dev/drover/templates"
+
+// words renders the plan's short texts (a violation, a problem, a name),
+// keeping the first error so that code composing several of them checks
+// once, at the end. Only an unknown template name fails to render.
+type words struct {
+	t   templates.Set
+	err error
+}
+
+// say renders template name with vars, or returns "" once a render failed.
+func (w *words) say(name string, vars map[string]string) string {
+	if w.err != nil {
+		return ""
+	}
+	text, err := w.t.Render(name, vars)
+	if err != nil {
+		w.err = err
+		return ""
+	}
+	return text
+}
