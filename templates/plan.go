@@ -12,6 +12,13 @@ const (
 	// ReviewerRecheck is appended to a review prompt after the first
 	// review of a cycle: re-check the open findings and the diff.
 	ReviewerRecheck = "reviewer_recheck"
+	// The pieces of ReviewerRecheck: the line that ends a list of findings
+	// cut short, the list of none, the diff of no changes, and the note
+	// that ends a diff cut short.
+	ReviewerRecheckMore    = "reviewer_recheck_more"
+	ReviewerRecheckNone    = "reviewer_recheck_none"
+	ReviewerRecheckNoDiff  = "reviewer_recheck_no_diff"
+	ReviewerRecheckDiffCut = "reviewer_recheck_diff_cut"
 
 	// Block messages that send the agent to a post-review, one per kind.
 	PlanPostReviewPlan    = "plan_post_review_plan"

@@ -20,6 +20,7 @@ var planNames = []string{
 	PlanRuleNoTasksMD, PlanRuleTasksNotTable, PlanRuleTasksNoRows, PlanRuleTasksHeaderOnly,
 	PlanViewNotJSON, PlanViewNotObject, PlanViewMissingFields,
 	PlanMissingPlanMD, PlanMissingCurrentTask, PlanMissingTaskFile, PlanMissingTaskFiles,
+	ReviewerRecheckMore, ReviewerRecheckNone, ReviewerRecheckNoDiff, ReviewerRecheckDiffCut,
 }
 
 // planContent pins what each plan template must say and which placeholders
@@ -86,6 +87,10 @@ var planContent = []struct {
 	{PlanSetTDD, []string{"tdd is {{tdd}}"}},
 	{PlanReviewsStopped, []string{"{{plan_id}}", "next_phase is null", "`drover plan continue`"}},
 	{PlanBudgetSpent, []string{"{{review_name}}", "{{next_iteration}}", "${{budget_usd}}", "${{spent_usd}}", "`drover plan set {{plan_id}} budget_usd=<dollars>`", "`drover plan advance`"}},
+	{ReviewerRecheckMore, []string{"and {{count}} more"}},
+	{ReviewerRecheckNone, []string{"the previous review found nothing"}},
+	{ReviewerRecheckNoDiff, []string{"no changes since the previous review"}},
+	{ReviewerRecheckDiffCut, []string{"diff cut: {{count}} more bytes", "git diff"}},
 	{PlanRuleNoPlan, []string{"plan.md"}},
 	{PlanRuleFileName, []string{"{{file}}", "not a plan file name"}},
 	{PlanRuleNested, []string{"nested directories", "{{files}}"}},
