@@ -19,6 +19,9 @@ const (
 	ReviewerRecheckNone    = "reviewer_recheck_none"
 	ReviewerRecheckNoDiff  = "reviewer_recheck_no_diff"
 	ReviewerRecheckDiffCut = "reviewer_recheck_diff_cut"
+	// ReviewerAnswerSchema follows the prompt of a reviewer CLI that takes
+	// no schema flag (gemini): answer in JSON, in the schema that follows.
+	ReviewerAnswerSchema = "reviewer_answer_schema"
 
 	// Block messages that send the agent to a post-review, one per kind.
 	PlanPostReviewPlan    = "plan_post_review_plan"

@@ -20,7 +20,7 @@ var planNames = []string{
 	PlanRuleNoTasksMD, PlanRuleTasksNotTable, PlanRuleTasksNoRows, PlanRuleTasksHeaderOnly,
 	PlanViewNotJSON, PlanViewNotObject, PlanViewMissingFields,
 	PlanMissingPlanMD, PlanMissingCurrentTask, PlanMissingTaskFile, PlanMissingTaskFiles,
-	ReviewerRecheckMore, ReviewerRecheckNone, ReviewerRecheckNoDiff, ReviewerRecheckDiffCut,
+	ReviewerRecheckMore, ReviewerRecheckNone, ReviewerRecheckNoDiff, ReviewerRecheckDiffCut, ReviewerAnswerSchema,
 }
 
 // planContent pins what each plan template must say and which placeholders
@@ -87,6 +87,7 @@ var planContent = []struct {
 	{PlanSetTDD, []string{"tdd is {{tdd}}"}},
 	{PlanReviewsStopped, []string{"{{plan_id}}", "next_phase is null", "`drover plan continue`"}},
 	{PlanBudgetSpent, []string{"{{review_name}}", "{{next_iteration}}", "${{budget_usd}}", "${{spent_usd}}", "`drover plan set {{plan_id}} budget_usd=<dollars>`", "`drover plan advance`"}},
+	{ReviewerAnswerSchema, []string{"one JSON object and nothing else", "JSON schema"}},
 	{ReviewerRecheckMore, []string{"and {{count}} more"}},
 	{ReviewerRecheckNone, []string{"the previous review found nothing"}},
 	{ReviewerRecheckNoDiff, []string{"no changes since the previous review"}},
