@@ -128,4 +128,24 @@ const (
 	PlanMissingCurrentTask = "plan_missing_current_task"
 	PlanMissingTaskFile    = "plan_missing_task_file"
 	PlanMissingTaskFiles   = "plan_missing_task_files"
+	// The name of a review in messages ({{review_name}}), one per kind.
+	PlanNamePlanReview    = "plan_name_plan_review"
+	PlanNameTasksReview   = "plan_name_tasks_review"
+	PlanNameCodeReview    = "plan_name_code_review"
+	PlanNameAllCodeReview = "plan_name_all_code_review"
+	// The section titles of PlanReviewFile's {{findings}}, and what stands
+	// in for them when the reviewer found nothing.
+	PlanFindingsBlocking = "plan_findings_blocking"
+	PlanFindingsMinor    = "plan_findings_minor"
+	PlanFindingsNone     = "plan_findings_none"
+	// PlanNext's {{target}}: the review file or the task file to read.
+	PlanNextReviewFile = "plan_next_review_file"
+	PlanNextTaskFile   = "plan_next_task_file"
+	// PlanReviewFailed's {{error}} when the run gave none, and its
+	// {{log_note}} when the run left a log.
+	PlanReviewerFailed = "plan_reviewer_failed"
+	PlanLogNote        = "plan_log_note"
+	// PlanStarted's {{tdd_note}} and {{budget_note}}, each after a comma.
+	PlanTDDNote    = "plan_tdd_note"
+	PlanBudgetNote = "plan_budget_note"
 )

@@ -96,7 +96,7 @@ func ActionPrompt(s State, f Facts, t templates.Set, action, task string) (strin
 	if err != nil {
 		return "", err
 	}
-	v, err := actionVars(s, f, action, task)
+	v, err := actionVars(s, f, t, action, task)
 	if err != nil {
 		return "", err
 	}
@@ -173,8 +173,8 @@ func nextTaskID(tasksMD string) string {
 //	tasks_file, first_model (of a new cycle),
 //	next_iteration; for post-review and stop, review_name, review_file
 //	and post_review_file of the review waited for.
-func actionVars(s State, f Facts, action, task string) (map[string]string, error) {
-	v := vars(s, f, "")
+func actionVars(s State, f Facts, t templates.Set, action, task string) (map[string]string, error) {
+	v := vars(s, f, t, "")
 	v["task"] = orNone(task)
 	v["task_file"] = path.Join(f.PlanDir, "task-"+orNone(task)+".md")
 	v["current_task"] = orNone(s.CurrentTask)
@@ -192,7 +192,7 @@ func actionVars(s State, f Facts, action, task string) (map[string]string, error
 		if kind == KindCode {
 			r.Task = s.CurrentTask
 		}
-		rv := reviewVars(s, f, r)
+		rv := reviewVars(s, f, t, r)
 		for _, k := range []string{"review_name", "review_file", "post_review_file"} {
 			v[k] = rv[k]
 		}
@@ -205,7 +205,7 @@ func actionVars(s State, f Facts, action, task string) (map[string]string, error
 		if !ok {
 			return nil, fmt.Errorf("plan %s: no review comes next (next_phase %s)", action, orNone(string(s.NextPhase)))
 		}
-		v["review_name"] = reviewName(kind, orNone(s.CurrentTask))
+		v["review_name"] = reviewName(t, kind, orNone(s.CurrentTask))
 	}
 	return v, nil
 }

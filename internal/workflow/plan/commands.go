@@ -372,7 +372,7 @@ func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
 	if err != nil {
 		return s, Route{}, nil, fmt.Errorf("plan continue: %w", err)
 	}
-	v := vars(n, f, "")
+	v := vars(n, f, t, "")
 	v["action"] = r.Action
 	if r.Phase != PhaseNone && string(r.Phase) != r.Action {
 		v["action"] = fmt.Sprintf("%s (%s)", r.Action, r.Phase)
@@ -380,9 +380,9 @@ func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
 	v["target"] = ""
 	switch {
 	case r.File != "":
-		v["target"] = "Review file: " + r.File
+		v["target"] = say(t, templates.PlanNextReviewFile, map[string]string{"file": r.File})
 	case r.Task != "":
-		v["target"] = "Task: " + path.Join(f.PlanDir, "task-"+r.Task+".md")
+		v["target"] = say(t, templates.PlanNextTaskFile, map[string]string{"file": path.Join(f.PlanDir, "task-"+r.Task+".md")})
 	}
 	text, err := t.Render(templates.PlanNext, v)
 	if err != nil {

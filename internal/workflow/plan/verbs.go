@@ -94,7 +94,7 @@ func Command(s State, f Facts, t templates.Set, verb string, args api.PlanArgs) 
 		return change(s, f, t, "add-task", func(s State, f Facts) (State, []Effect, error) {
 			return AddTask(s, f, args.Task)
 		}, func(n State) (string, error) {
-			v := vars(n, f, "")
+			v := vars(n, f, t, "")
 			v["added_task"] = args.Task
 			return t.Render(templates.PlanTaskAdded, v)
 		})
@@ -199,7 +199,7 @@ func newPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 
 	var parts []string
 	if s.Active() && s.PlanID != id && s.Phase != PhaseComplete {
-		v := vars(next, f, "")
+		v := vars(next, f, t, "")
 		v["old_plan_id"], v["old_phase"] = s.PlanID, string(s.Phase)
 		aside, err := t.Render(templates.PlanSetAside, v)
 		if err != nil {
@@ -207,13 +207,13 @@ func newPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 		}
 		parts = append(parts, aside)
 	}
-	v := vars(next, f, "")
+	v := vars(next, f, t, "")
 	v["tdd_note"], v["budget_note"] = "", ""
 	if next.TDD {
-		v["tdd_note"] = ", test-first"
+		v["tdd_note"] = ", " + say(t, templates.PlanTDDNote, nil)
 	}
 	if next.BudgetUSD > 0 {
-		v["budget_note"] = ", reviewer budget $" + dollars(next.BudgetUSD)
+		v["budget_note"] = ", " + say(t, templates.PlanBudgetNote, map[string]string{"budget_usd": dollars(next.BudgetUSD)})
 	}
 	started, err := t.Render(templates.PlanStarted, v)
 	if err != nil {
@@ -266,7 +266,7 @@ func advancePlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, D
 		return s, Decision{}, nil, refusef("plan advance: unknown phase %q (known: %s)", phase, strings.Join(AdvancePhases(), ", "))
 	}
 	return change(s, f, t, "advance "+string(phase), cmd, func(n State) (string, error) {
-		return t.Render(advanceTemplate(n), advanceVars(n, f))
+		return t.Render(advanceTemplate(n), advanceVars(n, f, t))
 	})
 }
 
@@ -290,8 +290,8 @@ func advanceTemplate(n State) string {
 
 // advanceVars are vars plus review_kind (of the review next_phase names)
 // and next_iteration.
-func advanceVars(n State, f Facts) map[string]string {
-	v := vars(n, f, "")
+func advanceVars(n State, f Facts, t templates.Set) map[string]string {
+	v := vars(n, f, t, "")
 	kind, _ := n.NextPhase.ReviewKind()
 	v["review_kind"] = string(kind)
 	v["next_iteration"] = strconv.Itoa(n.Iteration + 1)
@@ -316,7 +316,7 @@ func setPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 	}
 	render := func(name string) func(State) (string, error) {
 		return func(n State) (string, error) {
-			v := vars(n, f, "")
+			v := vars(n, f, t, "")
 			v["budget_usd"], v["spent_usd"] = dollars(n.BudgetUSD), dollars(f.SpentUSD)
 			return t.Render(name, v)
 		}
@@ -375,7 +375,7 @@ func stopReviews(s State, f Facts, t templates.Set) (State, Decision, []Effect, 
 		return s, Decision{}, nil, refusef("session %s has no plan", f.SessionID)
 	}
 	return change(s, f, t, "stop-reviews", StopReviews, func(n State) (string, error) {
-		return t.Render(templates.PlanReviewsStopped, vars(n, f, ""))
+		return t.Render(templates.PlanReviewsStopped, vars(n, f, t, ""))
 	})
 }
 
@@ -390,7 +390,7 @@ func standaloneReview(s State, f Facts, t templates.Set, args api.PlanArgs) (Sta
 	return change(s, f, t, args.Phase, func(s State, f Facts) (State, []Effect, error) {
 		return StandaloneReview(s, f, t, kind, args.Task)
 	}, func(n State) (string, error) {
-		v := vars(n, f, kind)
+		v := vars(n, f, t, kind)
 		v["first_model"] = reviewer.NextModel(f.Models, 0)
 		if n.MaxReviews == 0 {
 			return t.Render(templates.PlanStandaloneSkipped, v)
@@ -428,7 +428,7 @@ func Adopt(s State, f Facts, t templates.Set, id string, view []byte) (State, De
 	if err != nil {
 		return s, Decision{}, nil, refuse(err)
 	}
-	v := vars(next, f, "")
+	v := vars(next, f, t, "")
 	v["session_id"] = f.SessionID
 	msg, err := t.Render(templates.PlanAdopted, v)
 	if err != nil {

@@ -22,3 +22,15 @@ func (w *words) say(name string, vars map[string]string) string {
 	}
 	return text
 }
+
+// say renders template name with vars for a piece of a larger text. Every
+// name passed here is a built-in one, so when t lacks it (the zero Set of
+// a test, say) the built-in stands in; the larger text's own render
+// reports a set that cannot render.
+func say(t templates.Set, name string, vars map[string]string) string {
+	text, err := t.Render(name, vars)
+	if err != nil {
+		text, _ = templates.Defaults().Render(name, vars)
+	}
+	return text
+}
