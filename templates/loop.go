@@ -124,4 +124,15 @@ const (
 	LoopConsensusFinding    = "loop_consensus_finding"
 	LoopVerdictPass         = "loop_verdict_pass"
 	LoopVerdictFail         = "loop_verdict_fail"
+	// The parts of {{budgets}}, the budgets in force joined by "; ": the
+	// iterations, and the minutes and dollars when the loop has such a
+	// budget.
+	LoopBudgetsIterations = "loop_budgets_iterations"
+	LoopBudgetsMinutes    = "loop_budgets_minutes"
+	LoopBudgetsUSD        = "loop_budgets_usd"
+	// LoopSpendUnknown is {{spent_usd}} while no cost was reported.
+	LoopSpendUnknown = "loop_spend_unknown"
+	// LoopYes and LoopNo are {{require_checks}}.
+	LoopYes = "loop_yes"
+	LoopNo  = "loop_no"
 )

@@ -15,6 +15,7 @@ var loopNames = []string{
 	LoopSpentIterations, LoopSpentMinutes, LoopSpentUSD, LoopSpentExhausted,
 	LoopChecksNotRequired, LoopChecksResultPassed,
 	LoopConsensusFirstError, LoopConsensusFinding, LoopVerdictPass, LoopVerdictFail,
+	LoopBudgetsIterations, LoopBudgetsMinutes, LoopBudgetsUSD, LoopSpendUnknown, LoopYes, LoopNo,
 }
 
 // loopContent pins what each loop template must say and which placeholders
@@ -86,4 +87,10 @@ var loopContent = []struct {
 	{LoopConsensusFinding, []string{"- {{location}} ({{model}}): {{summary}}"}},
 	{LoopVerdictPass, []string{"PASS"}},
 	{LoopVerdictFail, []string{"FAIL"}},
+	{LoopBudgetsIterations, []string{"iteration {{iteration}} of {{max_iterations}}"}},
+	{LoopBudgetsMinutes, []string{"{{elapsed_minutes}} of {{max_minutes}} minutes"}},
+	{LoopBudgetsUSD, []string{"${{cost_usd}} of ${{max_usd}}"}},
+	{LoopSpendUnknown, []string{"unknown"}},
+	{LoopYes, []string{"yes"}},
+	{LoopNo, []string{"no"}},
 }

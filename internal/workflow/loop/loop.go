@@ -153,7 +153,7 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 	var warning string
 	if f.TrackerErr != nil {
 		var err error
-		if warning, err = t.Render(templates.LoopTrackerError, Vars(next, f)); err != nil {
+		if warning, err = t.Render(templates.LoopTrackerError, Vars(next, f, t)); err != nil {
 			return fail(err)
 		}
 	}
@@ -161,7 +161,7 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 	signal := completion(s, f)
 	if signal != "" && (!s.RequireChecks || checksPassed(f)) {
 		next.Active, next.Outcome = false, Done
-		vars := Vars(next, f)
+		vars := Vars(next, f, t)
 		vars["completed_by"] = signal
 		result := templates.LoopChecksNotRequired
 		if s.RequireChecks {
@@ -180,7 +180,7 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 
 	if f.EndOnConverged && !s.RequireChecks && f.Status == StatusConvergedSuccess && next.SuccessIterations >= max(1, f.ConvergedStreak) {
 		next.Active, next.Outcome = false, Converged
-		msg, err := t.Render(templates.LoopConverged, Vars(next, f))
+		msg, err := t.Render(templates.LoopConverged, Vars(next, f, t))
 		if err != nil {
 			return fail(err)
 		}
@@ -193,7 +193,7 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 	}
 	if outcome != Running {
 		next.Active, next.Outcome = false, outcome
-		vars := Vars(next, f)
+		vars := Vars(next, f, t)
 		vars["budget"] = string(outcome)
 		vars["budget_detail"] = detail
 		msg, err := t.Render(templates.LoopBudget, vars)
@@ -205,7 +205,7 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 
 	if f.StuckLimit > 0 && next.StuckIterations > f.StuckLimit {
 		next.Active, next.Outcome = false, Stuck
-		msg, err := t.Render(templates.LoopStuck, Vars(next, f))
+		msg, err := t.Render(templates.LoopStuck, Vars(next, f, t))
 		if err != nil {
 			return fail(err)
 		}
@@ -220,7 +220,7 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 	reason := prompt
 	if signal != "" {
 		// The agent said it was done; the checks say otherwise.
-		vars := Vars(next, f)
+		vars := Vars(next, f, t)
 		vars["completed_by"] = signal
 		vars["loop_prompt"] = prompt
 		if !f.ChecksConfigured || f.ChecksPassed == nil {
@@ -387,7 +387,7 @@ func spent(s State, f Facts, t templates.Set) (Outcome, string, error) {
 
 // continuePrompt renders the continuation prompt for the iteration s is on.
 func continuePrompt(s State, f Facts, t templates.Set) (string, error) {
-	vars := Vars(s, f)
+	vars := Vars(s, f, t)
 	var err error
 	if f.RolePrompt != "" {
 		vars["role_prompt"] = clip(f.RolePrompt, maxRolePrompt)
@@ -462,7 +462,7 @@ func StartText(s State, f Facts, t templates.Set) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("loop start: %w", err)
 	}
-	vars := Vars(s, f)
+	vars := Vars(s, f, t)
 	vars["loop_prompt"] = prompt
 	text, err := t.Render(templates.LoopStart, vars)
 	if err != nil {
@@ -493,7 +493,7 @@ func ContextSnapshot(s State, f Facts, t templates.Set) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("loop context snapshot: %w", err)
 	}
-	vars := Vars(s, f)
+	vars := Vars(s, f, t)
 	vars["loop_prompt"] = prompt
 	if strings.TrimSpace(f.OpenFindings) != "" {
 		if vars["findings_section"], err = t.Render(templates.LoopOpenFindings, vars); err != nil {
@@ -545,7 +545,7 @@ func TrackerView(s State, body string) tracker.Tracker {
 
 // TrackerBody returns the first body of a new loop's tracker.
 func TrackerBody(s State, f Facts, t templates.Set) (string, error) {
-	text, err := t.Render(templates.LoopTracker, Vars(s, f))
+	text, err := t.Render(templates.LoopTracker, Vars(s, f, t))
 	if err != nil {
 		return "", fmt.Errorf("loop tracker body: %w", err)
 	}
@@ -572,7 +572,10 @@ func TrackerBody(s State, f Facts, t templates.Set) (string, error) {
 // completed_by, checks_result, budget, budget_detail) are set
 // by the decision that needs them (findings_section by ContextSnapshot),
 // and are empty here.
-func Vars(s State, f Facts) map[string]string {
+//
+// t words the small pieces (budgets, spent_usd, require_checks); a set
+// that lacks one of them gets the built-in, so that Vars cannot fail.
+func Vars(s State, f Facts, t templates.Set) map[string]string {
 	role := f.Role
 	if role == "" {
 		role = s.LastRole
@@ -588,9 +591,9 @@ func Vars(s State, f Facts) map[string]string {
 	if !s.StartedAt.IsZero() {
 		started = s.StartedAt.UTC().Format(time.RFC3339)
 	}
-	requireChecks := "no"
+	requireChecks := say(t, templates.LoopNo, nil)
 	if s.RequireChecks {
-		requireChecks = "yes"
+		requireChecks = say(t, templates.LoopYes, nil)
 	}
 	trackerErr := ""
 	if f.TrackerErr != nil {
@@ -608,9 +611,9 @@ func Vars(s State, f Facts) map[string]string {
 		"elapsed_minutes":      strconv.Itoa(elapsedMinutes(s, f.Now)),
 		"max_minutes":          strconv.Itoa(s.MaxMinutes),
 		"cost_usd":             dollars(max(s.CostUSD, f.CostUSD)),
-		"spent_usd":            formatSpend(max(s.CostUSD, f.CostUSD)),
+		"spent_usd":            formatSpend(t, max(s.CostUSD, f.CostUSD)),
 		"max_usd":              dollars(s.MaxUSD),
-		"budgets":              budgets(s, f),
+		"budgets":              budgets(s, f, t),
 		"require_checks":       requireChecks,
 		"checks_summary":       clip(f.ChecksSummary, maxChecks),
 		"role":                 role,
@@ -633,15 +636,34 @@ func Vars(s State, f Facts) map[string]string {
 }
 
 // budgets summarises the budgets in force, for the agent.
-func budgets(s State, f Facts) string {
-	parts := []string{fmt.Sprintf("iteration %d of %d", s.Iteration, s.MaxIterations)}
+func budgets(s State, f Facts, t templates.Set) string {
+	vars := map[string]string{
+		"iteration":       strconv.Itoa(s.Iteration),
+		"max_iterations":  strconv.Itoa(s.MaxIterations),
+		"elapsed_minutes": strconv.Itoa(elapsedMinutes(s, f.Now)),
+		"max_minutes":     strconv.Itoa(s.MaxMinutes),
+		"cost_usd":        dollars(max(s.CostUSD, f.CostUSD)),
+		"max_usd":         dollars(s.MaxUSD),
+	}
+	parts := []string{say(t, templates.LoopBudgetsIterations, vars)}
 	if s.MaxMinutes > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d minutes", elapsedMinutes(s, f.Now), s.MaxMinutes))
+		parts = append(parts, say(t, templates.LoopBudgetsMinutes, vars))
 	}
 	if s.MaxUSD > 0 {
-		parts = append(parts, fmt.Sprintf("$%s of $%s", dollars(max(s.CostUSD, f.CostUSD)), dollars(s.MaxUSD)))
+		parts = append(parts, say(t, templates.LoopBudgetsUSD, vars))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// say renders template name for a piece of a larger text. Every name
+// passed here is a built-in one, so when t lacks it (the zero Set) the
+// built-in stands in; the larger text's own render reports such a set.
+func say(t templates.Set, name string, vars map[string]string) string {
+	text, err := t.Render(name, vars)
+	if err != nil {
+		text, _ = templates.Defaults().Render(name, vars)
+	}
+	return text
 }
 
 // elapsedMinutes is the whole minutes since s started, 0 when either time
@@ -655,9 +677,9 @@ func elapsedMinutes(s State, now time.Time) int {
 
 func dollars(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
 
-func formatSpend(v float64) string {
+func formatSpend(t templates.Set, v float64) string {
 	if v <= 0 {
-		return "unknown"
+		return say(t, templates.LoopSpendUnknown, nil)
 	}
 	return "$" + dollars(v)
 }

@@ -819,7 +819,7 @@ func TestTracker(t *testing.T) {
 }
 
 func TestVars(t *testing.T) {
-	v := Vars(running(3, 20, minutes(60), usd(5), spentUSD(1)), facts(at(25*time.Minute+59*time.Second), cost(2.5)))
+	v := Vars(running(3, 20, minutes(60), usd(5), spentUSD(1)), facts(at(25*time.Minute+59*time.Second), cost(2.5)), templates.Defaults())
 	want := map[string]string{
 		"session_id":         "s1",
 		"tracker_path":       trackerPath,
@@ -842,19 +842,19 @@ func TestVars(t *testing.T) {
 		}
 	}
 
-	custom := Vars(running(1, 2), facts(role("tester")))
+	custom := Vars(running(1, 2), facts(role("tester")), templates.Defaults())
 	if custom["role"] != "tester" || custom["agent_name"] != "" {
 		t.Errorf("custom role: role %q agent %q", custom["role"], custom["agent_name"])
 	}
-	named := Vars(running(1, 2), facts(role(RoleDebugger), func(f *Facts) { f.AgentName = "my:debugger" }))
+	named := Vars(running(1, 2), facts(role(RoleDebugger), func(f *Facts) { f.AgentName = "my:debugger" }), templates.Defaults())
 	if named["agent_name"] != "my:debugger" {
 		t.Errorf("agent_name = %q, want the one from Facts", named["agent_name"])
 	}
-	errVars := Vars(running(1, 2), facts(func(f *Facts) { f.TrackerErr = errors.New(strings.Repeat("x", 1000)) }))
+	errVars := Vars(running(1, 2), facts(func(f *Facts) { f.TrackerErr = errors.New(strings.Repeat("x", 1000)) }), templates.Defaults())
 	if n := utf8.RuneCountInString(errVars["tracker_error"]); n > maxTrackerError+4 {
 		t.Errorf("tracker_error is %d characters", n)
 	}
-	noTime := Vars(State{}, Facts{})
+	noTime := Vars(State{}, Facts{}, templates.Defaults())
 	if noTime["elapsed_minutes"] != "0" || noTime["started_at"] != "" {
 		t.Errorf("vars of no loop: elapsed %q started %q", noTime["elapsed_minutes"], noTime["started_at"])
 	}
