@@ -143,16 +143,29 @@ func (a *sessionActor) readTracker() (tracker.Tracker, error) {
 	if errors.Is(err, tracker.ErrMalformed) {
 		moved, qerr := tracker.Quarantine(a.trackerPath(), a.env.now())
 		a.log.Warn("loop tracker quarantined", zap.String("moved_to", moved), zap.Error(err))
-		if qerr != nil {
-			return tracker.Tracker{}, fmt.Errorf("%w (and setting it aside failed: %v)", err, qerr)
+		vars := map[string]string{"error": err.Error(), "moved_to": filepath.Base(moved)}
+		name := templates.LoopTrackerSetAside
+		switch {
+		case qerr != nil:
+			name, vars["set_aside_error"] = templates.LoopTrackerSetAsideFailed, qerr.Error()
+		case a.rewriteWithNotes(moved):
+			name = templates.LoopTrackerSetAsideNotes
 		}
-		if a.rewriteWithNotes(moved) {
-			return tracker.Tracker{}, fmt.Errorf("%w; it was set aside as %s and rewritten with the body's notes kept", err, filepath.Base(moved))
-		}
-		return tracker.Tracker{}, fmt.Errorf("%w; it was set aside as %s and rewritten", err, filepath.Base(moved))
+		return tracker.Tracker{}, &notedError{err: err, text: a.text(name, vars)}
 	}
 	return tracker.Tracker{}, err
 }
+
+// notedError is err with what drover did about it, in words for the user;
+// it is still err for errors.Is.
+type notedError struct {
+	err  error
+	text string
+}
+
+func (e *notedError) Error() string { return e.text }
+
+func (e *notedError) Unwrap() error { return e.err }
 
 // rewriteWithNotes writes a fresh tracker from the loop's state with the
 // body of the quarantined file at moved, when its front matter was

@@ -135,4 +135,10 @@ const (
 	// LoopYes and LoopNo are {{require_checks}}.
 	LoopYes = "loop_yes"
 	LoopNo  = "loop_no"
+	// What became of a malformed loop tracker ({{tracker_error}}): set
+	// aside and rewritten, with the agent's notes kept or not, or not set
+	// aside at all.
+	LoopTrackerSetAside       = "loop_tracker_set_aside"
+	LoopTrackerSetAsideNotes  = "loop_tracker_set_aside_notes"
+	LoopTrackerSetAsideFailed = "loop_tracker_set_aside_failed"
 )

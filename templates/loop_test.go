@@ -16,6 +16,7 @@ var loopNames = []string{
 	LoopChecksNotRequired, LoopChecksResultPassed,
 	LoopConsensusFirstError, LoopConsensusFinding, LoopVerdictPass, LoopVerdictFail,
 	LoopBudgetsIterations, LoopBudgetsMinutes, LoopBudgetsUSD, LoopSpendUnknown, LoopYes, LoopNo,
+	LoopTrackerSetAside, LoopTrackerSetAsideNotes, LoopTrackerSetAsideFailed,
 }
 
 // loopContent pins what each loop template must say and which placeholders
@@ -93,4 +94,7 @@ var loopContent = []struct {
 	{LoopSpendUnknown, []string{"unknown"}},
 	{LoopYes, []string{"yes"}},
 	{LoopNo, []string{"no"}},
+	{LoopTrackerSetAside, []string{"{{error}}", "set aside as {{moved_to}}", "rewritten"}},
+	{LoopTrackerSetAsideNotes, []string{"{{error}}", "set aside as {{moved_to}}", "notes kept"}},
+	{LoopTrackerSetAsideFailed, []string{"{{error}}", "setting it aside failed: {{set_aside_error}}"}},
 }
