@@ -263,7 +263,8 @@ func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, arg
 				return api.PlanStatus{}, err
 			}
 			if newest == "" {
-				return api.PlanStatus{}, fmt.Errorf("%w: session %s has no plan and %s holds none; start one with drover plan new <plan-id>", ErrBadRequest, a.id, a.plansDir())
+				text := a.text(templates.PlanNoneToContinue, map[string]string{"session_id": a.id, "plans_dir": a.plansDir()})
+				return api.PlanStatus{}, fmt.Errorf("%w: %s", ErrBadRequest, text)
 			}
 			id = newest
 		}

@@ -168,3 +168,14 @@ func TestTrackerSetAsideTextComesFromTemplates(t *testing.T) {
 		})
 	}
 }
+
+// drover plan continue with no plan anywhere is refused in the words of
+// the templates.
+func TestPlanContinueRefusalComesFromTemplates(t *testing.T) {
+	f := newFixture(t, SessionsOptions{RestartMax: 3})
+	r := f.ask("p", &WorkflowCommand{Workflow: "plan", Verb: "continue", Args: []byte("{}")}).(*WorkflowResult)
+	want := "session p has no plan and " + filepath.Join(f.root, ".drover", "plans") + " holds none; start one with drover plan new <plan-id>"
+	if !errors.Is(r.Err, ErrBadRequest) || !strings.HasSuffix(r.Err.Error(), want) {
+		t.Errorf("plan continue with no plan: %v, want a bad request ending %q", r.Err, want)
+	}
+}

@@ -148,4 +148,7 @@ const (
 	// PlanStarted's {{tdd_note}} and {{budget_note}}, each after a comma.
 	PlanTDDNote    = "plan_tdd_note"
 	PlanBudgetNote = "plan_budget_note"
+	// PlanNoneToContinue refuses drover plan continue in a session with no
+	// plan when the plans folder holds none either.
+	PlanNoneToContinue = "plan_none_to_continue"
 )

@@ -22,7 +22,7 @@ var planNames = []string{
 	PlanMissingPlanMD, PlanMissingCurrentTask, PlanMissingTaskFile, PlanMissingTaskFiles,
 	PlanNamePlanReview, PlanNameTasksReview, PlanNameCodeReview, PlanNameAllCodeReview,
 	PlanFindingsBlocking, PlanFindingsMinor, PlanFindingsNone, PlanNextReviewFile, PlanNextTaskFile,
-	PlanReviewerFailed, PlanLogNote, PlanTDDNote, PlanBudgetNote,
+	PlanReviewerFailed, PlanLogNote, PlanTDDNote, PlanBudgetNote, PlanNoneToContinue,
 	ReviewerRecheckMore, ReviewerRecheckNone, ReviewerRecheckNoDiff, ReviewerRecheckDiffCut, ReviewerAnswerSchema,
 }
 
@@ -108,6 +108,7 @@ var planContent = []struct {
 	{PlanLogNote, []string{"Log: {{log_path}}"}},
 	{PlanTDDNote, []string{"test-first"}},
 	{PlanBudgetNote, []string{"reviewer budget ${{budget_usd}}"}},
+	{PlanNoneToContinue, []string{"session {{session_id}} has no plan", "{{plans_dir}} holds none", "drover plan new"}},
 	{PlanRuleNoPlan, []string{"plan.md"}},
 	{PlanRuleFileName, []string{"{{file}}", "not a plan file name"}},
 	{PlanRuleNested, []string{"nested directories", "{{files}}"}},
