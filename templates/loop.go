@@ -141,4 +141,14 @@ const (
 	LoopTrackerSetAside       = "loop_tracker_set_aside"
 	LoopTrackerSetAsideNotes  = "loop_tracker_set_aside_notes"
 	LoopTrackerSetAsideFailed = "loop_tracker_set_aside_failed"
+	// Why /drover:loop refuses its options, one per option that is wrong
+	// ({{value}} is what was given).
+	LoopBadPromptEmpty     = "loop_bad_prompt_empty"
+	LoopBadPromptLong      = "loop_bad_prompt_long"
+	LoopBadMaxIterations   = "loop_bad_max_iterations"
+	LoopBadMaxMinutes      = "loop_bad_max_minutes"
+	LoopBadMaxUSD          = "loop_bad_max_usd"
+	LoopBadCheckpointEvery = "loop_bad_checkpoint_every"
+	LoopBadPromiseBrackets = "loop_bad_promise_brackets"
+	LoopBadPromiseLong     = "loop_bad_promise_long"
 )

@@ -17,6 +17,8 @@ var loopNames = []string{
 	LoopConsensusFirstError, LoopConsensusFinding, LoopVerdictPass, LoopVerdictFail,
 	LoopBudgetsIterations, LoopBudgetsMinutes, LoopBudgetsUSD, LoopSpendUnknown, LoopYes, LoopNo,
 	LoopTrackerSetAside, LoopTrackerSetAsideNotes, LoopTrackerSetAsideFailed,
+	LoopBadPromptEmpty, LoopBadPromptLong, LoopBadMaxIterations, LoopBadMaxMinutes, LoopBadMaxUSD,
+	LoopBadCheckpointEvery, LoopBadPromiseBrackets, LoopBadPromiseLong,
 }
 
 // loopContent pins what each loop template must say and which placeholders
@@ -94,6 +96,14 @@ var loopContent = []struct {
 	{LoopSpendUnknown, []string{"unknown"}},
 	{LoopYes, []string{"yes"}},
 	{LoopNo, []string{"no"}},
+	{LoopBadPromptEmpty, []string{"the loop prompt is empty", "/drover:loop"}},
+	{LoopBadPromptLong, []string{"{{chars}} characters, more than {{max_chars}}"}},
+	{LoopBadMaxIterations, []string{"--max-iterations is {{value}}"}},
+	{LoopBadMaxMinutes, []string{"--max-minutes is {{value}}"}},
+	{LoopBadMaxUSD, []string{"--max-usd is {{value}}"}},
+	{LoopBadCheckpointEvery, []string{"--checkpoint-every is {{value}}"}},
+	{LoopBadPromiseBrackets, []string{"--completion-promise {{promise}}", "<promise>"}},
+	{LoopBadPromiseLong, []string{"--completion-promise", "{{max_chars}}"}},
 	{LoopTrackerSetAside, []string{"{{error}}", "set aside as {{moved_to}}", "rewritten"}},
 	{LoopTrackerSetAsideNotes, []string{"{{error}}", "set aside as {{moved_to}}", "notes kept"}},
 	{LoopTrackerSetAsideFailed, []string{"{{error}}", "setting it aside failed: {{set_aside_error}}"}},

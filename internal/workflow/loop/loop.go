@@ -41,36 +41,39 @@ const (
 
 // Start is `/drover:loop`: it validates opts and returns an active loop at
 // iteration 1, started at now. Every invalid flag is reported, each error
-// naming its flag.
-func Start(opts StartOptions, now time.Time) (State, error) {
+// naming its flag, in the words of t.
+func Start(opts StartOptions, now time.Time, t templates.Set) (State, error) {
 	var errs []error
+	bad := func(name string, vars map[string]string) {
+		errs = append(errs, errors.New(say(t, name, vars)))
+	}
 	prompt := strings.TrimSpace(opts.Prompt)
 	switch n := utf8.RuneCountInString(prompt); {
 	case n == 0:
-		errs = append(errs, errors.New(`the loop prompt is empty: say what the loop should do, as in /drover:loop "make the parser handle unicode"`))
+		bad(templates.LoopBadPromptEmpty, nil)
 	case n > MaxPromptChars:
-		errs = append(errs, fmt.Errorf("the loop prompt is %d characters, more than %d: put the details in a file and name the file in the prompt", n, MaxPromptChars))
+		bad(templates.LoopBadPromptLong, map[string]string{"chars": strconv.Itoa(n), "max_chars": strconv.Itoa(MaxPromptChars)})
 	}
 	if opts.MaxIterations < 1 {
-		errs = append(errs, fmt.Errorf("--max-iterations is %d, want 1 or more", opts.MaxIterations))
+		bad(templates.LoopBadMaxIterations, map[string]string{"value": strconv.Itoa(opts.MaxIterations)})
 	}
 	if opts.MaxMinutes < 0 {
-		errs = append(errs, fmt.Errorf("--max-minutes is %d, want 0 (no limit) or more", opts.MaxMinutes))
+		bad(templates.LoopBadMaxMinutes, map[string]string{"value": strconv.Itoa(opts.MaxMinutes)})
 	}
 	if math.IsNaN(opts.MaxUSD) || math.IsInf(opts.MaxUSD, 0) || opts.MaxUSD < 0 {
-		errs = append(errs, fmt.Errorf("--max-usd is %v, want 0 (no limit) or more", opts.MaxUSD))
+		bad(templates.LoopBadMaxUSD, map[string]string{"value": fmt.Sprint(opts.MaxUSD)})
 	}
 	if opts.CheckpointEvery < 0 {
-		errs = append(errs, fmt.Errorf("--checkpoint-every is %d, want 0 (no checkpoints) or more", opts.CheckpointEvery))
+		bad(templates.LoopBadCheckpointEvery, map[string]string{"value": strconv.Itoa(opts.CheckpointEvery)})
 	}
 	promise := normalize(opts.CompletionPromise)
 	switch {
 	case promise == "":
 		promise = DefaultPromise
 	case strings.ContainsAny(promise, "<>"):
-		errs = append(errs, fmt.Errorf("--completion-promise %q holds < or >, which would break the <promise> tag", promise))
+		bad(templates.LoopBadPromiseBrackets, map[string]string{"promise": strconv.Quote(promise)})
 	case utf8.RuneCountInString(promise) > MaxPromiseChars:
-		errs = append(errs, fmt.Errorf("--completion-promise is longer than %d characters", MaxPromiseChars))
+		bad(templates.LoopBadPromiseLong, map[string]string{"max_chars": strconv.Itoa(MaxPromiseChars)})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return State{}, fmt.Errorf("starting loop: %w", err)

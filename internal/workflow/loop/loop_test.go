@@ -501,7 +501,7 @@ func TestStop(t *testing.T) {
 // actor would, with the checks gate on.
 func TestStopRun(t *testing.T) {
 	tm := templates.Defaults()
-	s, err := Start(StartOptions{Prompt: "make the parser handle unicode", MaxIterations: 20, CompletionPromise: "DONE", RequireChecks: true}, t0)
+	s, err := Start(StartOptions{Prompt: "make the parser handle unicode", MaxIterations: 20, CompletionPromise: "DONE", RequireChecks: true}, t0, templates.Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,7 +598,7 @@ func TestStopUsesOverrides(t *testing.T) {
 
 func TestStart(t *testing.T) {
 	valid := StartOptions{Prompt: "  make the parser handle unicode\n", MaxIterations: 20, CompletionPromise: " all  tests\tpass ", MaxMinutes: 90, MaxUSD: 12.5, CheckpointEvery: 3, RequireChecks: true}
-	got, err := Start(valid, t0)
+	got, err := Start(valid, t0, templates.Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,7 +611,7 @@ func TestStart(t *testing.T) {
 		t.Errorf("Start = %+v\nwant    %+v", got, want)
 	}
 
-	if got, err := Start(StartOptions{Prompt: "x", MaxIterations: 1}, t0); err != nil || got.CompletionPromise != DefaultPromise {
+	if got, err := Start(StartOptions{Prompt: "x", MaxIterations: 1}, t0, templates.Defaults()); err != nil || got.CompletionPromise != DefaultPromise {
 		t.Errorf("no --completion-promise: %+v, %v; want %q", got, err, DefaultPromise)
 	}
 
@@ -640,7 +640,7 @@ func TestStart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := valid
 			tt.mod(&o)
-			got, err := Start(o, t0)
+			got, err := Start(o, t0, templates.Defaults())
 			if err == nil {
 				t.Fatalf("Start accepted %+v", o)
 			}
@@ -657,7 +657,7 @@ func TestStart(t *testing.T) {
 }
 
 func TestStartText(t *testing.T) {
-	s, err := Start(StartOptions{Prompt: "make the parser handle unicode", MaxIterations: 20, CompletionPromise: "DONE", MaxMinutes: 60}, t0)
+	s, err := Start(StartOptions{Prompt: "make the parser handle unicode", MaxIterations: 20, CompletionPromise: "DONE", MaxMinutes: 60}, t0, templates.Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
