@@ -152,3 +152,26 @@ const (
 	// plan when the plans folder holds none either.
 	PlanNoneToContinue = "plan_none_to_continue"
 )
+
+// Why a `drover plan` command is refused (internal/workflow/plan's
+// verbs): no plan, another plan, a bad id or setting, an unknown phase.
+const (
+	PlanRefuseNoPlanAction    = "plan_refuse_no_plan_action"
+	PlanRefuseNoPlanCommand   = "plan_refuse_no_plan_command"
+	PlanRefuseNotThisSession  = "plan_refuse_not_this_session"
+	PlanRefuseOtherPlan       = "plan_refuse_other_plan"
+	PlanRefuseBadID           = "plan_refuse_bad_id"
+	PlanRefuseBadIDShort      = "plan_refuse_bad_id_short"
+	PlanRefuseNegativeReviews = "plan_refuse_negative_reviews"
+	PlanRefuseExists          = "plan_refuse_exists"
+	PlanRefuseUnknownPhase    = "plan_refuse_unknown_phase"
+	PlanRefuseSetMaxReviews   = "plan_refuse_set_max_reviews"
+	PlanRefuseSetNextPhase    = "plan_refuse_set_next_phase"
+	PlanRefuseSetReviewModel  = "plan_refuse_set_review_model"
+	PlanRefuseSetBudget       = "plan_refuse_set_budget"
+	PlanRefuseSetTDD          = "plan_refuse_set_tdd"
+	PlanRefuseSetUnknown      = "plan_refuse_set_unknown"
+	PlanRefuseNoPlan          = "plan_refuse_no_plan"
+	PlanRefuseUnknownReview   = "plan_refuse_unknown_review"
+	PlanRefuseNoView          = "plan_refuse_no_view"
+)
