@@ -174,4 +174,14 @@ const (
 	PlanRefuseNoPlan          = "plan_refuse_no_plan"
 	PlanRefuseUnknownReview   = "plan_refuse_unknown_review"
 	PlanRefuseNoView          = "plan_refuse_no_view"
+	// Why a plan action (/drover:plan ACTION) or a step of the plan is
+	// refused: the action, the plan or the task it needs.
+	PlanRefuseUnknownAction = "plan_refuse_unknown_action"
+	PlanRefuseActionNoPlan  = "plan_refuse_action_no_plan"
+	PlanRefuseTakesNoTask   = "plan_refuse_takes_no_task"
+	PlanRefuseBadTaskID     = "plan_refuse_bad_task_id"
+	PlanRefuseAllDone       = "plan_refuse_all_done"
+	PlanRefuseNoCurrentTask = "plan_refuse_no_current_task"
+	PlanRefuseTaskExists    = "plan_refuse_task_exists"
+	PlanRefuseNoTaskFile    = "plan_refuse_no_task_file"
 )

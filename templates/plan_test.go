@@ -24,6 +24,7 @@ var planNames = []string{
 	PlanFindingsBlocking, PlanFindingsMinor, PlanFindingsNone, PlanNextReviewFile, PlanNextTaskFile,
 	PlanReviewerFailed, PlanLogNote, PlanTDDNote, PlanBudgetNote, PlanNoneToContinue,
 	PlanRefuseNoPlanAction, PlanRefuseNoPlanCommand, PlanRefuseNotThisSession, PlanRefuseOtherPlan, PlanRefuseBadID, PlanRefuseBadIDShort, PlanRefuseNegativeReviews, PlanRefuseExists, PlanRefuseUnknownPhase, PlanRefuseSetMaxReviews, PlanRefuseSetNextPhase, PlanRefuseSetReviewModel, PlanRefuseSetBudget, PlanRefuseSetTDD, PlanRefuseSetUnknown, PlanRefuseNoPlan, PlanRefuseUnknownReview, PlanRefuseNoView,
+	PlanRefuseUnknownAction, PlanRefuseActionNoPlan, PlanRefuseTakesNoTask, PlanRefuseBadTaskID, PlanRefuseAllDone, PlanRefuseNoCurrentTask, PlanRefuseTaskExists, PlanRefuseNoTaskFile,
 	ReviewerRecheckMore, ReviewerRecheckNone, ReviewerRecheckNoDiff, ReviewerRecheckDiffCut, ReviewerAnswerSchema,
 }
 
@@ -128,6 +129,14 @@ var planContent = []struct {
 	{PlanRefuseNoPlan, []string{"session {{session_id}} has no plan"}},
 	{PlanRefuseUnknownReview, []string{"unknown review {{quoted_review}}"}},
 	{PlanRefuseNoView, []string{"plan {{plan_id}} has no state.json in {{plan_dir}}", "drover plan new {{plan_id}}"}},
+	{PlanRefuseUnknownAction, []string{"plan {{action}}: unknown action", "{{known}}"}},
+	{PlanRefuseActionNoPlan, []string{"plan {{action}}: this session has no plan", "/drover:plan new"}},
+	{PlanRefuseTakesNoTask, []string{"plan {{command}}: takes no task id", "{{quoted_task}}"}},
+	{PlanRefuseBadTaskID, []string{"plan {{command}}: {{quoted_task}} is not a valid task id"}},
+	{PlanRefuseAllDone, []string{"plan {{action}}: no task to work on", "no task that is not done"}},
+	{PlanRefuseNoCurrentTask, []string{"plan {{action}}: no task to work on", "no current task"}},
+	{PlanRefuseTaskExists, []string{"plan {{command}}: tasks.md has a task {{task}} already"}},
+	{PlanRefuseNoTaskFile, []string{"plan {{command}}: there is no task file {{task_file}}"}},
 	{PlanRuleNoPlan, []string{"plan.md"}},
 	{PlanRuleFileName, []string{"{{file}}", "not a plan file name"}},
 	{PlanRuleNested, []string{"nested directories", "{{files}}"}},

@@ -1,6 +1,10 @@
 package plan
 
-import "github.com/drover-dev/drover/templates"
+import (
+	"errors"
+
+	"github.com/drover-dev/drover/templates"
+)
 
 // words renders the plan's short texts (a violation, a problem, a name),
 // keeping the first error so that code composing several of them checks
@@ -21,6 +25,27 @@ func (w *words) say(name string, vars map[string]string) string {
 		return ""
 	}
 	return text
+}
+
+// wordedError is an error worded by a template that still is err for
+// errors.Is (a sentinel such as ErrNoTask).
+type wordedError struct {
+	text string
+	err  error
+}
+
+func (e *wordedError) Error() string { return e.text }
+
+func (e *wordedError) Unwrap() error { return e.err }
+
+// sayErr is template name as an error; err, when not nil, is what it
+// wraps.
+func sayErr(t templates.Set, err error, name string, vars map[string]string) error {
+	text := say(t, name, vars)
+	if err == nil {
+		return errors.New(text)
+	}
+	return &wordedError{text: text, err: err}
 }
 
 // say renders template name with vars for a piece of a larger text. Every
