@@ -184,4 +184,18 @@ const (
 	PlanRefuseNoCurrentTask = "plan_refuse_no_current_task"
 	PlanRefuseTaskExists    = "plan_refuse_task_exists"
 	PlanRefuseNoTaskFile    = "plan_refuse_no_task_file"
+	// Why a step of the plan (drover plan advance, set and the others)
+	// is refused: a file to write first, no task, no plan, a review
+	// running.
+	PlanRefuseWriteFirst       = "plan_refuse_write_first"
+	PlanRefuseAllDoneName      = "plan_refuse_all_done_name"
+	PlanRefuseContinueNoTask   = "plan_refuse_continue_no_task"
+	PlanRefuseNoPostReview     = "plan_refuse_no_post_review"
+	PlanRefuseCommandNoPlan    = "plan_refuse_command_no_plan"
+	PlanRefuseCommandStartPlan = "plan_refuse_command_start_plan"
+	PlanRefuseSetNegative      = "plan_refuse_set_negative"
+	PlanRefuseNameTheTask      = "plan_refuse_name_the_task"
+	PlanRefuseNothingToReview  = "plan_refuse_nothing_to_review"
+	PlanRefuseWaitsFor         = "plan_refuse_waits_for"
+	PlanRefuseReviewRunning    = "plan_refuse_review_running"
 )

@@ -157,7 +157,7 @@ func TestStandaloneCycle(t *testing.T) {
 			if !r.out.IsBlock() || r.state.NextPhase != tt.kind.PostReviewPhase() || !r.state.Standalone {
 				t.Fatalf("failed review: %s %s", r.out.Kind(), formatState(r.state))
 			}
-			s, _, err = PostReviewDone(r.state, tt.facts)
+			s, _, err = PostReviewDone(r.state, tt.facts, tm)
 			if err != nil || !s.Standalone || s.NextPhase != tt.kind.ReviewPhase() {
 				t.Fatalf("post-review done: %v %s", err, formatState(s))
 			}
@@ -167,7 +167,7 @@ func TestStandaloneCycle(t *testing.T) {
 					if !r.out.IsBlock() {
 						t.Fatalf("first clean review allowed the stop: %s", formatState(r.state))
 					}
-					if s, _, err = PostReviewDone(r.state, tt.facts); err != nil {
+					if s, _, err = PostReviewDone(r.state, tt.facts, tm); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -232,13 +232,13 @@ func TestStandaloneEndsWithTheCycle(t *testing.T) {
 		run  func() (State, []Effect, error)
 		keep bool
 	}{
-		{"complete-task", func() (State, []Effect, error) { return CompleteTask(in, facts(), "2", false) }, false},
+		{"complete-task", func() (State, []Effect, error) { return CompleteTask(in, facts(), tm, "2", false) }, false},
 		{"create-tasks", func() (State, []Effect, error) { return CreateTasks(in, facts(), tm) }, false},
 		{"another standalone review", func() (State, []Effect, error) { return StandaloneReview(in, facts(), tm, KindPlan, "") }, true},
-		{"stop-reviews", func() (State, []Effect, error) { return StopReviews(in, facts()) }, false},
-		{"complete", func() (State, []Effect, error) { return MarkComplete(in, facts()) }, false},
-		{"continue-task", func() (State, []Effect, error) { return ContinueTask(in, facts()) }, true},
-		{"add-task", func() (State, []Effect, error) { return AddTask(in, facts(), "3") }, true},
+		{"stop-reviews", func() (State, []Effect, error) { return StopReviews(in, facts(), tm) }, false},
+		{"complete", func() (State, []Effect, error) { return MarkComplete(in, facts(), tm) }, false},
+		{"continue-task", func() (State, []Effect, error) { return ContinueTask(in, facts(), tm) }, true},
+		{"add-task", func() (State, []Effect, error) { return AddTask(in, facts(), tm, "3") }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

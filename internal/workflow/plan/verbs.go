@@ -97,7 +97,7 @@ func Command(s State, f Facts, t templates.Set, verb string, args api.PlanArgs) 
 		return stopReviews(s, f, t)
 	case "add-task":
 		return change(s, f, t, "add-task", func(s State, f Facts) (State, []Effect, error) {
-			return AddTask(s, f, args.Task)
+			return AddTask(s, f, t, args.Task)
 		}, func(n State) (string, error) {
 			v := vars(n, f, t, "")
 			v["added_task"] = args.Task
@@ -184,7 +184,7 @@ func newPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 	case CheckBudget(args.BudgetUSD) != nil:
 		return s, Decision{}, nil, refuse(CheckBudget(args.BudgetUSD))
 	case s.Review != nil:
-		return s, Decision{}, nil, refusef("plan new: %w", ErrReviewRunning)
+		return s, Decision{}, nil, refusef("plan new: %w", reviewRunning(t))
 	case f.PlanID != id:
 		return s, Decision{}, nil, fmt.Errorf("plan new: the facts are for plan %q, not %q", f.PlanID, id)
 	case s.PlanID != id && f.View != nil:
@@ -193,7 +193,7 @@ func newPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 	var next State
 	if hasFile(f, "plan.md") {
 		var err error
-		if next, _, err = NewPlan(s, f, maxReviews); err != nil {
+		if next, _, err = NewPlan(s, f, t, maxReviews); err != nil {
 			return s, Decision{}, nil, refuse(err)
 		}
 	} else {
@@ -243,7 +243,7 @@ func advancePlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, D
 	switch phase {
 	case PhaseNewPlan:
 		cmd = func(s State, f Facts) (State, []Effect, error) {
-			n, e, err := NewPlan(s, f, s.MaxReviews)
+			n, e, err := NewPlan(s, f, t, s.MaxReviews)
 			n.TDD = s.TDD
 			return n, e, err
 		}
@@ -251,22 +251,22 @@ func advancePlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, D
 		cmd = func(s State, f Facts) (State, []Effect, error) { return CreateTasks(s, f, t) }
 	case PhaseCompleteTask, PhaseCompleteTaskTDD:
 		cmd = func(s State, f Facts) (State, []Effect, error) {
-			return CompleteTask(s, f, args.Task, phase == PhaseCompleteTaskTDD)
+			return CompleteTask(s, f, t, args.Task, phase == PhaseCompleteTaskTDD)
 		}
 	case PhaseNextTask, PhaseNextTaskTDD:
 		cmd = func(s State, f Facts) (State, []Effect, error) {
-			return NextTask(s, f, args.Task, phase == PhaseNextTaskTDD)
+			return NextTask(s, f, t, args.Task, phase == PhaseNextTaskTDD)
 		}
 	case PhaseContinueTask:
-		cmd = ContinueTask
+		cmd = func(s State, f Facts) (State, []Effect, error) { return ContinueTask(s, f, t) }
 	case PhaseComplete:
-		cmd = MarkComplete
+		cmd = func(s State, f Facts) (State, []Effect, error) { return MarkComplete(s, f, t) }
 	case "post-review", PhasePostPlanReview, PhasePostTasksReview, PhasePostCodeReview, PhasePostAllCodeReview:
 		cmd = func(s State, f Facts) (State, []Effect, error) {
 			if phase != "post-review" && s.NextPhase != phase && s.Review == nil {
-				return s, nil, fmt.Errorf("plan advance %s: the plan waits for %s, not %s", phase, orNone(string(s.NextPhase)), phase)
+				return s, nil, sayErr(t, nil, templates.PlanRefuseWaitsFor, map[string]string{"phase": string(phase), "next_phase": orNone(string(s.NextPhase))})
 			}
-			return PostReviewDone(s, f)
+			return PostReviewDone(s, f, t)
 		}
 	default:
 		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseUnknownPhase, map[string]string{"quoted_phase": strconv.Quote(string(phase)), "known": strings.Join(AdvancePhases(), ", ")})
@@ -314,7 +314,7 @@ func setPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 	setting := func(apply func(*State)) func(State, Facts) (State, []Effect, error) {
 		return func(s State, f Facts) (State, []Effect, error) {
 			if !s.Active() {
-				return s, nil, errors.New("plan set: this session has no plan")
+				return s, nil, sayErr(t, nil, templates.PlanRefuseCommandNoPlan, map[string]string{"command": "set"})
 			}
 			apply(&s)
 			return s, viewEffects(s, f), nil
@@ -334,7 +334,7 @@ func setPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 			return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseSetMaxReviews, map[string]string{"quoted_value": strconv.Quote(value)})
 		}
 		return change(s, f, t, "set max_reviews", func(s State, f Facts) (State, []Effect, error) {
-			return SetMaxReviews(s, f, n)
+			return SetMaxReviews(s, f, t, n)
 		}, render(templates.PlanSetMaxReviews))
 	case "next_phase":
 		if value != "null" && value != "none" && value != "" {
@@ -380,7 +380,8 @@ func stopReviews(s State, f Facts, t templates.Set) (State, Decision, []Effect, 
 	if !s.Active() {
 		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseNoPlan, map[string]string{"session_id": f.SessionID})
 	}
-	return change(s, f, t, "stop-reviews", StopReviews, func(n State) (string, error) {
+	stop := func(s State, f Facts) (State, []Effect, error) { return StopReviews(s, f, t) }
+	return change(s, f, t, "stop-reviews", stop, func(n State) (string, error) {
 		return t.Render(templates.PlanReviewsStopped, vars(n, f, t, ""))
 	})
 }
@@ -424,7 +425,7 @@ func continuePlan(s State, f Facts, t templates.Set) (State, Decision, []Effect,
 func Adopt(s State, f Facts, t templates.Set, id string, view []byte) (State, Decision, []Effect, error) {
 	switch {
 	case s.Review != nil:
-		return s, Decision{}, nil, refusef("plan continue: %w", ErrReviewRunning)
+		return s, Decision{}, nil, refusef("plan continue: %w", reviewRunning(t))
 	case !ValidPlanID(id):
 		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseBadIDShort, map[string]string{"quoted_id": strconv.Quote(id)})
 	case view == nil:

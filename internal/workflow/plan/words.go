@@ -48,6 +48,11 @@ func sayErr(t templates.Set, err error, name string, vars map[string]string) err
 	return &wordedError{text: text, err: err}
 }
 
+// reviewRunning is ErrReviewRunning in the words of t.
+func reviewRunning(t templates.Set) error {
+	return sayErr(t, ErrReviewRunning, templates.PlanRefuseReviewRunning, nil)
+}
+
 // say renders template name with vars for a piece of a larger text. Every
 // name passed here is a built-in one, so when t lacks it (the zero Set of
 // a test, say) the built-in stands in; the larger text's own render
