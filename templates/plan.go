@@ -196,6 +196,7 @@ const (
 	PlanRefuseSetNegative      = "plan_refuse_set_negative"
 	PlanRefuseNameTheTask      = "plan_refuse_name_the_task"
 	PlanRefuseNothingToReview  = "plan_refuse_nothing_to_review"
+	PlanRefuseBadBudget        = "plan_refuse_bad_budget"
 	PlanRefuseWaitsFor         = "plan_refuse_waits_for"
 	PlanRefuseReviewRunning    = "plan_refuse_review_running"
 )

@@ -25,7 +25,7 @@ var planNames = []string{
 	PlanReviewerFailed, PlanLogNote, PlanTDDNote, PlanBudgetNote, PlanNoneToContinue,
 	PlanRefuseNoPlanAction, PlanRefuseNoPlanCommand, PlanRefuseNotThisSession, PlanRefuseOtherPlan, PlanRefuseBadID, PlanRefuseBadIDShort, PlanRefuseNegativeReviews, PlanRefuseExists, PlanRefuseUnknownPhase, PlanRefuseSetMaxReviews, PlanRefuseSetNextPhase, PlanRefuseSetReviewModel, PlanRefuseSetBudget, PlanRefuseSetTDD, PlanRefuseSetUnknown, PlanRefuseNoPlan, PlanRefuseUnknownReview, PlanRefuseNoView,
 	PlanRefuseUnknownAction, PlanRefuseActionNoPlan, PlanRefuseTakesNoTask, PlanRefuseBadTaskID, PlanRefuseAllDone, PlanRefuseNoCurrentTask, PlanRefuseTaskExists, PlanRefuseNoTaskFile,
-	PlanRefuseWriteFirst, PlanRefuseAllDoneName, PlanRefuseContinueNoTask, PlanRefuseNoPostReview, PlanRefuseCommandNoPlan, PlanRefuseCommandStartPlan, PlanRefuseSetNegative, PlanRefuseNameTheTask, PlanRefuseNothingToReview, PlanRefuseReviewRunning, PlanRefuseWaitsFor,
+	PlanRefuseWriteFirst, PlanRefuseAllDoneName, PlanRefuseContinueNoTask, PlanRefuseNoPostReview, PlanRefuseCommandNoPlan, PlanRefuseCommandStartPlan, PlanRefuseSetNegative, PlanRefuseNameTheTask, PlanRefuseNothingToReview, PlanRefuseReviewRunning, PlanRefuseWaitsFor, PlanRefuseBadBudget,
 	ReviewerRecheckMore, ReviewerRecheckNone, ReviewerRecheckNoDiff, ReviewerRecheckDiffCut, ReviewerAnswerSchema,
 }
 
@@ -149,6 +149,7 @@ var planContent = []struct {
 	{PlanRefuseNothingToReview, []string{"plan {{command}}: nothing to review: {{problem}}"}},
 	{PlanRefuseReviewRunning, []string{"a review is running", "drover plan wait", "drover plan stop-reviews"}},
 	{PlanRefuseWaitsFor, []string{"plan advance {{phase}}: the plan waits for {{next_phase}}, not {{phase}}"}},
+	{PlanRefuseBadBudget, []string{"budget_usd must be a dollar amount of 0 or more, got {{value}}"}},
 	{PlanRuleNoPlan, []string{"plan.md"}},
 	{PlanRuleFileName, []string{"{{file}}", "not a plan file name"}},
 	{PlanRuleNested, []string{"nested directories", "{{files}}"}},

@@ -182,7 +182,7 @@ func newPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 	case maxReviews < 0:
 		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseNegativeReviews, map[string]string{"max_reviews": strconv.Itoa(maxReviews)})
 	case CheckBudget(args.BudgetUSD) != nil:
-		return s, Decision{}, nil, refuse(CheckBudget(args.BudgetUSD))
+		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseBadBudget, map[string]string{"value": fmt.Sprint(args.BudgetUSD)})
 	case s.Review != nil:
 		return s, Decision{}, nil, refusef("plan new: %w", reviewRunning(t))
 	case f.PlanID != id:
@@ -356,8 +356,8 @@ func setPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 		if err != nil {
 			return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseSetBudget, map[string]string{"quoted_value": strconv.Quote(value)})
 		}
-		if err := CheckBudget(usd); err != nil {
-			return s, Decision{}, nil, refuse(err)
+		if CheckBudget(usd) != nil {
+			return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseBadBudget, map[string]string{"value": fmt.Sprint(usd)})
 		}
 		name := templates.PlanSetBudget
 		if usd == 0 {
