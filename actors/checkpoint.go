@@ -62,6 +62,10 @@ func (a *sessionActor) checkpointSpecs(e loop.StartCheckpoint) ([]reviewer.Spec,
 	base.Prompt, base.Dir = e.Prompt, a.env.Root
 	base.LogPath = fmt.Sprintf("%s/checkpoint-%d.log", a.sessionDir(), e.Iteration)
 	base.Limiter, base.OwnerTag = a.env.Reviewers, a.env.ChildTag
+	if tmpl, err := a.env.Templates(); err == nil {
+		// A broken override leaves the built-in texts (the zero Set).
+		base.Templates = tmpl
+	}
 	return reviewconf.PerModel(base, cfg.ReviewModels()), reviewconf.Quorum(cfg.Review), nil
 }
 

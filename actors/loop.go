@@ -22,6 +22,7 @@ import (
 	"github.com/drover-dev/drover/internal/tracker"
 	"github.com/drover-dev/drover/internal/transcript"
 	"github.com/drover-dev/drover/internal/workflow/loop"
+	"github.com/drover-dev/drover/templates"
 )
 
 // The loop workflow's shell: it gathers the facts of an event, calls the
@@ -30,16 +31,20 @@ import (
 
 func (a *sessionActor) trackerPath() string { return tracker.Path(a.sessionDir()) }
 
-func (a *sessionActor) loopStatus(msg string) api.LoopStatus {
+func (a *sessionActor) loopStatus(tmpl templates.Set, msg string) (api.LoopStatus, error) {
 	s := a.rec.Loop
+	end, err := loop.EndReason(s, tmpl)
+	if err != nil {
+		return api.LoopStatus{}, err
+	}
 	return api.LoopStatus{
 		SessionID: a.id, Active: s.Active, Iteration: s.Iteration, MaxIterations: s.MaxIterations,
 		MaxMinutes: s.MaxMinutes, MaxUSD: s.MaxUSD, CheckpointEvery: s.CheckpointEvery, RequireChecks: s.RequireChecks,
 		CompletionPromise: s.CompletionPromise, Prompt: s.Prompt, StartedAt: s.StartedAt,
 		Status: s.LastStatus, StatusReason: s.LastStatusReason, Role: s.LastRole, Outcome: string(s.Outcome),
-		EndReason: loop.EndReason(s), StuckIterations: s.StuckIterations,
+		EndReason: end, StuckIterations: s.StuckIterations,
 		CostUSD: s.CostUSD, Tracker: a.trackerPath(), Reflections: len(a.rec.LoopReflections), Message: msg,
-	}
+	}, nil
 }
 
 // loopSession is the loop's part of the record (session.Record.LoopSession).
@@ -49,19 +54,23 @@ func (a *sessionActor) loopSession() loop.Session { return a.rec.LoopSession() }
 func withLoop(rec session.Record, s loop.Session) session.Record { return rec.WithLoop(s) }
 
 func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *WorkflowResult {
-	reply := func(st api.LoopStatus) *WorkflowResult {
-		b, err := json.Marshal(st)
-		return &WorkflowResult{Response: b, Err: err}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
 	tmpl, err := a.env.Templates()
 	if err != nil {
 		return &WorkflowResult{Err: fmt.Errorf("loading templates: %w", err)}
 	}
+	reply := func(text string) *WorkflowResult {
+		st, err := a.loopStatus(tmpl, text)
+		if err != nil {
+			return &WorkflowResult{Err: err}
+		}
+		b, err := json.Marshal(st)
+		return &WorkflowResult{Response: b, Err: err}
+	}
 	switch m.Verb {
 	case "status":
-		return reply(a.loopStatus(""))
+		return reply("")
 	case "cancel":
 		next, text, effects, err := loop.CancelLoop(a.loopSession(), a.loopFacts(), tmpl)
 		if errors.Is(err, loop.ErrRefused) {
@@ -73,7 +82,7 @@ func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *Work
 		if err := a.commitThen(actx, ctx, withLoop(a.rec, next), asEffects(effects)); err != nil {
 			return &WorkflowResult{Err: err}
 		}
-		return reply(a.loopStatus(text))
+		return reply(text)
 	case "start":
 		var args api.LoopStartArgs
 		if len(m.Args) > 0 {
@@ -100,7 +109,7 @@ func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *Work
 		if err := a.commitThen(actx, ctx, rec, asEffects(effects)); err != nil {
 			return &WorkflowResult{Err: err}
 		}
-		return reply(a.loopStatus(text))
+		return reply(text)
 	}
 	return &WorkflowResult{Err: unknownf("unknown loop command %q (start, cancel, status)", m.Verb)}
 }
@@ -134,16 +143,29 @@ func (a *sessionActor) readTracker() (tracker.Tracker, error) {
 	if errors.Is(err, tracker.ErrMalformed) {
 		moved, qerr := tracker.Quarantine(a.trackerPath(), a.env.now())
 		a.log.Warn("loop tracker quarantined", zap.String("moved_to", moved), zap.Error(err))
-		if qerr != nil {
-			return tracker.Tracker{}, fmt.Errorf("%w (and setting it aside failed: %v)", err, qerr)
+		vars := map[string]string{"error": err.Error(), "moved_to": filepath.Base(moved)}
+		name := templates.LoopTrackerSetAside
+		switch {
+		case qerr != nil:
+			name, vars["set_aside_error"] = templates.LoopTrackerSetAsideFailed, qerr.Error()
+		case a.rewriteWithNotes(moved):
+			name = templates.LoopTrackerSetAsideNotes
 		}
-		if a.rewriteWithNotes(moved) {
-			return tracker.Tracker{}, fmt.Errorf("%w; it was set aside as %s and rewritten with the body's notes kept", err, filepath.Base(moved))
-		}
-		return tracker.Tracker{}, fmt.Errorf("%w; it was set aside as %s and rewritten", err, filepath.Base(moved))
+		return tracker.Tracker{}, &notedError{err: err, text: a.text(name, vars)}
 	}
 	return tracker.Tracker{}, err
 }
+
+// notedError is err with what drover did about it, in words for the user;
+// it is still err for errors.Is.
+type notedError struct {
+	err  error
+	text string
+}
+
+func (e *notedError) Error() string { return e.text }
+
+func (e *notedError) Unwrap() error { return e.err }
 
 // rewriteWithNotes writes a fresh tracker from the loop's state with the
 // body of the quarantined file at moved, when its front matter was

@@ -164,7 +164,7 @@ func (a *sessionActor) planCommand(actx actor.Context, m *WorkflowCommand) *Work
 func (a *sessionActor) planVerb(actx actor.Context, ctx context.Context, verb string, args api.PlanArgs) (api.PlanStatus, error) {
 	switch verb {
 	case "status", "findings":
-		if err := plan.SamePlan(a.rec.Plan, a.id, args.PlanID); err != nil {
+		if err := plan.SamePlan(a.verbTemplates(), a.rec.Plan, a.id, args.PlanID); err != nil {
 			return api.PlanStatus{}, planErr(err)
 		}
 		st := a.planStatus("")
@@ -231,7 +231,7 @@ func (a *sessionActor) planRecord(s plan.State, take bool) session.Record {
 // newPlan is `drover plan new ID`.
 func (a *sessionActor) newPlan(actx actor.Context, ctx context.Context, args api.PlanArgs) (api.PlanStatus, error) {
 	// The id names a folder: it is checked before anything is read.
-	if err := plan.CheckPlanID(args.PlanID); err != nil {
+	if err := plan.CheckPlanID(a.verbTemplates(), args.PlanID); err != nil {
 		return api.PlanStatus{}, planErr(err)
 	}
 	if err := a.checkStart(session.Plan); err != nil {
@@ -263,7 +263,8 @@ func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, arg
 				return api.PlanStatus{}, err
 			}
 			if newest == "" {
-				return api.PlanStatus{}, fmt.Errorf("%w: session %s has no plan and %s holds none; start one with drover plan new <plan-id>", ErrBadRequest, a.id, a.plansDir())
+				text := a.text(templates.PlanNoneToContinue, map[string]string{"session_id": a.id, "plans_dir": a.plansDir()})
+				return api.PlanStatus{}, fmt.Errorf("%w: %s", ErrBadRequest, text)
 			}
 			id = newest
 		}

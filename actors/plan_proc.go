@@ -26,6 +26,10 @@ func (a *sessionActor) reviewJob(cfg config.Config, id uint64, e plan.StartRevie
 	base.Model, base.Prompt, base.Dir = e.Model, e.Prompt, a.env.Root
 	base.LogPath = strings.TrimSuffix(e.ReviewFile, ".md") + ".log"
 	base.Limiter, base.OwnerTag = a.env.Reviewers, a.env.ChildTag
+	if tmpl, err := a.env.Templates(); err == nil {
+		// A broken override leaves the built-in texts (the zero Set).
+		base.Templates = tmpl
+	}
 	if !cfg.ParallelReview() {
 		return reviewJob{id: id, specs: []reviewer.Spec{base}}, nil
 	}

@@ -244,7 +244,7 @@ func (r *runsActor) start(ctx actor.Context, req api.StartRunRequest) (*actor.PI
 		return nil, &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
 	}
 	cfg := r.env.config()
-	opts, err := run.Options(req.Options, cfg.Run)
+	opts, err := run.Options(req.Options, cfg.Run, r.templates())
 	if err != nil {
 		return nil, &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
 	}

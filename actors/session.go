@@ -399,15 +399,15 @@ func (a *sessionActor) command(actx actor.Context, m *Command) *CommandResult {
 		if err != nil {
 			return &CommandResult{Err: err}
 		}
-		next, err := queue.Start(rec.Queue, f)
-		if err != nil {
-			return &CommandResult{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
-		}
-		rec.Queue = next
 		tmpl, err := a.env.Templates()
 		if err != nil {
 			return &CommandResult{Err: fmt.Errorf("loading templates: %w", err)}
 		}
+		next, err := queue.Start(rec.Queue, f, tmpl)
+		if err != nil {
+			return &CommandResult{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
+		}
+		rec.Queue = next
 		msg, err := queue.StartText(next, f, tmpl)
 		if err != nil {
 			return &CommandResult{Err: err}

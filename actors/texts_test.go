@@ -6,11 +6,13 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/tracker"
 	"github.com/drover-dev/drover/templates"
 )
 
@@ -126,5 +128,54 @@ func TestSaveFailureTextComesFromTemplates(t *testing.T) {
 				t.Errorf("decision %q: an unsaved decision must let the agent stop", r.Output.Decision)
 			}
 		})
+	}
+}
+
+// A malformed loop tracker is set aside, and the user reads what became of
+// it in the words of the templates.
+func TestTrackerSetAsideTextComesFromTemplates(t *testing.T) {
+	tests := []struct {
+		name     string
+		override string
+		want     string
+	}{
+		{"built-in", "", "; it was set aside as "},
+		{"override", "SET ASIDE {{moved_to}}", "(SET ASIDE " + tracker.FileName + "."},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tt.override != "" {
+				if err := os.WriteFile(filepath.Join(dir, templates.LoopTrackerSetAside+".md"), []byte(tt.override+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f := newFixture(t, SessionsOptions{RestartMax: 3}, func(e *Env) {
+				e.Templates = func() (templates.Set, error) { return templates.Load(dir) }
+			})
+			args, _ := json.Marshal(api.LoopStartArgs{Prompt: "keep going"})
+			if r := f.ask("l", &WorkflowCommand{Workflow: "loop", Verb: "start", Args: args}).(*WorkflowResult); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			path := tracker.Path(filepath.Join(f.root, ".drover", "sessions", "l"))
+			if err := os.WriteFile(path, []byte("no front matter\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			r := f.stop("l", "s1")
+			if r.Err != nil || !strings.Contains(r.Output.SystemMessage, tt.want) {
+				t.Errorf("stop on a malformed tracker: %v, message %q, want it to contain %q", r.Err, r.Output.SystemMessage, tt.want)
+			}
+		})
+	}
+}
+
+// drover plan continue with no plan anywhere is refused in the words of
+// the templates.
+func TestPlanContinueRefusalComesFromTemplates(t *testing.T) {
+	f := newFixture(t, SessionsOptions{RestartMax: 3})
+	r := f.ask("p", &WorkflowCommand{Workflow: "plan", Verb: "continue", Args: []byte("{}")}).(*WorkflowResult)
+	want := "session p has no plan and " + filepath.Join(f.root, ".drover", "plans") + " holds none; start one with drover plan new <plan-id>"
+	if !errors.Is(r.Err, ErrBadRequest) || !strings.HasSuffix(r.Err.Error(), want) {
+		t.Errorf("plan continue with no plan: %v, want a bad request ending %q", r.Err, want)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/drover-dev/drover/templates"
 )
 
 // stripEnv lists variables removed from the environment of a reviewer run
@@ -181,12 +183,18 @@ func geminiArgs(s Spec, sch []byte) []string {
 	if s.Model != "" {
 		args = append(args, "--model", s.Model)
 	}
-	return append(args, "--output-format", "json", "--approval-mode", "default", "--prompt", positional(geminiPrompt(s.Prompt, sch)))
+	return append(args, "--output-format", "json", "--approval-mode", "default", "--prompt", positional(geminiPrompt(s.Templates, s.Prompt, sch)))
 }
 
-// geminiPrompt appends to prompt the instruction to answer in the schema.
-func geminiPrompt(prompt string, sch []byte) string {
-	return prompt + "\n\nAnswer with one JSON object and nothing else: no prose before or after it, no Markdown code fence. The object must match this JSON schema:\n" + string(sch) + "\n"
+// geminiPrompt appends to prompt the instruction to answer in the schema,
+// worded by t (the built-in when t does not have it), and the schema.
+func geminiPrompt(t templates.Set, prompt string, sch []byte) string {
+	text, err := t.Render(templates.ReviewerAnswerSchema, nil)
+	if err != nil {
+		// The zero Set of a Spec built without one holds no templates.
+		text, _ = templates.Defaults().Render(templates.ReviewerAnswerSchema, nil)
+	}
+	return prompt + "\n\n" + text + "\n" + string(sch) + "\n"
 }
 
 // positional keeps a prompt from being read as an option: the CLI's parser

@@ -2,9 +2,13 @@ package reviewer
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/drover-dev/drover/templates"
 )
 
 func TestBuildCommandClaude(t *testing.T) {
@@ -179,13 +183,13 @@ func TestBuildCommandCodexAndGemini(t *testing.T) {
 			name:     "gemini: headless JSON, default approvals, schema in the prompt",
 			spec:     Spec{CLI: CLIGemini, Model: "gemini-2.5-pro", Prompt: "Review plan.md.", BudgetUSD: 3, Env: base},
 			wantName: "gemini",
-			want:     append([]string{"--model", "gemini-2.5-pro"}, geminiTail(geminiPrompt("Review plan.md.", Schema()))...),
+			want:     append([]string{"--model", "gemini-2.5-pro"}, geminiTail(geminiPrompt(templates.Set{}, "Review plan.md.", Schema()))...),
 		},
 		{
 			name:     "gemini: a custom schema, no model, a dash prompt",
 			spec:     Spec{CLI: CLIGemini, Path: "/opt/gemini", Prompt: "- check", Schema: []byte(`{"type":"object"}`), Env: base},
 			wantName: "/opt/gemini",
-			want:     geminiTail("\n" + geminiPrompt("- check", []byte(`{"type":"object"}`))),
+			want:     geminiTail("\n" + geminiPrompt(templates.Set{}, "- check", []byte(`{"type":"object"}`))),
 		},
 	}
 	for _, tt := range tests {
@@ -212,9 +216,24 @@ func TestBuildCommandCodexAndGemini(t *testing.T) {
 }
 
 func TestGeminiPrompt(t *testing.T) {
-	p := geminiPrompt("Review plan.md.", Schema())
+	p := geminiPrompt(templates.Set{}, "Review plan.md.", Schema())
 	if !strings.HasPrefix(p, "Review plan.md.\n\n") || !strings.Contains(p, string(Schema())) || !strings.Contains(p, "one JSON object and nothing else") {
 		t.Errorf("prompt = %q", p)
+	}
+	want := "Review plan.md.\n\nAnswer with one JSON object and nothing else: no prose before or after it, no Markdown code fence. The object must match this JSON schema:\n{}\n"
+	if got := geminiPrompt(templates.Defaults(), "Review plan.md.", []byte("{}")); got != want {
+		t.Errorf("built-in prompt = %q, want %q", got, want)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, templates.ReviewerAnswerSchema+".md"), []byte("JSON please:\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	over, err := templates.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := geminiPrompt(over, "R", []byte("{}")); got != "R\n\nJSON please:\n{}\n" {
+		t.Errorf("overridden prompt = %q", got)
 	}
 }
 

@@ -165,24 +165,37 @@ const (
 // previous is typically Ledger.Open(); diffSince is `git diff` from where
 // the previous review started. Both are cut to fit in a prompt.
 func RecheckPrompt(t templates.Set, previous []LedgerEntry, diffSince string) (string, error) {
+	// say renders one of the pieces; only an unknown name fails, and the
+	// prompt's own render below reports that.
+	var sayErr error
+	say := func(name string, n int) string {
+		text, err := t.Render(name, map[string]string{"count": strconv.Itoa(n)})
+		if err != nil && sayErr == nil {
+			sayErr = err
+		}
+		return text
+	}
 	var b strings.Builder
 	for i, e := range previous {
 		if i == MaxRecheckFindings {
-			fmt.Fprintf(&b, "- ... and %d more\n", len(previous)-MaxRecheckFindings)
+			b.WriteString("- " + say(templates.ReviewerRecheckMore, len(previous)-MaxRecheckFindings) + "\n")
 			break
 		}
 		fmt.Fprintf(&b, "- [%s] %s%s\n", e.Severity, where(e.Finding), oneLine(e.Summary))
 	}
 	list := strings.TrimRight(b.String(), "\n")
 	if list == "" {
-		list = "- (none: the previous review found nothing)"
+		list = "- " + say(templates.ReviewerRecheckNone, 0)
 	}
 	diff := strings.TrimSpace(diffSince)
 	switch {
 	case diff == "":
-		diff = "(no changes since the previous review)"
+		diff = say(templates.ReviewerRecheckNoDiff, 0)
 	case len(diff) > MaxDiffBytes:
-		diff = cut(diff, MaxDiffBytes) + fmt.Sprintf("\n[diff cut: %d more bytes; run git diff to see the rest]", len(diff)-MaxDiffBytes)
+		diff = cut(diff, MaxDiffBytes) + "\n" + say(templates.ReviewerRecheckDiffCut, len(diff)-MaxDiffBytes)
+	}
+	if sayErr != nil {
+		return "", fmt.Errorf("recheck prompt: %w", sayErr)
 	}
 	text, err := t.Render(templates.ReviewerRecheck, map[string]string{
 		"previous_findings": list,

@@ -168,6 +168,14 @@ func TestRecheckPrompt(t *testing.T) {
 	if _, err := RecheckPrompt(templates.Set{}, nil, ""); err == nil {
 		t.Error("no error without the template")
 	}
+	many := make([]LedgerEntry, MaxRecheckFindings+2)
+	for i := range many {
+		many[i].Severity, many[i].Summary = SeverityMinor, fmt.Sprint("nit ", i)
+	}
+	text, err = RecheckPrompt(templates.Defaults(), many, "")
+	if err != nil || !strings.Contains(text, "- [minor] nit 49\n- ... and 2 more\n") || strings.Contains(text, "nit 50") {
+		t.Errorf("a long list of findings is not cut at %d (%v):\n%s", MaxRecheckFindings, err, text)
+	}
 }
 
 // TestConvergesOnNits runs a scripted reviewer that always answers FAIL with

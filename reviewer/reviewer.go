@@ -22,6 +22,8 @@ package reviewer
 import (
 	"errors"
 	"time"
+
+	"github.com/drover-dev/drover/templates"
 )
 
 // The CLIs BuildCommand knows.
@@ -106,6 +108,10 @@ type Spec struct {
 	// reviewer of one supervisor: the supervisor's watchdog ends what
 	// carries it if the supervisor dies without doing so.
 	OwnerTag string
+	// Templates words what drover adds to Prompt for a CLI that needs it
+	// (gemini's instruction to answer in the schema); the zero Set means
+	// the built-ins.
+	Templates templates.Set
 }
 
 // Outcome is how a run ended.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/eventually"
+	"github.com/drover-dev/drover/templates"
 )
 
 func TestRunPassAndFail(t *testing.T) {
@@ -434,7 +435,7 @@ func TestRunCodexAndGemini(t *testing.T) {
 			name: "gemini",
 			spec: fakeAs(CLIGemini, "gemini-2.5-pro", "FAKE_VERDICT=FAIL", "FAKE_FINDINGS="+blocking),
 			wantArgs: func(invocation) []string {
-				return []string{"--model", "gemini-2.5-pro", "--output-format", "json", "--approval-mode", "default", "--prompt", geminiPrompt("Review the work.", Schema())}
+				return []string{"--model", "gemini-2.5-pro", "--output-format", "json", "--approval-mode", "default", "--prompt", geminiPrompt(templates.Set{}, "Review the work.", Schema())}
 			},
 			outcome: Fail, findings: 1, input: 900, output: 60,
 		},

@@ -93,3 +93,62 @@ const (
 	LoopEffectStuckLimit      = "loop_effect_stuck_limit"
 	LoopEffectStuck           = "loop_effect_stuck"
 )
+
+// The loop's words and short phrases that the texts above are filled with,
+// so that a project rewording the loop's messages can reword these too.
+const (
+	// LoopIterationCountOne and LoopIterationCount count iterations: "1
+	// iteration", "{{count}} iterations".
+	LoopIterationCountOne = "loop_iteration_count_one"
+	LoopIterationCount    = "loop_iteration_count"
+	// The end reason of `drover loop status`, one per way a loop ends.
+	LoopEndDone      = "loop_end_done"
+	LoopEndBudget    = "loop_end_budget"
+	LoopEndConverged = "loop_end_converged"
+	LoopEndStuck     = "loop_end_stuck"
+	LoopEndCancelled = "loop_end_cancelled"
+	// The budget_detail of LoopBudget: which budget the loop spent, and how.
+	LoopSpentIterations = "loop_spent_iterations"
+	LoopSpentMinutes    = "loop_spent_minutes"
+	LoopSpentUSD        = "loop_spent_usd"
+	LoopSpentExhausted  = "loop_spent_exhausted"
+	// LoopChecksNotRequired and LoopChecksResultPassed are the
+	// checks_result of LoopDone.
+	LoopChecksNotRequired  = "loop_checks_not_required"
+	LoopChecksResultPassed = "loop_checks_result_passed"
+	// LoopConsensusFirstError is LoopConsensusNone's first_error when a
+	// reviewer run reported one; LoopConsensusFinding is one line of
+	// LoopConsensus's findings; LoopVerdictPass and LoopVerdictFail are
+	// its verdict.
+	LoopConsensusFirstError = "loop_consensus_first_error"
+	LoopConsensusFinding    = "loop_consensus_finding"
+	LoopVerdictPass         = "loop_verdict_pass"
+	LoopVerdictFail         = "loop_verdict_fail"
+	// The parts of {{budgets}}, the budgets in force joined by "; ": the
+	// iterations, and the minutes and dollars when the loop has such a
+	// budget.
+	LoopBudgetsIterations = "loop_budgets_iterations"
+	LoopBudgetsMinutes    = "loop_budgets_minutes"
+	LoopBudgetsUSD        = "loop_budgets_usd"
+	// LoopSpendUnknown is {{spent_usd}} while no cost was reported.
+	LoopSpendUnknown = "loop_spend_unknown"
+	// LoopYes and LoopNo are {{require_checks}}.
+	LoopYes = "loop_yes"
+	LoopNo  = "loop_no"
+	// What became of a malformed loop tracker ({{tracker_error}}): set
+	// aside and rewritten, with the agent's notes kept or not, or not set
+	// aside at all.
+	LoopTrackerSetAside       = "loop_tracker_set_aside"
+	LoopTrackerSetAsideNotes  = "loop_tracker_set_aside_notes"
+	LoopTrackerSetAsideFailed = "loop_tracker_set_aside_failed"
+	// Why /drover:loop refuses its options, one per option that is wrong
+	// ({{value}} is what was given).
+	LoopBadPromptEmpty     = "loop_bad_prompt_empty"
+	LoopBadPromptLong      = "loop_bad_prompt_long"
+	LoopBadMaxIterations   = "loop_bad_max_iterations"
+	LoopBadMaxMinutes      = "loop_bad_max_minutes"
+	LoopBadMaxUSD          = "loop_bad_max_usd"
+	LoopBadCheckpointEvery = "loop_bad_checkpoint_every"
+	LoopBadPromiseBrackets = "loop_bad_promise_brackets"
+	LoopBadPromiseLong     = "loop_bad_promise_long"
+)

@@ -12,6 +12,16 @@ const (
 	// ReviewerRecheck is appended to a review prompt after the first
 	// review of a cycle: re-check the open findings and the diff.
 	ReviewerRecheck = "reviewer_recheck"
+	// The pieces of ReviewerRecheck: the line that ends a list of findings
+	// cut short, the list of none, the diff of no changes, and the note
+	// that ends a diff cut short.
+	ReviewerRecheckMore    = "reviewer_recheck_more"
+	ReviewerRecheckNone    = "reviewer_recheck_none"
+	ReviewerRecheckNoDiff  = "reviewer_recheck_no_diff"
+	ReviewerRecheckDiffCut = "reviewer_recheck_diff_cut"
+	// ReviewerAnswerSchema follows the prompt of a reviewer CLI that takes
+	// no schema flag (gemini): answer in JSON, in the schema that follows.
+	ReviewerAnswerSchema = "reviewer_answer_schema"
 
 	// Block messages that send the agent to a post-review, one per kind.
 	PlanPostReviewPlan    = "plan_post_review_plan"
@@ -91,4 +101,102 @@ const (
 	PlanSetTDD             = "plan_set_tdd"
 	PlanReviewsStopped     = "plan_reviews_stopped"
 	PlanBudgetSpent        = "plan_budget_spent"
+)
+
+// The plan's smaller texts, which fill the placeholders of the texts above.
+const (
+	// The violations of the plan folder rules (PlanInvalid's
+	// {{violations}}), in rule order; PlanRuleMore ends a list cut short.
+	PlanRuleNoPlan           = "plan_rule_no_plan"
+	PlanRuleFileName         = "plan_rule_file_name"
+	PlanRuleNested           = "plan_rule_nested"
+	PlanRuleMore             = "plan_rule_more"
+	PlanRuleReviewOrphan     = "plan_rule_review_orphan"
+	PlanRulePostReviewOrphan = "plan_rule_post_review_orphan"
+	PlanRuleNoTasksMD        = "plan_rule_no_tasks_md"
+	PlanRuleTasksNotTable    = "plan_rule_tasks_not_table"
+	PlanRuleTasksNoRows      = "plan_rule_tasks_no_rows"
+	PlanRuleTasksHeaderOnly  = "plan_rule_tasks_header_only"
+	// What is wrong with a state.json that drover rewrites
+	// (PlanViewRewritten's {{problem}}).
+	PlanViewNotJSON       = "plan_view_not_json"
+	PlanViewNotObject     = "plan_view_not_object"
+	PlanViewMissingFields = "plan_view_missing_fields"
+	// What a review would have nothing to read (PlanReviewMissing's
+	// {{problem}}).
+	PlanMissingPlanMD      = "plan_missing_plan_md"
+	PlanMissingCurrentTask = "plan_missing_current_task"
+	PlanMissingTaskFile    = "plan_missing_task_file"
+	PlanMissingTaskFiles   = "plan_missing_task_files"
+	// The name of a review in messages ({{review_name}}), one per kind.
+	PlanNamePlanReview    = "plan_name_plan_review"
+	PlanNameTasksReview   = "plan_name_tasks_review"
+	PlanNameCodeReview    = "plan_name_code_review"
+	PlanNameAllCodeReview = "plan_name_all_code_review"
+	// The section titles of PlanReviewFile's {{findings}}, and what stands
+	// in for them when the reviewer found nothing.
+	PlanFindingsBlocking = "plan_findings_blocking"
+	PlanFindingsMinor    = "plan_findings_minor"
+	PlanFindingsNone     = "plan_findings_none"
+	// PlanNext's {{target}}: the review file or the task file to read.
+	PlanNextReviewFile = "plan_next_review_file"
+	PlanNextTaskFile   = "plan_next_task_file"
+	// PlanReviewFailed's {{error}} when the run gave none, and its
+	// {{log_note}} when the run left a log.
+	PlanReviewerFailed = "plan_reviewer_failed"
+	PlanLogNote        = "plan_log_note"
+	// PlanStarted's {{tdd_note}} and {{budget_note}}, each after a comma.
+	PlanTDDNote    = "plan_tdd_note"
+	PlanBudgetNote = "plan_budget_note"
+	// PlanNoneToContinue refuses drover plan continue in a session with no
+	// plan when the plans folder holds none either.
+	PlanNoneToContinue = "plan_none_to_continue"
+)
+
+// Why a `drover plan` command is refused (internal/workflow/plan's
+// verbs): no plan, another plan, a bad id or setting, an unknown phase.
+const (
+	PlanRefuseNoPlanAction    = "plan_refuse_no_plan_action"
+	PlanRefuseNoPlanCommand   = "plan_refuse_no_plan_command"
+	PlanRefuseNotThisSession  = "plan_refuse_not_this_session"
+	PlanRefuseOtherPlan       = "plan_refuse_other_plan"
+	PlanRefuseBadID           = "plan_refuse_bad_id"
+	PlanRefuseBadIDShort      = "plan_refuse_bad_id_short"
+	PlanRefuseNegativeReviews = "plan_refuse_negative_reviews"
+	PlanRefuseExists          = "plan_refuse_exists"
+	PlanRefuseUnknownPhase    = "plan_refuse_unknown_phase"
+	PlanRefuseSetMaxReviews   = "plan_refuse_set_max_reviews"
+	PlanRefuseSetNextPhase    = "plan_refuse_set_next_phase"
+	PlanRefuseSetReviewModel  = "plan_refuse_set_review_model"
+	PlanRefuseSetBudget       = "plan_refuse_set_budget"
+	PlanRefuseSetTDD          = "plan_refuse_set_tdd"
+	PlanRefuseSetUnknown      = "plan_refuse_set_unknown"
+	PlanRefuseNoPlan          = "plan_refuse_no_plan"
+	PlanRefuseUnknownReview   = "plan_refuse_unknown_review"
+	PlanRefuseNoView          = "plan_refuse_no_view"
+	// Why a plan action (/drover:plan ACTION) or a step of the plan is
+	// refused: the action, the plan or the task it needs.
+	PlanRefuseUnknownAction = "plan_refuse_unknown_action"
+	PlanRefuseActionNoPlan  = "plan_refuse_action_no_plan"
+	PlanRefuseTakesNoTask   = "plan_refuse_takes_no_task"
+	PlanRefuseBadTaskID     = "plan_refuse_bad_task_id"
+	PlanRefuseAllDone       = "plan_refuse_all_done"
+	PlanRefuseNoCurrentTask = "plan_refuse_no_current_task"
+	PlanRefuseTaskExists    = "plan_refuse_task_exists"
+	PlanRefuseNoTaskFile    = "plan_refuse_no_task_file"
+	// Why a step of the plan (drover plan advance, set and the others)
+	// is refused: a file to write first, no task, no plan, a review
+	// running.
+	PlanRefuseWriteFirst       = "plan_refuse_write_first"
+	PlanRefuseAllDoneName      = "plan_refuse_all_done_name"
+	PlanRefuseContinueNoTask   = "plan_refuse_continue_no_task"
+	PlanRefuseNoPostReview     = "plan_refuse_no_post_review"
+	PlanRefuseCommandNoPlan    = "plan_refuse_command_no_plan"
+	PlanRefuseCommandStartPlan = "plan_refuse_command_start_plan"
+	PlanRefuseSetNegative      = "plan_refuse_set_negative"
+	PlanRefuseNameTheTask      = "plan_refuse_name_the_task"
+	PlanRefuseNothingToReview  = "plan_refuse_nothing_to_review"
+	PlanRefuseBadBudget        = "plan_refuse_bad_budget"
+	PlanRefuseWaitsFor         = "plan_refuse_waits_for"
+	PlanRefuseReviewRunning    = "plan_refuse_review_running"
 )

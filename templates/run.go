@@ -57,6 +57,16 @@ const (
 	RunFinished = "run_finished"
 	RunNoBranch = "run_no_branch"
 
+	// RunMoreLines ends a list of lines cut short (the git status of a
+	// task's uncommitted changes).
+	RunMoreLines = "run_more_lines"
+
+	// RunOptionsReviewerAndNoReview and RunOptionsNotABudget refuse the
+	// options of a run: a reviewer command with --no-review, and a budget
+	// that is negative or not a number ({{option}} names it).
+	RunOptionsReviewerAndNoReview = "run_options_reviewer_and_no_review"
+	RunOptionsNotABudget          = "run_options_not_a_budget"
+
 	// RunCommandTimedOut heads the output of a test or suite command that
 	// ran out of time, as the agent and the run's report read it.
 	RunCommandTimedOut = "run_command_timed_out"

@@ -10,6 +10,7 @@ var runNames = []string{
 	RunCancelled, RunDone, RunStopped, RunWaveBlocked, RunMergeFailed, RunConflicts,
 	RunSuiteMissing, RunSuiteFailed,
 	RunBusy, RunLive, RunNotLive, RunMissing, RunFinished, RunNoBranch, RunCommandTimedOut,
+	RunOptionsReviewerAndNoReview, RunOptionsNotABudget, RunMoreLines,
 }
 
 // runContent pins what each run template must say and which placeholders
@@ -54,5 +55,8 @@ var runContent = []struct {
 	{RunMissing, []string{"no run {{run_id}}"}},
 	{RunFinished, []string{"run {{run_id}} is done"}},
 	{RunNoBranch, []string{"the main work tree {{root}} is not on a branch to merge into"}},
+	{RunOptionsReviewerAndNoReview, []string{"reviewer command", "no review", "choose one"}},
+	{RunOptionsNotABudget, []string{"{{option}} {{value}} is not a budget", "0 for none"}},
+	{RunMoreLines, []string{"and {{count}} more"}},
 	{RunSuiteFailed, []string{"wave {{wave}} checkpoint failed", "{{command}}", "{{target}}", "{{output}}"}},
 }

@@ -41,36 +41,39 @@ const (
 
 // Start is `/drover:loop`: it validates opts and returns an active loop at
 // iteration 1, started at now. Every invalid flag is reported, each error
-// naming its flag.
-func Start(opts StartOptions, now time.Time) (State, error) {
+// naming its flag, in the words of t.
+func Start(opts StartOptions, now time.Time, t templates.Set) (State, error) {
 	var errs []error
+	bad := func(name string, vars map[string]string) {
+		errs = append(errs, errors.New(say(t, name, vars)))
+	}
 	prompt := strings.TrimSpace(opts.Prompt)
 	switch n := utf8.RuneCountInString(prompt); {
 	case n == 0:
-		errs = append(errs, errors.New(`the loop prompt is empty: say what the loop should do, as in /drover:loop "make the parser handle unicode"`))
+		bad(templates.LoopBadPromptEmpty, nil)
 	case n > MaxPromptChars:
-		errs = append(errs, fmt.Errorf("the loop prompt is %d characters, more than %d: put the details in a file and name the file in the prompt", n, MaxPromptChars))
+		bad(templates.LoopBadPromptLong, map[string]string{"chars": strconv.Itoa(n), "max_chars": strconv.Itoa(MaxPromptChars)})
 	}
 	if opts.MaxIterations < 1 {
-		errs = append(errs, fmt.Errorf("--max-iterations is %d, want 1 or more", opts.MaxIterations))
+		bad(templates.LoopBadMaxIterations, map[string]string{"value": strconv.Itoa(opts.MaxIterations)})
 	}
 	if opts.MaxMinutes < 0 {
-		errs = append(errs, fmt.Errorf("--max-minutes is %d, want 0 (no limit) or more", opts.MaxMinutes))
+		bad(templates.LoopBadMaxMinutes, map[string]string{"value": strconv.Itoa(opts.MaxMinutes)})
 	}
 	if math.IsNaN(opts.MaxUSD) || math.IsInf(opts.MaxUSD, 0) || opts.MaxUSD < 0 {
-		errs = append(errs, fmt.Errorf("--max-usd is %v, want 0 (no limit) or more", opts.MaxUSD))
+		bad(templates.LoopBadMaxUSD, map[string]string{"value": fmt.Sprint(opts.MaxUSD)})
 	}
 	if opts.CheckpointEvery < 0 {
-		errs = append(errs, fmt.Errorf("--checkpoint-every is %d, want 0 (no checkpoints) or more", opts.CheckpointEvery))
+		bad(templates.LoopBadCheckpointEvery, map[string]string{"value": strconv.Itoa(opts.CheckpointEvery)})
 	}
 	promise := normalize(opts.CompletionPromise)
 	switch {
 	case promise == "":
 		promise = DefaultPromise
 	case strings.ContainsAny(promise, "<>"):
-		errs = append(errs, fmt.Errorf("--completion-promise %q holds < or >, which would break the <promise> tag", promise))
+		bad(templates.LoopBadPromiseBrackets, map[string]string{"promise": strconv.Quote(promise)})
 	case utf8.RuneCountInString(promise) > MaxPromiseChars:
-		errs = append(errs, fmt.Errorf("--completion-promise is longer than %d characters", MaxPromiseChars))
+		bad(templates.LoopBadPromiseLong, map[string]string{"max_chars": strconv.Itoa(MaxPromiseChars)})
 	}
 	if err := errors.Join(errs...); err != nil {
 		return State{}, fmt.Errorf("starting loop: %w", err)
@@ -153,7 +156,7 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 	var warning string
 	if f.TrackerErr != nil {
 		var err error
-		if warning, err = t.Render(templates.LoopTrackerError, Vars(next, f)); err != nil {
+		if warning, err = t.Render(templates.LoopTrackerError, Vars(next, f, t)); err != nil {
 			return fail(err)
 		}
 	}
@@ -161,11 +164,15 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 	signal := completion(s, f)
 	if signal != "" && (!s.RequireChecks || checksPassed(f)) {
 		next.Active, next.Outcome = false, Done
-		vars := Vars(next, f)
+		vars := Vars(next, f, t)
 		vars["completed_by"] = signal
-		vars["checks_result"] = "not required"
+		result := templates.LoopChecksNotRequired
 		if s.RequireChecks {
-			vars["checks_result"] = "passed"
+			result = templates.LoopChecksResultPassed
+		}
+		var err error
+		if vars["checks_result"], err = t.Render(result, nil); err != nil {
+			return fail(err)
 		}
 		msg, err := t.Render(templates.LoopDone, vars)
 		if err != nil {
@@ -176,16 +183,20 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 
 	if f.EndOnConverged && !s.RequireChecks && f.Status == StatusConvergedSuccess && next.SuccessIterations >= max(1, f.ConvergedStreak) {
 		next.Active, next.Outcome = false, Converged
-		msg, err := t.Render(templates.LoopConverged, Vars(next, f))
+		msg, err := t.Render(templates.LoopConverged, Vars(next, f, t))
 		if err != nil {
 			return fail(err)
 		}
 		return next, hook.Output{SystemMessage: joinLines(warning, msg)}, nil
 	}
 
-	if outcome, detail := spent(next, f); outcome != Running {
+	outcome, detail, err := spent(next, f, t)
+	if err != nil {
+		return fail(err)
+	}
+	if outcome != Running {
 		next.Active, next.Outcome = false, outcome
-		vars := Vars(next, f)
+		vars := Vars(next, f, t)
 		vars["budget"] = string(outcome)
 		vars["budget_detail"] = detail
 		msg, err := t.Render(templates.LoopBudget, vars)
@@ -197,7 +208,7 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 
 	if f.StuckLimit > 0 && next.StuckIterations > f.StuckLimit {
 		next.Active, next.Outcome = false, Stuck
-		msg, err := t.Render(templates.LoopStuck, Vars(next, f))
+		msg, err := t.Render(templates.LoopStuck, Vars(next, f, t))
 		if err != nil {
 			return fail(err)
 		}
@@ -212,7 +223,7 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, error) {
 	reason := prompt
 	if signal != "" {
 		// The agent said it was done; the checks say otherwise.
-		vars := Vars(next, f)
+		vars := Vars(next, f, t)
 		vars["completed_by"] = signal
 		vars["loop_prompt"] = prompt
 		if !f.ChecksConfigured || f.ChecksPassed == nil {
@@ -268,7 +279,7 @@ func statusEffect(s State, f Facts, t templates.Set) (string, error) {
 		// s is the state after the stop that measured the success, so the
 		// streak already counts it.
 		left := max(1, f.ConvergedStreak) - s.SuccessIterations
-		name, vars["iterations_left"] = templates.LoopEffectConvergedStreak, plural(max(1, left), "iteration")
+		name, vars["iterations_left"] = templates.LoopEffectConvergedStreak, iterations(t, max(1, left))
 	case f.Status == StatusConvergedSuccess:
 		name = templates.LoopEffectConverged
 	case isStuck(f.Status) && f.StuckLimit > 0:
@@ -277,7 +288,7 @@ func statusEffect(s State, f Facts, t templates.Set) (string, error) {
 		// the run so far.
 		n := max(1, s.StuckIterations)
 		name = templates.LoopEffectStuckLimit
-		vars["stuck_run"], vars["end_iteration"] = plural(n, "iteration"), strconv.Itoa(s.Iteration+f.StuckLimit-n)
+		vars["stuck_run"], vars["end_iteration"] = iterations(t, n), strconv.Itoa(s.Iteration+f.StuckLimit-n)
 	case isStuck(f.Status):
 		name = templates.LoopEffectStuck
 	default:
@@ -286,62 +297,15 @@ func statusEffect(s State, f Facts, t templates.Set) (string, error) {
 	return t.Render(name, vars)
 }
 
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return strconv.Itoa(n) + " " + what + "s"
-}
-
-// EndReason describes in words how an ended loop ended, for `drover loop
-// status`; it is empty for a loop still running.
-func EndReason(s State) string {
-	switch s.Outcome {
-	case Running:
-		return ""
-	case Done:
-		return "the agent signalled completion"
-	case MaxIterationsSpent, MaxMinutesSpent, MaxUSDSpent, BudgetExhausted:
-		return "its budget is spent (" + string(s.Outcome) + ")"
-	case Converged:
-		return "drover's metrics say it converged: " + s.LastStatusReason
-	case Stuck:
-		return fmt.Sprintf("it stayed stuck (%s) for %s in a row: %s", s.LastStatus, plural(s.StuckIterations, "iteration"), s.LastStatusReason)
-	case Cancelled:
-		return "the user cancelled it"
-	}
-	return string(s.Outcome)
-}
-
 // checksPassed reports whether the checks gate is open: checks are
 // configured, ran, and passed. No result is not a pass.
 func checksPassed(f Facts) bool {
 	return f.ChecksConfigured && f.ChecksPassed != nil && *f.ChecksPassed
 }
 
-// spent returns the first budget s has used up after the iteration that
-// just ended, and what it used, or Running when none is.
-func spent(s State, f Facts) (Outcome, string) {
-	switch minutes := elapsedMinutes(s, f.Now); {
-	case s.Iteration >= s.MaxIterations:
-		return MaxIterationsSpent, fmt.Sprintf("max_iterations: %d of %d iterations", s.Iteration, s.MaxIterations)
-	case s.MaxMinutes > 0 && !s.StartedAt.IsZero() && f.Now.Sub(s.StartedAt) >= time.Duration(s.MaxMinutes)*time.Minute:
-		return MaxMinutesSpent, fmt.Sprintf("max_minutes: %d of %d minutes", minutes, s.MaxMinutes)
-	case s.MaxUSD > 0 && s.CostUSD >= s.MaxUSD:
-		return MaxUSDSpent, fmt.Sprintf("max_usd: $%.2f of $%.2f", s.CostUSD, s.MaxUSD)
-	case f.Status == StatusBudgetExhausted:
-		detail := "budget_exhausted"
-		if r := clip(f.StatusReason, maxStatusReason); r != "" {
-			detail += ": " + r
-		}
-		return BudgetExhausted, detail
-	}
-	return Running, ""
-}
-
 // continuePrompt renders the continuation prompt for the iteration s is on.
 func continuePrompt(s State, f Facts, t templates.Set) (string, error) {
-	vars := Vars(s, f)
+	vars := Vars(s, f, t)
 	var err error
 	if f.RolePrompt != "" {
 		vars["role_prompt"] = clip(f.RolePrompt, maxRolePrompt)
@@ -416,7 +380,7 @@ func StartText(s State, f Facts, t templates.Set) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("loop start: %w", err)
 	}
-	vars := Vars(s, f)
+	vars := Vars(s, f, t)
 	vars["loop_prompt"] = prompt
 	text, err := t.Render(templates.LoopStart, vars)
 	if err != nil {
@@ -447,7 +411,7 @@ func ContextSnapshot(s State, f Facts, t templates.Set) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("loop context snapshot: %w", err)
 	}
-	vars := Vars(s, f)
+	vars := Vars(s, f, t)
 	vars["loop_prompt"] = prompt
 	if strings.TrimSpace(f.OpenFindings) != "" {
 		if vars["findings_section"], err = t.Render(templates.LoopOpenFindings, vars); err != nil {
@@ -499,7 +463,7 @@ func TrackerView(s State, body string) tracker.Tracker {
 
 // TrackerBody returns the first body of a new loop's tracker.
 func TrackerBody(s State, f Facts, t templates.Set) (string, error) {
-	text, err := t.Render(templates.LoopTracker, Vars(s, f))
+	text, err := t.Render(templates.LoopTracker, Vars(s, f, t))
 	if err != nil {
 		return "", fmt.Errorf("loop tracker body: %w", err)
 	}
@@ -526,7 +490,10 @@ func TrackerBody(s State, f Facts, t templates.Set) (string, error) {
 // completed_by, checks_result, budget, budget_detail) are set
 // by the decision that needs them (findings_section by ContextSnapshot),
 // and are empty here.
-func Vars(s State, f Facts) map[string]string {
+//
+// t words the small pieces (budgets, spent_usd, require_checks); a set
+// that lacks one of them gets the built-in, so that Vars cannot fail.
+func Vars(s State, f Facts, t templates.Set) map[string]string {
 	role := f.Role
 	if role == "" {
 		role = s.LastRole
@@ -542,9 +509,9 @@ func Vars(s State, f Facts) map[string]string {
 	if !s.StartedAt.IsZero() {
 		started = s.StartedAt.UTC().Format(time.RFC3339)
 	}
-	requireChecks := "no"
+	requireChecks := say(t, templates.LoopNo, nil)
 	if s.RequireChecks {
-		requireChecks = "yes"
+		requireChecks = say(t, templates.LoopYes, nil)
 	}
 	trackerErr := ""
 	if f.TrackerErr != nil {
@@ -562,9 +529,9 @@ func Vars(s State, f Facts) map[string]string {
 		"elapsed_minutes":      strconv.Itoa(elapsedMinutes(s, f.Now)),
 		"max_minutes":          strconv.Itoa(s.MaxMinutes),
 		"cost_usd":             dollars(max(s.CostUSD, f.CostUSD)),
-		"spent_usd":            formatSpend(max(s.CostUSD, f.CostUSD)),
+		"spent_usd":            formatSpend(t, max(s.CostUSD, f.CostUSD)),
 		"max_usd":              dollars(s.MaxUSD),
-		"budgets":              budgets(s, f),
+		"budgets":              budgets(s, f, t),
 		"require_checks":       requireChecks,
 		"checks_summary":       clip(f.ChecksSummary, maxChecks),
 		"role":                 role,
@@ -586,18 +553,6 @@ func Vars(s State, f Facts) map[string]string {
 	}
 }
 
-// budgets summarises the budgets in force, for the agent.
-func budgets(s State, f Facts) string {
-	parts := []string{fmt.Sprintf("iteration %d of %d", s.Iteration, s.MaxIterations)}
-	if s.MaxMinutes > 0 {
-		parts = append(parts, fmt.Sprintf("%d of %d minutes", elapsedMinutes(s, f.Now), s.MaxMinutes))
-	}
-	if s.MaxUSD > 0 {
-		parts = append(parts, fmt.Sprintf("$%s of $%s", dollars(max(s.CostUSD, f.CostUSD)), dollars(s.MaxUSD)))
-	}
-	return strings.Join(parts, "; ")
-}
-
 // elapsedMinutes is the whole minutes since s started, 0 when either time
 // is unknown.
 func elapsedMinutes(s State, now time.Time) int {
@@ -608,13 +563,6 @@ func elapsedMinutes(s State, now time.Time) int {
 }
 
 func dollars(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) }
-
-func formatSpend(v float64) string {
-	if v <= 0 {
-		return "unknown"
-	}
-	return "$" + dollars(v)
-}
 
 // clip trims s and cuts it to at most n characters, marking the cut.
 func clip(s string, n int) string {

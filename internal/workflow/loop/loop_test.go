@@ -501,7 +501,7 @@ func TestStop(t *testing.T) {
 // actor would, with the checks gate on.
 func TestStopRun(t *testing.T) {
 	tm := templates.Defaults()
-	s, err := Start(StartOptions{Prompt: "make the parser handle unicode", MaxIterations: 20, CompletionPromise: "DONE", RequireChecks: true}, t0)
+	s, err := Start(StartOptions{Prompt: "make the parser handle unicode", MaxIterations: 20, CompletionPromise: "DONE", RequireChecks: true}, t0, templates.Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -598,7 +598,7 @@ func TestStopUsesOverrides(t *testing.T) {
 
 func TestStart(t *testing.T) {
 	valid := StartOptions{Prompt: "  make the parser handle unicode\n", MaxIterations: 20, CompletionPromise: " all  tests\tpass ", MaxMinutes: 90, MaxUSD: 12.5, CheckpointEvery: 3, RequireChecks: true}
-	got, err := Start(valid, t0)
+	got, err := Start(valid, t0, templates.Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -611,7 +611,7 @@ func TestStart(t *testing.T) {
 		t.Errorf("Start = %+v\nwant    %+v", got, want)
 	}
 
-	if got, err := Start(StartOptions{Prompt: "x", MaxIterations: 1}, t0); err != nil || got.CompletionPromise != DefaultPromise {
+	if got, err := Start(StartOptions{Prompt: "x", MaxIterations: 1}, t0, templates.Defaults()); err != nil || got.CompletionPromise != DefaultPromise {
 		t.Errorf("no --completion-promise: %+v, %v; want %q", got, err, DefaultPromise)
 	}
 
@@ -640,7 +640,7 @@ func TestStart(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			o := valid
 			tt.mod(&o)
-			got, err := Start(o, t0)
+			got, err := Start(o, t0, templates.Defaults())
 			if err == nil {
 				t.Fatalf("Start accepted %+v", o)
 			}
@@ -657,7 +657,7 @@ func TestStart(t *testing.T) {
 }
 
 func TestStartText(t *testing.T) {
-	s, err := Start(StartOptions{Prompt: "make the parser handle unicode", MaxIterations: 20, CompletionPromise: "DONE", MaxMinutes: 60}, t0)
+	s, err := Start(StartOptions{Prompt: "make the parser handle unicode", MaxIterations: 20, CompletionPromise: "DONE", MaxMinutes: 60}, t0, templates.Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -819,7 +819,7 @@ func TestTracker(t *testing.T) {
 }
 
 func TestVars(t *testing.T) {
-	v := Vars(running(3, 20, minutes(60), usd(5), spentUSD(1)), facts(at(25*time.Minute+59*time.Second), cost(2.5)))
+	v := Vars(running(3, 20, minutes(60), usd(5), spentUSD(1)), facts(at(25*time.Minute+59*time.Second), cost(2.5)), templates.Defaults())
 	want := map[string]string{
 		"session_id":         "s1",
 		"tracker_path":       trackerPath,
@@ -842,19 +842,19 @@ func TestVars(t *testing.T) {
 		}
 	}
 
-	custom := Vars(running(1, 2), facts(role("tester")))
+	custom := Vars(running(1, 2), facts(role("tester")), templates.Defaults())
 	if custom["role"] != "tester" || custom["agent_name"] != "" {
 		t.Errorf("custom role: role %q agent %q", custom["role"], custom["agent_name"])
 	}
-	named := Vars(running(1, 2), facts(role(RoleDebugger), func(f *Facts) { f.AgentName = "my:debugger" }))
+	named := Vars(running(1, 2), facts(role(RoleDebugger), func(f *Facts) { f.AgentName = "my:debugger" }), templates.Defaults())
 	if named["agent_name"] != "my:debugger" {
 		t.Errorf("agent_name = %q, want the one from Facts", named["agent_name"])
 	}
-	errVars := Vars(running(1, 2), facts(func(f *Facts) { f.TrackerErr = errors.New(strings.Repeat("x", 1000)) }))
+	errVars := Vars(running(1, 2), facts(func(f *Facts) { f.TrackerErr = errors.New(strings.Repeat("x", 1000)) }), templates.Defaults())
 	if n := utf8.RuneCountInString(errVars["tracker_error"]); n > maxTrackerError+4 {
 		t.Errorf("tracker_error is %d characters", n)
 	}
-	noTime := Vars(State{}, Facts{})
+	noTime := Vars(State{}, Facts{}, templates.Defaults())
 	if noTime["elapsed_minutes"] != "0" || noTime["started_at"] != "" {
 		t.Errorf("vars of no loop: elapsed %q started %q", noTime["elapsed_minutes"], noTime["started_at"])
 	}
@@ -873,7 +873,11 @@ func TestEndReason(t *testing.T) {
 		{running(2, 5, inactive(Cancelled)), "the user cancelled it"},
 	}
 	for _, tt := range tests {
-		if got := EndReason(tt.s); got != tt.want {
+		got, err := EndReason(tt.s, templates.Defaults())
+		if err != nil {
+			t.Fatalf("EndReason(%s): %v", formatState(tt.s), err)
+		}
+		if got != tt.want {
 			t.Errorf("EndReason(%s) = %q, want %q", formatState(tt.s), got, tt.want)
 		}
 	}

@@ -82,7 +82,12 @@ func Consensus(r CheckpointReport, t templates.Set) (string, error) {
 	}
 	if r.PassVotes+r.FailVotes == 0 {
 		if r.FirstError != "" {
-			vars["first_error"] = "first error (" + r.FirstErrorModel + "): " + clipLine(r.FirstError, 200)
+			var err error
+			if vars["first_error"], err = t.Render(templates.LoopConsensusFirstError, map[string]string{
+				"model": r.FirstErrorModel, "error": clipLine(r.FirstError, 200),
+			}); err != nil {
+				return "", err
+			}
 		} else {
 			var err error
 			if vars["first_error"], err = t.Render(templates.LoopConsensusNoRun, vars); err != nil {
@@ -91,9 +96,13 @@ func Consensus(r CheckpointReport, t templates.Set) (string, error) {
 		}
 		return t.Render(templates.LoopConsensusNone, vars)
 	}
-	vars["verdict"] = "FAIL"
+	verdict := templates.LoopVerdictFail
 	if r.Passed {
-		vars["verdict"] = "PASS"
+		verdict = templates.LoopVerdictPass
+	}
+	var err error
+	if vars["verdict"], err = t.Render(verdict, nil); err != nil {
+		return "", err
 	}
 	var b strings.Builder
 	seen := map[string]bool{}
@@ -109,11 +118,14 @@ func Consensus(r CheckpointReport, t templates.Set) (string, error) {
 		if f.Line > 0 {
 			loc += ":" + strconv.Itoa(f.Line)
 		}
-		b.WriteString("- " + loc + " (" + f.Model + "): " + f.Summary + "\n")
+		line, err := t.Render(templates.LoopConsensusFinding, map[string]string{"location": loc, "model": f.Model, "summary": f.Summary})
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(line + "\n")
 	}
 	vars["findings"] = strings.TrimRight(b.String(), "\n")
 	if n == 0 {
-		var err error
 		if vars["findings"], err = t.Render(templates.LoopConsensusClean, vars); err != nil {
 			return "", err
 		}

@@ -30,7 +30,7 @@ func StartWith(opts StartOptions, c StartConfig, now time.Time, t templates.Set)
 	if opts.RequireChecks && strings.TrimSpace(c.CheckCommand) == "" {
 		return State{}, refuse(t, templates.LoopNeedsCheckCommand, nil)
 	}
-	return Start(opts, now)
+	return Start(opts, now, t)
 }
 
 // ErrRefused is wrapped by the error of a command that the loop's rules

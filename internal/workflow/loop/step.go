@@ -211,7 +211,7 @@ func CancelLoop(s Session, f Facts, t templates.Set) (Session, string, []Effect,
 	next := s
 	next.State = Cancel(s.State)
 	next.State.Checks, next.State.MetricsFor, next.State.CheckpointFor = nil, 0, 0
-	text, err := t.Render(templates.LoopCancelled, Vars(next.State, f))
+	text, err := t.Render(templates.LoopCancelled, Vars(next.State, f, t))
 	if err != nil {
 		return s, "", nil, fmt.Errorf("loop cancel: %w", err)
 	}

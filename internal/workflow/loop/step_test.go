@@ -223,7 +223,7 @@ func TestBeginAndCancel(t *testing.T) {
 		s.Reflections = []convergence.Reflection{{Iteration: 3}}
 		s.Consensus = "old"
 	})
-	st, err := Start(StartOptions{Prompt: "the new task", MaxIterations: 5}, t0)
+	st, err := Start(StartOptions{Prompt: "the new task", MaxIterations: 5}, t0, templates.Defaults())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -84,19 +84,19 @@ var ErrNoTask = errors.New("no task to work on")
 func ActionPrompt(s State, f Facts, t templates.Set, action, task string) (string, error) {
 	spec, ok := actionSpecs[action]
 	if !ok {
-		return "", fmt.Errorf("plan %s: unknown action (known: %v)", action, Actions())
+		return "", sayErr(t, nil, templates.PlanRefuseUnknownAction, map[string]string{"action": action, "known": fmt.Sprint(Actions())})
 	}
 	switch {
 	case !s.Active():
-		return "", fmt.Errorf("plan %s: this session has no plan; start one with /drover:plan new <plan-id>", action)
+		return "", sayErr(t, nil, templates.PlanRefuseActionNoPlan, map[string]string{"action": action})
 	case f.PlanID != s.PlanID:
 		return "", fmt.Errorf("plan %s: the facts are for plan %q, the session's plan is %q", action, f.PlanID, s.PlanID)
 	}
-	task, err := actionTask(s, f, action, spec.task, task)
+	task, err := actionTask(s, f, t, action, spec.task, task)
 	if err != nil {
 		return "", err
 	}
-	v, err := actionVars(s, f, action, task)
+	v, err := actionVars(s, f, t, action, task)
 	if err != nil {
 		return "", err
 	}
@@ -109,13 +109,14 @@ func ActionPrompt(s State, f Facts, t templates.Set, action, task string) (strin
 
 // actionTask resolves the task of an action under its rule. A task ends up
 // in shell commands the prompt names, so it must be a valid task id.
-func actionTask(s State, f Facts, action string, rule taskRule, named string) (string, error) {
+func actionTask(s State, f Facts, t templates.Set, action string, rule taskRule, named string) (string, error) {
+	vars := map[string]string{"action": action, "command": action, "quoted_task": strconv.Quote(named)}
 	if named != "" {
 		if rule == taskNone || rule == taskCurrent {
-			return "", fmt.Errorf("plan %s: takes no task id (got %q)", action, named)
+			return "", sayErr(t, nil, templates.PlanRefuseTakesNoTask, vars)
 		}
 		if !ValidTaskID(named) {
-			return "", fmt.Errorf("plan %s: %q is not a valid task id", action, named)
+			return "", sayErr(t, nil, templates.PlanRefuseBadTaskID, vars)
 		}
 	}
 	task := named
@@ -126,7 +127,7 @@ func actionTask(s State, f Facts, action string, rule taskRule, named string) (s
 		if task == "" {
 			rest := Remaining(f.TasksMD, "")
 			if len(rest) == 0 {
-				return "", fmt.Errorf("plan %s: %w: tasks.md has no task that is not done; name the task, or ask for the all-code review (/drover:plan all-code-review)", action, ErrNoTask)
+				return "", sayErr(t, ErrNoTask, templates.PlanRefuseAllDone, vars)
 			}
 			task = rest[0]
 		}
@@ -135,7 +136,7 @@ func actionTask(s State, f Facts, action string, rule taskRule, named string) (s
 			task = s.CurrentTask
 		}
 		if task == "" {
-			return "", fmt.Errorf("plan %s: %w: there is no current task; name one", action, ErrNoTask)
+			return "", sayErr(t, ErrNoTask, templates.PlanRefuseNoCurrentTask, vars)
 		}
 	case taskNew:
 		if task == "" {
@@ -143,13 +144,15 @@ func actionTask(s State, f Facts, action string, rule taskRule, named string) (s
 		}
 		for _, r := range Tasks(f.TasksMD) {
 			if r.ID == task {
-				return "", fmt.Errorf("plan %s: tasks.md has a task %s already", action, task)
+				vars["task"] = task
+				return "", sayErr(t, nil, templates.PlanRefuseTaskExists, vars)
 			}
 		}
 		return task, nil
 	}
 	if !hasFile(f, "task-"+task+".md") {
-		return "", fmt.Errorf("plan %s: there is no task file %s", action, path.Join(f.PlanDir, "task-"+task+".md"))
+		vars["task_file"] = path.Join(f.PlanDir, "task-"+task+".md")
+		return "", sayErr(t, nil, templates.PlanRefuseNoTaskFile, vars)
 	}
 	return task, nil
 }
@@ -173,8 +176,8 @@ func nextTaskID(tasksMD string) string {
 //	tasks_file, first_model (of a new cycle),
 //	next_iteration; for post-review and stop, review_name, review_file
 //	and post_review_file of the review waited for.
-func actionVars(s State, f Facts, action, task string) (map[string]string, error) {
-	v := vars(s, f, "")
+func actionVars(s State, f Facts, t templates.Set, action, task string) (map[string]string, error) {
+	v := vars(s, f, t, "")
 	v["task"] = orNone(task)
 	v["task_file"] = path.Join(f.PlanDir, "task-"+orNone(task)+".md")
 	v["current_task"] = orNone(s.CurrentTask)
@@ -192,7 +195,7 @@ func actionVars(s State, f Facts, action, task string) (map[string]string, error
 		if kind == KindCode {
 			r.Task = s.CurrentTask
 		}
-		rv := reviewVars(s, f, r)
+		rv := reviewVars(s, f, t, r)
 		for _, k := range []string{"review_name", "review_file", "post_review_file"} {
 			v[k] = rv[k]
 		}
@@ -205,7 +208,7 @@ func actionVars(s State, f Facts, action, task string) (map[string]string, error
 		if !ok {
 			return nil, fmt.Errorf("plan %s: no review comes next (next_phase %s)", action, orNone(string(s.NextPhase)))
 		}
-		v["review_name"] = reviewName(kind, orNone(s.CurrentTask))
+		v["review_name"] = reviewName(t, kind, orNone(s.CurrentTask))
 	}
 	return v, nil
 }

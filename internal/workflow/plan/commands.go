@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/drover-dev/drover/templates"
@@ -25,16 +26,16 @@ var ErrReviewRunning = errors.New("a review is running: wait for it (drover plan
 // loop starts at the next stop (a new plan is always reviewed). maxReviews
 // is the per-cycle limit (DefaultMaxReviews unless configured; 0 turns
 // reviews off).
-func NewPlan(s State, f Facts, maxReviews int) (State, []Effect, error) {
+func NewPlan(s State, f Facts, t templates.Set, maxReviews int) (State, []Effect, error) {
 	switch {
 	case !ValidPlanID(f.PlanID):
-		return s, nil, fmt.Errorf("plan new: %q is not a valid plan id (letters, digits, '-', '_' and '.', starting with a letter or digit)", f.PlanID)
+		return s, nil, fmt.Errorf("plan new: %w", sayErr(t, nil, templates.PlanRefuseBadID, map[string]string{"quoted_id": strconv.Quote(f.PlanID)}))
 	case s.Review != nil:
-		return s, nil, fmt.Errorf("plan new: %w", ErrReviewRunning)
+		return s, nil, fmt.Errorf("plan new: %w", reviewRunning(t))
 	case maxReviews < 0:
-		return s, nil, fmt.Errorf("plan new: max reviews %d is negative", maxReviews)
+		return s, nil, fmt.Errorf("plan new: %w", sayErr(t, nil, templates.PlanRefuseNegativeReviews, map[string]string{"max_reviews": strconv.Itoa(maxReviews)}))
 	case !f.DirExists || !hasFile(f, "plan.md"):
-		return s, nil, fmt.Errorf("plan new: write %s first", path.Join(f.PlanDir, "plan.md"))
+		return s, nil, fmt.Errorf("plan new: %w", sayErr(t, nil, templates.PlanRefuseWriteFirst, map[string]string{"file": path.Join(f.PlanDir, "plan.md")}))
 	}
 	n := State{
 		PlanID:     f.PlanID,
@@ -48,14 +49,18 @@ func NewPlan(s State, f Facts, maxReviews int) (State, []Effect, error) {
 
 // CreateTasks is `drover plan create-tasks`, run after writing tasks.md and
 // the task files: the tasks review loop starts at the next stop.
-func CreateTasks(s State, f Facts) (State, []Effect, error) {
-	if err := check(s, f, "create-tasks"); err != nil {
+func CreateTasks(s State, f Facts, t templates.Set) (State, []Effect, error) {
+	if err := check(s, f, t, "create-tasks"); err != nil {
 		return s, nil, err
 	}
 	if !hasFile(f, "tasks.md") {
-		return s, nil, fmt.Errorf("plan create-tasks: write %s first", path.Join(f.PlanDir, "tasks.md"))
+		return s, nil, fmt.Errorf("plan create-tasks: %w", sayErr(t, nil, templates.PlanRefuseWriteFirst, map[string]string{"file": path.Join(f.PlanDir, "tasks.md")}))
 	}
-	if problem := checkTable(f.TasksMD); problem != "" {
+	problem, err := checkTable(f.TasksMD, t)
+	if err != nil {
+		return s, nil, fmt.Errorf("plan create-tasks: %w", err)
+	}
+	if problem != "" {
 		return s, nil, fmt.Errorf("plan create-tasks: %s", problem)
 	}
 	n := newCycle(s)
@@ -69,32 +74,32 @@ func CreateTasks(s State, f Facts) (State, []Effect, error) {
 // implementing a task: the code review loop of that task starts at the next
 // stop. An empty task means the first task of tasks.md that is not done.
 // tdd records the variant, which later tasks keep.
-func CompleteTask(s State, f Facts, task string, tdd bool) (State, []Effect, error) {
-	return startTask(s, f, "complete-task", task, tdd, true)
+func CompleteTask(s State, f Facts, t templates.Set, task string, tdd bool) (State, []Effect, error) {
+	return startTask(s, f, t, "complete-task", task, tdd, true)
 }
 
 // NextTask is `drover plan next-task [ID] [--tdd]`: the standalone variant
 // of CompleteTask, with no review loop (next_phase is null).
-func NextTask(s State, f Facts, task string, tdd bool) (State, []Effect, error) {
-	return startTask(s, f, "next-task", task, tdd, false)
+func NextTask(s State, f Facts, t templates.Set, task string, tdd bool) (State, []Effect, error) {
+	return startTask(s, f, t, "next-task", task, tdd, false)
 }
 
-func startTask(s State, f Facts, cmd, task string, tdd, review bool) (State, []Effect, error) {
-	if err := check(s, f, cmd); err != nil {
+func startTask(s State, f Facts, t templates.Set, cmd, task string, tdd, review bool) (State, []Effect, error) {
+	if err := check(s, f, t, cmd); err != nil {
 		return s, nil, err
 	}
 	if task == "" {
 		rest := Remaining(f.TasksMD, "")
 		if len(rest) == 0 {
-			return s, nil, fmt.Errorf("plan %s: tasks.md has no task that is not done; name the task", cmd)
+			return s, nil, sayErr(t, nil, templates.PlanRefuseAllDoneName, map[string]string{"command": cmd})
 		}
 		task = rest[0]
 	}
 	if !ValidTaskID(task) {
-		return s, nil, fmt.Errorf("plan %s: %q is not a valid task id", cmd, task)
+		return s, nil, sayErr(t, nil, templates.PlanRefuseBadTaskID, map[string]string{"command": cmd, "quoted_task": strconv.Quote(task)})
 	}
 	if !hasFile(f, "task-"+task+".md") {
-		return s, nil, fmt.Errorf("plan %s: there is no task file %s", cmd, path.Join(f.PlanDir, "task-"+task+".md"))
+		return s, nil, sayErr(t, nil, templates.PlanRefuseNoTaskFile, map[string]string{"command": cmd, "task_file": path.Join(f.PlanDir, "task-"+task+".md")})
 	}
 	n := newCycle(s)
 	n.CurrentTask = task
@@ -115,12 +120,12 @@ func startTask(s State, f Facts, cmd, task string, tdd, review bool) (State, []E
 // ContinueTask is `drover plan continue-task`: resuming an interrupted
 // task. next_phase passes through unchanged: a review loop that was set up
 // stays set up, a standalone task stays standalone.
-func ContinueTask(s State, f Facts) (State, []Effect, error) {
-	if err := check(s, f, "continue-task"); err != nil {
+func ContinueTask(s State, f Facts, t templates.Set) (State, []Effect, error) {
+	if err := check(s, f, t, "continue-task"); err != nil {
 		return s, nil, err
 	}
 	if s.CurrentTask == "" {
-		return s, nil, errors.New("plan continue-task: there is no current task; start one with drover plan complete-task")
+		return s, nil, sayErr(t, nil, templates.PlanRefuseContinueNoTask, nil)
 	}
 	n := s
 	n.Phase = PhaseContinueTask
@@ -131,13 +136,13 @@ func ContinueTask(s State, f Facts) (State, []Effect, error) {
 // post-review work the last review asked for: phase becomes the post-review
 // and next_phase the review again, so the next stop starts the next review.
 // Whether the work is clean is the reviewer's call, never the agent's.
-func PostReviewDone(s State, f Facts) (State, []Effect, error) {
-	if err := check(s, f, "post-review-done"); err != nil {
+func PostReviewDone(s State, f Facts, t templates.Set) (State, []Effect, error) {
+	if err := check(s, f, t, "post-review-done"); err != nil {
 		return s, nil, err
 	}
 	kind, ok := s.NextPhase.PostReviewKind()
 	if !ok {
-		return s, nil, fmt.Errorf("plan post-review-done: no review is waiting for its post-review (phase %s, next %s)", orNone(string(s.Phase)), orNone(string(s.NextPhase)))
+		return s, nil, sayErr(t, nil, templates.PlanRefuseNoPostReview, map[string]string{"phase": orNone(string(s.Phase)), "next_phase": orNone(string(s.NextPhase))})
 	}
 	n := s
 	n.Phase = kind.PostReviewPhase()
@@ -148,9 +153,9 @@ func PostReviewDone(s State, f Facts) (State, []Effect, error) {
 // StopReviews is `drover plan stop-reviews`, the escape hatch: next_phase
 // becomes null, so no review starts at the next stop, and a review in
 // flight is abandoned (CancelReview).
-func StopReviews(s State, f Facts) (State, []Effect, error) {
+func StopReviews(s State, f Facts, t templates.Set) (State, []Effect, error) {
 	if !s.Active() {
-		return s, nil, errors.New("plan stop-reviews: this session has no plan")
+		return s, nil, sayErr(t, nil, templates.PlanRefuseCommandNoPlan, map[string]string{"command": "stop-reviews"})
 	}
 	n := s
 	var effects []Effect
@@ -165,12 +170,12 @@ func StopReviews(s State, f Facts) (State, []Effect, error) {
 // SetMaxReviews is `drover plan set-max-reviews N`: the per-cycle limit,
 // from now on (0 turns reviews off; the cycle in progress is then skipped at
 // the next stop).
-func SetMaxReviews(s State, f Facts, n int) (State, []Effect, error) {
+func SetMaxReviews(s State, f Facts, t templates.Set, n int) (State, []Effect, error) {
 	if !s.Active() {
-		return s, nil, errors.New("plan set-max-reviews: this session has no plan")
+		return s, nil, sayErr(t, nil, templates.PlanRefuseCommandNoPlan, map[string]string{"command": "set-max-reviews"})
 	}
 	if n < 0 {
-		return s, nil, fmt.Errorf("plan set-max-reviews: %d is negative", n)
+		return s, nil, sayErr(t, nil, templates.PlanRefuseSetNegative, map[string]string{"max_reviews": strconv.Itoa(n)})
 	}
 	next := s
 	next.MaxReviews = n
@@ -180,15 +185,15 @@ func SetMaxReviews(s State, f Facts, n int) (State, []Effect, error) {
 // AddTask is `drover plan add-task ID`, run after adding a task to tasks.md
 // and writing its task file: it becomes the current task when none is in
 // progress.
-func AddTask(s State, f Facts, task string) (State, []Effect, error) {
-	if err := check(s, f, "add-task"); err != nil {
+func AddTask(s State, f Facts, t templates.Set, task string) (State, []Effect, error) {
+	if err := check(s, f, t, "add-task"); err != nil {
 		return s, nil, err
 	}
 	if !ValidTaskID(task) {
-		return s, nil, fmt.Errorf("plan add-task: %q is not a valid task id", task)
+		return s, nil, sayErr(t, nil, templates.PlanRefuseBadTaskID, map[string]string{"command": "add-task", "quoted_task": strconv.Quote(task)})
 	}
 	if !hasFile(f, "task-"+task+".md") {
-		return s, nil, fmt.Errorf("plan add-task: there is no task file %s", path.Join(f.PlanDir, "task-"+task+".md"))
+		return s, nil, sayErr(t, nil, templates.PlanRefuseNoTaskFile, map[string]string{"command": "add-task", "task_file": path.Join(f.PlanDir, "task-"+task+".md")})
 	}
 	n := s
 	if n.CurrentTask == "" {
@@ -200,8 +205,8 @@ func AddTask(s State, f Facts, task string) (State, []Effect, error) {
 // MarkComplete is `drover plan complete`: the plan is done. It is how a
 // user skips the all-code review of a small plan whose tasks were each
 // reviewed already (a choice drover never makes on its own).
-func MarkComplete(s State, f Facts) (State, []Effect, error) {
-	if err := check(s, f, "complete"); err != nil {
+func MarkComplete(s State, f Facts, t templates.Set) (State, []Effect, error) {
+	if err := check(s, f, t, "complete"); err != nil {
 		return s, nil, err
 	}
 	n := s
@@ -216,9 +221,9 @@ func MarkComplete(s State, f Facts) (State, []Effect, error) {
 // are: when it passes or reaches max_reviews, next_phase becomes null and
 // the plan does not advance. task is the task of a code review (the current
 // task when empty), which becomes the current task.
-func StandaloneReview(s State, f Facts, kind Kind, task string) (State, []Effect, error) {
+func StandaloneReview(s State, f Facts, t templates.Set, kind Kind, task string) (State, []Effect, error) {
 	cmd := string(kind.ReviewPhase())
-	if err := check(s, f, cmd); err != nil {
+	if err := check(s, f, t, cmd); err != nil {
 		return s, nil, err
 	}
 	n := newCycle(s)
@@ -228,7 +233,7 @@ func StandaloneReview(s State, f Facts, kind Kind, task string) (State, []Effect
 			task = s.CurrentTask
 		}
 		if task == "" {
-			return s, nil, fmt.Errorf("plan %s: there is no current task; name the task", cmd)
+			return s, nil, sayErr(t, nil, templates.PlanRefuseNameTheTask, map[string]string{"command": cmd})
 		}
 		if !ValidTaskID(task) {
 			return s, nil, fmt.Errorf("plan %s: %q is not a valid task id", cmd, task)
@@ -242,12 +247,20 @@ func StandaloneReview(s State, f Facts, kind Kind, task string) (State, []Effect
 		return s, nil, fmt.Errorf("plan review: unknown kind of review %q", kind)
 	}
 	if kind == KindTasks && hasFile(f, "tasks.md") {
-		if problem := checkTable(f.TasksMD); problem != "" {
+		problem, err := checkTable(f.TasksMD, t)
+		if err != nil {
+			return s, nil, fmt.Errorf("plan %s: %w", cmd, err)
+		}
+		if problem != "" {
 			return s, nil, fmt.Errorf("plan %s: %s", cmd, problem)
 		}
 	}
-	if problem := missingInput(n, f, kind); problem != "" {
-		return s, nil, fmt.Errorf("plan %s: nothing to review: %s", cmd, problem)
+	problem, err := missingInput(n, f, t, kind)
+	if err != nil {
+		return s, nil, fmt.Errorf("plan %s: %w", cmd, err)
+	}
+	if problem != "" {
+		return s, nil, sayErr(t, nil, templates.PlanRefuseNothingToReview, map[string]string{"command": cmd, "problem": problem})
 	}
 	n.NextPhase = kind.ReviewPhase()
 	n.Standalone = true
@@ -295,7 +308,7 @@ type Route struct {
 // to ask-user.
 func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
 	if !s.Active() {
-		return s, Route{}, nil, errors.New("plan continue: this session has no plan; start one with drover plan new")
+		return s, Route{}, nil, sayErr(t, nil, templates.PlanRefuseCommandStartPlan, map[string]string{"command": "continue"})
 	}
 	if f.PlanID != s.PlanID {
 		return s, Route{}, nil, fmt.Errorf("plan continue: the facts are for plan %q, the session's plan is %q", f.PlanID, s.PlanID)
@@ -360,7 +373,7 @@ func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
 	if err != nil {
 		return s, Route{}, nil, fmt.Errorf("plan continue: %w", err)
 	}
-	v := vars(n, f, "")
+	v := vars(n, f, t, "")
 	v["action"] = r.Action
 	if r.Phase != PhaseNone && string(r.Phase) != r.Action {
 		v["action"] = fmt.Sprintf("%s (%s)", r.Action, r.Phase)
@@ -368,9 +381,9 @@ func Next(s State, f Facts, t templates.Set) (State, Route, []Effect, error) {
 	v["target"] = ""
 	switch {
 	case r.File != "":
-		v["target"] = "Review file: " + r.File
+		v["target"] = say(t, templates.PlanNextReviewFile, map[string]string{"file": r.File})
 	case r.Task != "":
-		v["target"] = "Task: " + path.Join(f.PlanDir, "task-"+r.Task+".md")
+		v["target"] = say(t, templates.PlanNextTaskFile, map[string]string{"file": path.Join(f.PlanDir, "task-"+r.Task+".md")})
 	}
 	text, err := t.Render(templates.PlanNext, v)
 	if err != nil {
@@ -477,14 +490,14 @@ type CancelReview struct {
 func (CancelReview) effect() {}
 
 // check is the common precondition of the plan commands.
-func check(s State, f Facts, cmd string) error {
+func check(s State, f Facts, t templates.Set, cmd string) error {
 	switch {
 	case !s.Active():
-		return fmt.Errorf("plan %s: this session has no plan; start one with drover plan new", cmd)
+		return sayErr(t, nil, templates.PlanRefuseCommandStartPlan, map[string]string{"command": cmd})
 	case f.PlanID != s.PlanID:
 		return fmt.Errorf("plan %s: the facts are for plan %q, the session's plan is %q", cmd, f.PlanID, s.PlanID)
 	case s.Review != nil:
-		return fmt.Errorf("plan %s: %w", cmd, ErrReviewRunning)
+		return fmt.Errorf("plan %s: %w", cmd, reviewRunning(t))
 	}
 	return nil
 }

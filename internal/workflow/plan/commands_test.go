@@ -25,158 +25,162 @@ func TestCommands(t *testing.T) {
 	}{
 		{
 			name: "new plan starts the plan review loop",
-			run:  func() (State, []Effect, error) { return NewPlan(State{}, facts(), 8) },
+			run:  func() (State, []Effect, error) { return NewPlan(State{}, facts(), tm, 8) },
 			want: st(phase(PhaseNewPlan, PhasePlanReview)),
 		},
 		{
 			name: "new plan with reviews off",
-			run:  func() (State, []Effect, error) { return NewPlan(inCycle, facts(), 0) },
+			run:  func() (State, []Effect, error) { return NewPlan(inCycle, facts(), tm, 0) },
 			want: st(phase(PhaseNewPlan, PhasePlanReview), maxRev(0)),
 		},
 		{
 			name:    "new plan needs plan.md",
-			run:     func() (State, []Effect, error) { return NewPlan(State{}, facts(files("tasks.md")), 8) },
+			run:     func() (State, []Effect, error) { return NewPlan(State{}, facts(files("tasks.md")), tm, 8) },
 			wantErr: "write " + planDir + "/plan.md first",
 		},
 		{
 			name: "new plan refuses a path-like id",
 			run: func() (State, []Effect, error) {
-				return NewPlan(State{}, facts(func(f *Facts) { f.PlanID = "../x" }), 8)
+				return NewPlan(State{}, facts(func(f *Facts) { f.PlanID = "../x" }), tm, 8)
 			},
 			wantErr: `"../x" is not a valid plan id`,
 		},
 		{
 			name:    "new plan refuses a negative limit",
-			run:     func() (State, []Effect, error) { return NewPlan(State{}, facts(), -1) },
+			run:     func() (State, []Effect, error) { return NewPlan(State{}, facts(), tm, -1) },
 			wantErr: "negative",
 		},
 		{
 			name: "create-tasks starts a new cycle and keeps max_reviews and tdd",
 			run: func() (State, []Effect, error) {
-				return CreateTasks(st(phase(PhasePlanReview, PhaseCreateTasks), iter(2), model(2), clean(2), maxRev(4), tdd, task("9")), facts())
+				return CreateTasks(st(phase(PhasePlanReview, PhaseCreateTasks), iter(2), model(2), clean(2), maxRev(4), tdd, task("9")), facts(), tm)
 			},
 			want: st(phase(PhaseCreateTasks, PhaseTasksReview), maxRev(4), tdd, func(s *State) { s.Ledger.Cycle = 2 }),
 		},
 		{
 			name: "create-tasks needs a task table",
 			run: func() (State, []Effect, error) {
-				return CreateTasks(st(phase(PhaseNewPlan, PhaseNone)), facts(tasksMD("todo: everything")))
+				return CreateTasks(st(phase(PhaseNewPlan, PhaseNone)), facts(tasksMD("todo: everything")), tm)
 			},
 			wantErr: "non-table",
 		},
 		{
 			name: "complete-task picks the first open task and starts the code review loop",
 			run: func() (State, []Effect, error) {
-				return CompleteTask(inCycle, facts(tasksMD("| Id | Status |\n|--|--|\n| 1 | done |\n| 2 | pending |\n")), "", false)
+				return CompleteTask(inCycle, facts(tasksMD("| Id | Status |\n|--|--|\n| 1 | done |\n| 2 | pending |\n")), tm, "", false)
 			},
 			want: st(phase(PhaseCompleteTask, PhaseCodeReview), task("2"), func(s *State) { s.Ledger.Cycle = 2 }),
 		},
 		{
 			name: "complete-task --tdd",
-			run:  func() (State, []Effect, error) { return CompleteTask(inCycle, facts(), "3", true) },
+			run:  func() (State, []Effect, error) { return CompleteTask(inCycle, facts(), tm, "3", true) },
 			want: st(phase(PhaseCompleteTaskTDD, PhaseCodeReview), task("3"), tdd, func(s *State) { s.Ledger.Cycle = 2 }),
 		},
 		{
 			name:    "complete-task needs the task file",
-			run:     func() (State, []Effect, error) { return CompleteTask(inCycle, facts(), "7", false) },
+			run:     func() (State, []Effect, error) { return CompleteTask(inCycle, facts(), tm, "7", false) },
 			wantErr: "no task file " + planDir + "/task-7.md",
 		},
 		{
 			name:    "complete-task refuses a bad id",
-			run:     func() (State, []Effect, error) { return CompleteTask(inCycle, facts(), "../1", false) },
+			run:     func() (State, []Effect, error) { return CompleteTask(inCycle, facts(), tm, "../1", false) },
 			wantErr: "not a valid task id",
 		},
 		{
 			name: "complete-task with nothing open",
 			run: func() (State, []Effect, error) {
-				return CompleteTask(inCycle, facts(tasksMD("| Id | Status |\n|--|--|\n| 1 | done |\n")), "", false)
+				return CompleteTask(inCycle, facts(tasksMD("| Id | Status |\n|--|--|\n| 1 | done |\n")), tm, "", false)
 			},
 			wantErr: "no task that is not done",
 		},
 		{
 			name: "complete-task while a review runs",
 			run: func() (State, []Effect, error) {
-				return CompleteTask(st(phase(PhaseCompleteTask, PhaseCodeReview), running), facts(), "1", false)
+				return CompleteTask(st(phase(PhaseCompleteTask, PhaseCodeReview), running), facts(), tm, "1", false)
 			},
 			wantErr: "a review is running",
 		},
 		{
 			name: "next-task is standalone",
-			run:  func() (State, []Effect, error) { return NextTask(inCycle, facts(), "2", true) },
+			run:  func() (State, []Effect, error) { return NextTask(inCycle, facts(), tm, "2", true) },
 			want: st(phase(PhaseNextTaskTDD, PhaseNone), task("2"), tdd, func(s *State) { s.Ledger.Cycle = 2 }),
 		},
 		{
 			name: "continue-task keeps next_phase",
 			run: func() (State, []Effect, error) {
-				return ContinueTask(st(phase(PhaseCompleteTask, PhaseCodeReview), task("2")), facts())
+				return ContinueTask(st(phase(PhaseCompleteTask, PhaseCodeReview), task("2")), facts(), tm)
 			},
 			want: st(phase(PhaseContinueTask, PhaseCodeReview), task("2")),
 		},
 		{
-			name:    "continue-task without a task",
-			run:     func() (State, []Effect, error) { return ContinueTask(st(phase(PhaseCreateTasks, PhaseNone)), facts()) },
+			name: "continue-task without a task",
+			run: func() (State, []Effect, error) {
+				return ContinueTask(st(phase(PhaseCreateTasks, PhaseNone)), facts(), tm)
+			},
 			wantErr: "no current task",
 		},
 		{
 			name: "post-review-done loops back to the review",
-			run:  func() (State, []Effect, error) { return PostReviewDone(inCycle, facts()) },
+			run:  func() (State, []Effect, error) { return PostReviewDone(inCycle, facts(), tm) },
 			want: st(phase(PhasePostCodeReview, PhaseCodeReview), task("1"), iter(3), model(3), clean(1)),
 		},
 		{
-			name:    "post-review-done with no review to answer",
-			run:     func() (State, []Effect, error) { return PostReviewDone(st(phase(PhaseNextTask, PhaseNone)), facts()) },
+			name: "post-review-done with no review to answer",
+			run: func() (State, []Effect, error) {
+				return PostReviewDone(st(phase(PhaseNextTask, PhaseNone)), facts(), tm)
+			},
 			wantErr: "no review is waiting for its post-review (phase next-task, next none)",
 		},
 		{
 			name: "stop-reviews ends the loop",
-			run:  func() (State, []Effect, error) { return StopReviews(inCycle, facts()) },
+			run:  func() (State, []Effect, error) { return StopReviews(inCycle, facts(), tm) },
 			want: st(phase(PhaseCodeReview, PhaseNone), task("1"), iter(3), model(3), clean(1)),
 		},
 		{
 			name: "stop-reviews abandons a running review",
 			run: func() (State, []Effect, error) {
-				return StopReviews(st(phase(PhaseCompleteTask, PhaseCodeReview), running), facts())
+				return StopReviews(st(phase(PhaseCompleteTask, PhaseCodeReview), running), facts(), tm)
 			},
 			want: st(phase(PhaseCompleteTask, PhaseNone)),
 		},
 		{
 			name: "set-max-reviews",
-			run:  func() (State, []Effect, error) { return SetMaxReviews(inCycle, facts(), 12) },
+			run:  func() (State, []Effect, error) { return SetMaxReviews(inCycle, facts(), tm, 12) },
 			want: st(phase(PhaseCodeReview, PhasePostCodeReview), task("1"), iter(3), model(3), clean(1), maxRev(12)),
 		},
 		{
 			name:    "set-max-reviews refuses a negative limit",
-			run:     func() (State, []Effect, error) { return SetMaxReviews(inCycle, facts(), -2) },
+			run:     func() (State, []Effect, error) { return SetMaxReviews(inCycle, facts(), tm, -2) },
 			wantErr: "negative",
 		},
 		{
 			name: "add-task becomes current when none is",
 			run: func() (State, []Effect, error) {
-				return AddTask(st(phase(PhaseTasksReview, PhaseCompleteTask)), facts(), "3")
+				return AddTask(st(phase(PhaseTasksReview, PhaseCompleteTask)), facts(), tm, "3")
 			},
 			want: st(phase(PhaseTasksReview, PhaseCompleteTask), task("3")),
 		},
 		{
 			name: "add-task leaves a current task alone",
-			run:  func() (State, []Effect, error) { return AddTask(inCycle, facts(), "3") },
+			run:  func() (State, []Effect, error) { return AddTask(inCycle, facts(), tm, "3") },
 			want: inCycle,
 		},
 		{
 			name: "complete skips the all-code review",
 			run: func() (State, []Effect, error) {
-				return MarkComplete(st(phase(PhaseCodeReview, PhaseAllCodeReview)), facts())
+				return MarkComplete(st(phase(PhaseCodeReview, PhaseAllCodeReview)), facts(), tm)
 			},
 			want: st(phase(PhaseComplete, PhaseNone)),
 		},
 		{
 			name:    "commands need a plan",
-			run:     func() (State, []Effect, error) { return PostReviewDone(State{}, facts()) },
+			run:     func() (State, []Effect, error) { return PostReviewDone(State{}, facts(), tm) },
 			wantErr: "this session has no plan",
 		},
 		{
 			name: "commands refuse facts of another plan",
 			run: func() (State, []Effect, error) {
-				return MarkComplete(inCycle, facts(func(f *Facts) { f.PlanID = "p2" }))
+				return MarkComplete(inCycle, facts(func(f *Facts) { f.PlanID = "p2" }), tm)
 			},
 			wantErr: `facts are for plan "p2"`,
 		},
@@ -210,18 +214,18 @@ func TestCommands(t *testing.T) {
 func TestCommandErrorsLeaveStateAlone(t *testing.T) {
 	in := st(phase(PhaseCompleteTask, PhaseCodeReview), task("1"), running)
 	for name, run := range map[string]func() (State, []Effect, error){
-		"create-tasks":     func() (State, []Effect, error) { return CreateTasks(in, facts()) },
-		"continue-task":    func() (State, []Effect, error) { return ContinueTask(in, facts()) },
-		"post-review-done": func() (State, []Effect, error) { return PostReviewDone(in, facts()) },
-		"add-task":         func() (State, []Effect, error) { return AddTask(in, facts(), "2") },
-		"new":              func() (State, []Effect, error) { return NewPlan(in, facts(), 8) },
+		"create-tasks":     func() (State, []Effect, error) { return CreateTasks(in, facts(), tm) },
+		"continue-task":    func() (State, []Effect, error) { return ContinueTask(in, facts(), tm) },
+		"post-review-done": func() (State, []Effect, error) { return PostReviewDone(in, facts(), tm) },
+		"add-task":         func() (State, []Effect, error) { return AddTask(in, facts(), tm, "2") },
+		"new":              func() (State, []Effect, error) { return NewPlan(in, facts(), tm, 8) },
 	} {
 		got, _, err := run()
 		if !errors.Is(err, ErrReviewRunning) || !reflect.DeepEqual(got, in) {
 			t.Errorf("%s during a review: %v, state %s", name, err, formatState(got))
 		}
 	}
-	got, effects, err := StopReviews(in, facts())
+	got, effects, err := StopReviews(in, facts(), tm)
 	if err != nil {
 		t.Fatal(err)
 	}

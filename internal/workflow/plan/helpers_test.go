@@ -155,8 +155,8 @@ func checkEffects(t *testing.T, s State, f Facts, effects []Effect) {
 			if e.Path != planDir+"/state.json" {
 				t.Errorf("WriteView to %q", e.Path)
 			}
-			if err := CheckView(e.Data); err != nil {
-				t.Errorf("WriteView data is not a valid view: %v\n%s", err, e.Data)
+			if problem, err := CheckView(e.Data, tm); problem != "" || err != nil {
+				t.Errorf("WriteView data is not a valid view: %q %v\n%s", problem, err, e.Data)
 			}
 			if string(e.Data) != string(View(s, f.Models)) {
 				t.Errorf("WriteView data is not the new state's view")

@@ -62,7 +62,7 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, []Effect, erro
 		return next, *s.Answer, nil, nil
 	}
 	if !f.DirExists {
-		msg, err := t.Render(templates.PlanFolderMissing, vars(s, f, ""))
+		msg, err := t.Render(templates.PlanFolderMissing, vars(s, f, t, ""))
 		if err != nil {
 			return s, hook.Output{}, nil, fmt.Errorf("stop hook: %w", err)
 		}
@@ -109,9 +109,13 @@ func (d *decision) warn(msg string) {
 // finish applies rule 8 and adds the WriteView effect when the view on disk
 // is not the state's.
 func (d *decision) finish(f Facts, t templates.Set) error {
-	if problem := CheckView(f.View); problem != nil {
-		v := vars(d.state, f, "")
-		v["problem"] = problem.Error()
+	problem, err := CheckView(f.View, t)
+	if err != nil {
+		return err
+	}
+	if problem != "" {
+		v := vars(d.state, f, t, "")
+		v["problem"] = problem
 		msg, err := t.Render(templates.PlanViewRewritten, v)
 		if err != nil {
 			return err
@@ -141,7 +145,7 @@ func reviewing(s State, f Facts, t templates.Set) (decision, error) {
 		}
 		d.effects = append(d.effects, sr)
 	}
-	reason, err := t.Render(templates.PlanReviewWait, reviewVars(s, f, r))
+	reason, err := t.Render(templates.PlanReviewWait, reviewVars(s, f, t, r))
 	if err != nil {
 		return d, err
 	}
@@ -154,7 +158,7 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 	d := decision{state: s}
 	if s.MaxReviews <= 0 {
 		d.state = advance(s, f, kind)
-		msg, err := t.Render(templates.PlanReviewsOff, vars(d.state, f, kind))
+		msg, err := t.Render(templates.PlanReviewsOff, vars(d.state, f, t, kind))
 		if err != nil {
 			return d, err
 		}
@@ -179,7 +183,7 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 			d.state.NextPhase, d.state.Standalone = PhaseNone, false
 			name = templates.PlanMaxReviewsStandalone
 		}
-		msg, err := t.Render(name, reviewVars(d.state, f, last))
+		msg, err := t.Render(name, reviewVars(d.state, f, t, last))
 		if err != nil {
 			return d, err
 		}
@@ -193,7 +197,7 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 		if d.out, err = validation(f, t); err != nil {
 			return d, err
 		}
-		v := vars(s, f, kind)
+		v := vars(s, f, t, kind)
 		v["next_iteration"] = strconv.Itoa(r.Iteration)
 		v["budget_usd"], v["spent_usd"] = dollars(s.BudgetUSD), dollars(f.SpentUSD)
 		msg, err := t.Render(templates.PlanBudgetSpent, v)
@@ -203,14 +207,18 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 		d.warn(msg)
 		return d, nil
 	}
-	if problem := missingInput(s, f, kind); problem != "" {
+	problem, err := missingInput(s, f, t, kind)
+	if err != nil {
+		return d, err
+	}
+	if problem != "" {
 		// Nothing to review: fall through to the folder rules, which
 		// usually say what is missing.
 		var err error
 		if d.out, err = validation(f, t); err != nil {
 			return d, err
 		}
-		v := vars(s, f, kind)
+		v := vars(s, f, t, kind)
 		v["problem"] = problem
 		msg, err := t.Render(templates.PlanReviewMissing, v)
 		if err != nil {
@@ -225,7 +233,7 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 	}
 	d.state.Review = &r
 	d.effects = append(d.effects, sr)
-	reason, err := t.Render(templates.PlanReviewWait, reviewVars(s, f, r))
+	reason, err := t.Render(templates.PlanReviewWait, reviewVars(s, f, t, r))
 	if err != nil {
 		return d, err
 	}
@@ -233,32 +241,37 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 	return d, nil
 }
 
-// missingInput says what a review of kind would have nothing to read, or "".
-func missingInput(s State, f Facts, kind Kind) string {
+// missingInput says what a review of kind would have nothing to read,
+// worded by t, or "".
+func missingInput(s State, f Facts, t templates.Set, kind Kind) (string, error) {
+	name, vars := "", map[string]string{}
 	switch kind {
 	case KindPlan:
 		if !hasFile(f, "plan.md") {
-			return "plan.md does not exist"
+			name = templates.PlanMissingPlanMD
 		}
 	case KindCode:
-		if s.CurrentTask == "" {
-			return "no current task"
-		}
-		if !hasFile(f, "task-"+s.CurrentTask+".md") {
-			return fmt.Sprintf("task file task-%s.md does not exist", s.CurrentTask)
+		switch {
+		case s.CurrentTask == "":
+			name = templates.PlanMissingCurrentTask
+		case !hasFile(f, "task-"+s.CurrentTask+".md"):
+			name, vars["task_file"] = templates.PlanMissingTaskFile, "task-"+s.CurrentTask+".md"
 		}
 	case KindTasks, KindAllCode:
 		if len(taskFiles(f)) == 0 {
-			return "tasks.md lists no task whose task file exists"
+			name = templates.PlanMissingTaskFiles
 		}
 	}
-	return ""
+	if name == "" {
+		return "", nil
+	}
+	return t.Render(name, vars)
 }
 
 // startEffect builds the StartReview effect for r: the kind's prompt, plus
 // the re-check of the previous review after the first.
 func startEffect(s State, f Facts, t templates.Set, r InFlight) (StartReview, error) {
-	v := reviewVars(s, f, r)
+	v := reviewVars(s, f, t, r)
 	prompt, err := t.Render(promptTemplate(r.Kind), v)
 	if err != nil {
 		return StartReview{}, err
@@ -288,13 +301,13 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 		if d.out, err = validation(f, t); err != nil {
 			return d, err
 		}
-		v := answerVars(s, f, r, o)
+		v := answerVars(s, f, t, r, o)
 		v["error"] = o.Err
 		if v["error"] == "" {
-			v["error"] = "the reviewer failed"
+			v["error"] = say(t, templates.PlanReviewerFailed, nil)
 		}
 		if o.LogPath != "" {
-			v["log_note"] = " Log: " + o.LogPath
+			v["log_note"] = " " + say(t, templates.PlanLogNote, map[string]string{"log_path": o.LogPath})
 		}
 		msg, err := t.Render(templates.PlanReviewFailed, v)
 		if err != nil {
@@ -319,8 +332,8 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 	next.Ledger.Add(r.Iteration, o.Findings)
 	next.LedgerKind, next.LedgerTask = r.Kind, r.Task
 
-	v := answerVars(next, f, r, o)
-	addVerdictVars(v, o)
+	v := answerVars(next, f, t, r, o)
+	addVerdictVars(v, t, o)
 	body, err := t.Render(templates.PlanReviewFile, v)
 	if err != nil {
 		return d, err
@@ -335,7 +348,7 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 		clean := next.ConsecutiveClean
 		next = advance(next, f, r.Kind)
 		d.state = next
-		av := answerVars(next, f, r, o)
+		av := answerVars(next, f, t, r, o)
 		// The message is about the cycle that passed: after the last
 		// task, advance has already reset the counts for the all-code
 		// review's cycle.
@@ -418,7 +431,10 @@ func newCycle(s State) State {
 // become a warning, so that a rule the agent cannot fix does not hold it
 // forever.
 func validation(f Facts, t templates.Set) (hook.Output, error) {
-	violations := Validate(f)
+	violations, err := Validate(f, t)
+	if err != nil {
+		return hook.Output{}, err
+	}
 	if len(violations) == 0 {
 		return hook.Output{}, nil
 	}
@@ -479,19 +495,23 @@ func PostReviewFile(k Kind, task string, n int) string {
 	return fmt.Sprintf("%s-post-review-%d.md", k, n)
 }
 
-// reviewName names a review in messages.
-func reviewName(k Kind, task string) string {
+// reviewName names a review in messages, as t words it.
+func reviewName(t templates.Set, k Kind, task string) string {
+	var name string
 	switch k {
 	case KindPlan:
-		return "plan review"
+		name = templates.PlanNamePlanReview
 	case KindTasks:
-		return "tasks review"
+		name = templates.PlanNameTasksReview
 	case KindCode:
-		return "code review of task " + task
+		name = templates.PlanNameCodeReview
 	case KindAllCode:
-		return "all-code review"
+		name = templates.PlanNameAllCodeReview
+	default:
+		// Not a kind of review: its phase name says what it is.
+		return string(k) + " review"
 	}
-	return string(k) + " review"
+	return say(t, name, map[string]string{"task": task})
 }
 
 func hasFile(f Facts, name string) bool {
@@ -523,7 +543,7 @@ func taskFiles(f Facts) []string {
 //	max_reviews, consecutive_clean, clean_streak (how many clean reviews
 //	in a row end a cycle), model (of the next review), review_name (of
 //	kind, when given), task_files.
-func vars(s State, f Facts, kind Kind) map[string]string {
+func vars(s State, f Facts, t templates.Set, kind Kind) map[string]string {
 	v := map[string]string{
 		"plan_id":           s.PlanID,
 		"plan_dir":          f.PlanDir,
@@ -539,7 +559,7 @@ func vars(s State, f Facts, kind Kind) map[string]string {
 		"clean_streak":      strconv.Itoa(f.cleanStreak()),
 	}
 	if kind != "" {
-		v["review_name"] = reviewName(kind, orNone(s.CurrentTask))
+		v["review_name"] = reviewName(t, kind, orNone(s.CurrentTask))
 	}
 	return v
 }
@@ -548,14 +568,14 @@ func vars(s State, f Facts, kind Kind) map[string]string {
 // (code-review, ...), iteration, model, review_file, post_review_file
 // (paths in the plan folder),
 // review_title, and log_note (empty).
-func reviewVars(s State, f Facts, r InFlight) map[string]string {
-	v := vars(s, f, r.Kind)
+func reviewVars(s State, f Facts, t templates.Set, r InFlight) map[string]string {
+	v := vars(s, f, t, r.Kind)
 	task := r.Task
 	if task == "" {
 		task = orNone(s.CurrentTask)
 	}
 	v["task"] = task
-	v["review_name"] = reviewName(r.Kind, task)
+	v["review_name"] = reviewName(t, r.Kind, task)
 	title := v["review_name"]
 	v["review_title"] = strings.ToUpper(title[:1]) + title[1:]
 	v["iteration"] = strconv.Itoa(r.Iteration)
@@ -572,8 +592,8 @@ func reviewVars(s State, f Facts, r InFlight) map[string]string {
 
 // answerVars is reviewVars for the answer o to review r: its model is the
 // one (or, for a parallel review, the ones) that answered.
-func answerVars(s State, f Facts, r InFlight, o ReviewOutcome) map[string]string {
-	v := reviewVars(s, f, r)
+func answerVars(s State, f Facts, t templates.Set, r InFlight, o ReviewOutcome) map[string]string {
+	v := reviewVars(s, f, t, r)
 	if o.Model != "" {
 		v["model"] = o.Model
 	}
@@ -582,7 +602,7 @@ func answerVars(s State, f Facts, r InFlight, o ReviewOutcome) map[string]string
 
 // addVerdictVars adds verdict, blocking_count, minor_count and findings (a
 // Markdown list by severity) for an answer.
-func addVerdictVars(v map[string]string, o ReviewOutcome) {
+func addVerdictVars(v map[string]string, t templates.Set, o ReviewOutcome) {
 	var blocking, minor []reviewer.Finding
 	for _, fd := range o.Findings {
 		if fd.Blocking() {
@@ -613,10 +633,10 @@ func addVerdictVars(v map[string]string, o ReviewOutcome) {
 		}
 		b.WriteByte('\n')
 	}
-	section("Blocking", blocking)
-	section("Minor", minor)
+	section(say(t, templates.PlanFindingsBlocking, nil), blocking)
+	section(say(t, templates.PlanFindingsMinor, nil), minor)
 	if b.Len() == 0 {
-		b.WriteString("No findings.")
+		b.WriteString(say(t, templates.PlanFindingsNone, nil))
 	}
 	v["findings"] = strings.TrimRight(b.String(), "\n")
 }

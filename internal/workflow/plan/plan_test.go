@@ -114,7 +114,7 @@ func TestModelResetsAtEachNewCycle(t *testing.T) {
 	if r.state.NextPhase != PhaseCompleteTask || r.state.ModelIndex != 3 {
 		t.Fatalf("after the cycle: %s", formatState(r.state))
 	}
-	n, _, err := CompleteTask(r.state, facts(), "2", false)
+	n, _, err := CompleteTask(r.state, facts(), tm, "2", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestRecheckFromTheSecondReview(t *testing.T) {
 	if r.state.ReviewHead != "c1" {
 		t.Errorf("ReviewHead %q, want the head at the start of the answered review", r.state.ReviewHead)
 	}
-	s, _, err := PostReviewDone(r.state, facts())
+	s, _, err := PostReviewDone(r.state, facts(), tm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestConvergesOnRandomNits(t *testing.T) {
 				reviews++
 				if r.out.IsBlock() {
 					var err error
-					if s, _, err = PostReviewDone(r.state, f); err != nil {
+					if s, _, err = PostReviewDone(r.state, f, tm); err != nil {
 						t.Fatal(err)
 					}
 					continue
@@ -199,7 +199,7 @@ func TestHardStop(t *testing.T) {
 		t.Errorf("hard stop with a broken folder: %s", formatOutput(r.out))
 	}
 	// The user raises the limit: the next stop reviews again.
-	n, _, err := SetMaxReviews(s, facts(), 10)
+	n, _, err := SetMaxReviews(s, facts(), tm, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,8 +254,8 @@ func TestView(t *testing.T) {
 	s := st(phase(PhaseCodeReview, PhasePostCodeReview), task("2"), iter(3), model(3), clean(1), tdd)
 	s.Review = &InFlight{Kind: KindCode, Iteration: 4}
 	golden(t, string(View(s, nil)))
-	if err := CheckView(View(State{}, nil)); err != nil {
-		t.Errorf("the view of an empty state is not valid: %v", err)
+	if problem, err := CheckView(View(State{}, nil), tm); problem != "" || err != nil {
+		t.Errorf("the view of an empty state is not valid: %q %v", problem, err)
 	}
 }
 
@@ -295,7 +295,7 @@ func TestCleanStreak(t *testing.T) {
 			for s.NextPhase == PhasePlanReview || s.NextPhase == PhasePostPlanReview {
 				if s.NextPhase == PhasePostPlanReview {
 					var err error
-					if s, _, err = PostReviewDone(s, f); err != nil {
+					if s, _, err = PostReviewDone(s, f, tm); err != nil {
 						t.Fatal(err)
 					}
 					continue
@@ -399,7 +399,7 @@ func TestViewCarriesTheBudget(t *testing.T) {
 	}
 	s.BudgetUSD = 2.5
 	v := View(s, nil)
-	if !strings.Contains(string(v), `"budget_usd": 2.5`) || CheckView(v) != nil {
+	if !strings.Contains(string(v), `"budget_usd": 2.5`) || !validView(v) {
 		t.Errorf("the view of a plan with a budget:\n%s", v)
 	}
 }
@@ -415,7 +415,7 @@ func TestPastCycleLedgers(t *testing.T) {
 		if _, ok := r.state.NextPhase.PostReviewKind(); !ok {
 			return r.state
 		}
-		n, _, err := PostReviewDone(r.state, f)
+		n, _, err := PostReviewDone(r.state, f, tm)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -429,7 +429,7 @@ func TestPastCycleLedgers(t *testing.T) {
 	if s.NextPhase != PhaseCreateTasks || len(s.PastLedgers) != 0 {
 		t.Fatalf("after the plan cycle: %s, past %+v", formatState(s), s.PastLedgers)
 	}
-	s, _, err := CreateTasks(s, f)
+	s, _, err := CreateTasks(s, f, tm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -443,7 +443,7 @@ func TestPastCycleLedgers(t *testing.T) {
 
 	// Tasks cycle (2): clean at once, so nothing is kept.
 	s = review(review(s, pass), pass)
-	if s, _, err = CompleteTask(s, f, "1", false); err != nil {
+	if s, _, err = CompleteTask(s, f, tm, "1", false); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.PastLedgers) != 1 {
@@ -453,7 +453,7 @@ func TestPastCycleLedgers(t *testing.T) {
 	for _, a := range []*ReviewOutcome{fail, pass, pass} {
 		s = review(s, a)
 	}
-	if s, _, err = CompleteTask(s, f, "2", false); err != nil {
+	if s, _, err = CompleteTask(s, f, tm, "2", false); err != nil {
 		t.Fatal(err)
 	}
 	if len(s.PastLedgers) != 2 || s.PastLedgers[1].Kind != KindCode || s.PastLedgers[1].Task != "1" || s.PastLedgers[1].Ledger.Cycle != 3 {

@@ -407,7 +407,7 @@ func TestSeedAlternation(t *testing.T) {
 		_ = json.Unmarshal(w.Data, &v)
 		views = append(views, v.ReviewModel)
 		var err error
-		if s, _, err = PostReviewDone(r.state, facts()); err != nil {
+		if s, _, err = PostReviewDone(r.state, facts(), tm); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -425,7 +425,7 @@ func TestSeedTwoCleanIntegration(t *testing.T) {
 	if !r.out.IsBlock() || r.state.ConsecutiveClean != 1 {
 		t.Fatalf("first clean review: %s %s", r.out.Kind(), formatState(r.state))
 	}
-	s, _, err := PostReviewDone(r.state, facts())
+	s, _, err := PostReviewDone(r.state, facts(), tm)
 	if err != nil {
 		t.Fatal(err)
 	}

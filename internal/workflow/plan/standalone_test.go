@@ -95,7 +95,7 @@ func TestStandaloneReview(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, effects, err := StandaloneReview(tt.in, tt.facts, tt.kind, tt.task)
+			got, effects, err := StandaloneReview(tt.in, tt.facts, tm, tt.kind, tt.task)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("err %v, want %q", err, tt.wantErr)
@@ -119,7 +119,7 @@ func TestStandaloneReview(t *testing.T) {
 		})
 	}
 	inFlight := st(phase(PhaseCompleteTask, PhaseCodeReview), task("1"), running)
-	if _, _, err := StandaloneReview(inFlight, facts(), KindCode, "1"); !errors.Is(err, ErrReviewRunning) {
+	if _, _, err := StandaloneReview(inFlight, facts(), tm, KindCode, "1"); !errors.Is(err, ErrReviewRunning) {
 		t.Errorf("a standalone review while one runs: %v, want ErrReviewRunning", err)
 	}
 }
@@ -147,7 +147,7 @@ func TestStandaloneCycle(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _, err := StandaloneReview(tt.in, tt.facts, tt.kind, tt.task)
+			s, _, err := StandaloneReview(tt.in, tt.facts, tm, tt.kind, tt.task)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +157,7 @@ func TestStandaloneCycle(t *testing.T) {
 			if !r.out.IsBlock() || r.state.NextPhase != tt.kind.PostReviewPhase() || !r.state.Standalone {
 				t.Fatalf("failed review: %s %s", r.out.Kind(), formatState(r.state))
 			}
-			s, _, err = PostReviewDone(r.state, tt.facts)
+			s, _, err = PostReviewDone(r.state, tt.facts, tm)
 			if err != nil || !s.Standalone || s.NextPhase != tt.kind.ReviewPhase() {
 				t.Fatalf("post-review done: %v %s", err, formatState(s))
 			}
@@ -167,7 +167,7 @@ func TestStandaloneCycle(t *testing.T) {
 					if !r.out.IsBlock() {
 						t.Fatalf("first clean review allowed the stop: %s", formatState(r.state))
 					}
-					if s, _, err = PostReviewDone(r.state, tt.facts); err != nil {
+					if s, _, err = PostReviewDone(r.state, tt.facts, tm); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -204,7 +204,7 @@ func TestStandaloneLimits(t *testing.T) {
 		golden(t, formatOutput(r.out))
 	})
 	t.Run("max_reviews 0 skips the review and leaves next_phase null", func(t *testing.T) {
-		s, _, err := StandaloneReview(st(phase(PhaseNextTask, PhaseNone), task("1"), maxRev(0)), facts(), KindCode, "")
+		s, _, err := StandaloneReview(st(phase(PhaseNextTask, PhaseNone), task("1"), maxRev(0)), facts(), tm, KindCode, "")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -232,13 +232,13 @@ func TestStandaloneEndsWithTheCycle(t *testing.T) {
 		run  func() (State, []Effect, error)
 		keep bool
 	}{
-		{"complete-task", func() (State, []Effect, error) { return CompleteTask(in, facts(), "2", false) }, false},
-		{"create-tasks", func() (State, []Effect, error) { return CreateTasks(in, facts()) }, false},
-		{"another standalone review", func() (State, []Effect, error) { return StandaloneReview(in, facts(), KindPlan, "") }, true},
-		{"stop-reviews", func() (State, []Effect, error) { return StopReviews(in, facts()) }, false},
-		{"complete", func() (State, []Effect, error) { return MarkComplete(in, facts()) }, false},
-		{"continue-task", func() (State, []Effect, error) { return ContinueTask(in, facts()) }, true},
-		{"add-task", func() (State, []Effect, error) { return AddTask(in, facts(), "3") }, true},
+		{"complete-task", func() (State, []Effect, error) { return CompleteTask(in, facts(), tm, "2", false) }, false},
+		{"create-tasks", func() (State, []Effect, error) { return CreateTasks(in, facts(), tm) }, false},
+		{"another standalone review", func() (State, []Effect, error) { return StandaloneReview(in, facts(), tm, KindPlan, "") }, true},
+		{"stop-reviews", func() (State, []Effect, error) { return StopReviews(in, facts(), tm) }, false},
+		{"complete", func() (State, []Effect, error) { return MarkComplete(in, facts(), tm) }, false},
+		{"continue-task", func() (State, []Effect, error) { return ContinueTask(in, facts(), tm) }, true},
+		{"add-task", func() (State, []Effect, error) { return AddTask(in, facts(), tm, "3") }, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

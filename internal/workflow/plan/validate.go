@@ -2,11 +2,13 @@ package plan
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/drover-dev/drover/templates"
 )
 
 // validName matches the file names allowed directly in a plan folder (rule
@@ -37,7 +39,9 @@ var taskFile = regexp.MustCompile(`^task-([A-Za-z0-9_-]+)\.md$`)
 //  7. tasks.md holds only a Markdown table, with at least one task row.
 //
 // Rule 8 (state.json is a valid view) is CheckView: it warns, never blocks.
-func Validate(f Facts) []string {
+// The violations are worded by t; only a template that does not render is
+// an error.
+func Validate(f Facts, t templates.Set) ([]string, error) {
 	top := map[string]bool{}
 	var md, nested []string
 	for _, p := range f.Files {
@@ -54,40 +58,44 @@ func Validate(f Facts) []string {
 	slices.Sort(md)
 	slices.Sort(nested)
 
+	w := words{t: t}
 	var v []string
 	if !top["plan.md"] {
-		v = append(v, "Missing required file: plan.md")
+		v = append(v, w.say(templates.PlanRuleNoPlan, nil))
 	}
 	for _, name := range md {
 		if !validName.MatchString(name) {
-			v = append(v, fmt.Sprintf("Invalid filename: %s (not a plan file name)", name))
+			v = append(v, w.say(templates.PlanRuleFileName, map[string]string{"file": name}))
 		}
 	}
 	if len(nested) > 0 {
-		v = append(v, fmt.Sprintf("Files found in nested directories (they must be directly in the plan folder): %s", strings.Join(capList(nested, 5), ", ")))
+		v = append(v, w.say(templates.PlanRuleNested, map[string]string{"files": strings.Join(capList(&w, nested, 5), ", ")}))
 	}
 	for _, name := range md {
 		if m := reviewFileName.FindStringSubmatch(name); m != nil && !top[m[1]+".md"] {
-			v = append(v, fmt.Sprintf("Review file %s exists but %s.md does not", name, m[1]))
+			v = append(v, w.say(templates.PlanRuleReviewOrphan, map[string]string{"file": name, "base": m[1] + ".md"}))
 		}
 	}
 	for _, name := range md {
 		if before, after, ok := strings.Cut(name, "-post-review-"); ok {
 			review := before + "-review-" + after
 			if !top[review] {
-				v = append(v, fmt.Sprintf("Post-review file %s exists but %s does not", name, review))
+				v = append(v, w.say(templates.PlanRulePostReviewOrphan, map[string]string{"file": name, "review": review}))
 			}
 		}
 	}
 	if len(taskIDs(md)) > 0 && !top["tasks.md"] {
-		v = append(v, "Task files exist but tasks.md is missing")
+		v = append(v, w.say(templates.PlanRuleNoTasksMD, nil))
 	}
 	if top["tasks.md"] {
-		if problem := checkTable(f.TasksMD); problem != "" {
-			v = append(v, problem)
+		if problem := tableProblem(f.TasksMD); problem != "" {
+			v = append(v, w.say(problem, nil))
 		}
 	}
-	return v
+	if w.err != nil {
+		return nil, fmt.Errorf("plan folder rules: %w", w.err)
+	}
+	return v, nil
 }
 
 // taskIDs returns the ids of the task files (task-ID.md, not their reviews)
@@ -113,8 +121,19 @@ func isReviewSuffix(id string) bool {
 	return rest != "" && strings.Trim(rest, "0123456789") == ""
 }
 
-// checkTable returns what is wrong with tasks.md as a task table, or "".
-func checkTable(content string) string {
+// checkTable returns what is wrong with tasks.md as a task table, worded
+// by t, or "".
+func checkTable(content string, t templates.Set) (string, error) {
+	name := tableProblem(content)
+	if name == "" {
+		return "", nil
+	}
+	return t.Render(name, nil)
+}
+
+// tableProblem returns the name of the template that says what is wrong
+// with tasks.md as a task table, or "".
+func tableProblem(content string) string {
 	rows := 0
 	for _, line := range strings.Split(content, "\n") {
 		line = strings.TrimSpace(line)
@@ -122,15 +141,15 @@ func checkTable(content string) string {
 			continue
 		}
 		if !strings.HasPrefix(line, "|") || !strings.HasSuffix(line, "|") || len(line) < 2 {
-			return "tasks.md contains non-table content (it must hold only a Markdown table)"
+			return templates.PlanRuleTasksNotTable
 		}
 		rows++
 	}
 	switch {
 	case rows == 0:
-		return "tasks.md has no table rows"
+		return templates.PlanRuleTasksNoRows
 	case rows < 3:
-		return "tasks.md has no task rows (a header-only table)"
+		return templates.PlanRuleTasksHeaderOnly
 	}
 	return ""
 }
@@ -275,33 +294,42 @@ func ValidPlanID(id string) bool {
 
 // CheckView is rule 8: state.json, when present, is a JSON object with every
 // field of the seed's schema. Unknown fields are fine. A nil view (no file)
-// is fine too: drover writes it.
-func CheckView(view []byte) error {
+// is fine too: drover writes it. It returns what is wrong, worded by t, or
+// "" when nothing is; only a template that does not render is an error.
+func CheckView(view []byte, t templates.Set) (string, error) {
 	if view == nil {
-		return nil
+		return "", nil
 	}
-	if !json.Valid(view) {
-		return errors.New("not valid JSON")
-	}
+	var name string
+	vars := map[string]string{}
 	var m map[string]json.RawMessage
-	if json.Unmarshal(view, &m) != nil || m == nil {
-		return errors.New("not a JSON object")
-	}
-	var missing []string
-	for _, k := range viewFields {
-		if _, ok := m[k]; !ok {
-			missing = append(missing, k)
+	switch {
+	case !json.Valid(view):
+		name = templates.PlanViewNotJSON
+	case json.Unmarshal(view, &m) != nil || m == nil:
+		name = templates.PlanViewNotObject
+	default:
+		var missing []string
+		for _, k := range viewFields {
+			if _, ok := m[k]; !ok {
+				missing = append(missing, k)
+			}
 		}
+		if len(missing) == 0 {
+			return "", nil
+		}
+		name, vars["fields"] = templates.PlanViewMissingFields, strings.Join(missing, ", ")
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("missing field(s): %s", strings.Join(missing, ", "))
+	problem, err := t.Render(name, vars)
+	if err != nil {
+		return "", fmt.Errorf("checking state.json: %w", err)
 	}
-	return nil
+	return problem, nil
 }
 
-func capList(list []string, n int) []string {
+func capList(w *words, list []string, n int) []string {
 	if len(list) <= n {
 		return list
 	}
-	return append(slices.Clone(list[:n]), fmt.Sprintf("and %d more", len(list)-n))
+	return append(slices.Clone(list[:n]), w.say(templates.PlanRuleMore, map[string]string{"count": strconv.Itoa(len(list) - n)}))
 }

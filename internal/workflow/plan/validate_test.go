@@ -42,7 +42,10 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Validate(Facts{Files: tt.files, TasksMD: tt.tasks})
+			got, err := Validate(Facts{Files: tt.files, TasksMD: tt.tasks}, tm)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Validate =\n%q\nwant\n%q", got, tt.want)
 			}
@@ -62,7 +65,10 @@ func TestCheckTable(t *testing.T) {
 		{"|\n|\n|\n", "non-table"},
 	}
 	for _, tt := range tests {
-		got := checkTable(tt.content)
+		got, err := checkTable(tt.content, tm)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 			t.Errorf("checkTable(%q) = %q, want %q", tt.content, got, tt.want)
 		}
@@ -140,9 +146,9 @@ func TestCheckView(t *testing.T) {
 		if !tt.nil_ {
 			v = []byte(tt.view)
 		}
-		err := CheckView(v)
-		if (tt.want == "") != (err == nil) || (err != nil && err.Error() != tt.want) {
-			t.Errorf("CheckView(%q) = %v, want %q", tt.view, err, tt.want)
+		got, err := CheckView(v, tm)
+		if err != nil || got != tt.want {
+			t.Errorf("CheckView(%q) = %q, %v, want %q", tt.view, got, err, tt.want)
 		}
 	}
 }
@@ -158,7 +164,17 @@ func FuzzTasks(f *testing.F) {
 				t.Fatalf("unsafe id %q", r.ID)
 			}
 		}
-		_ = checkTable(md)
-		_ = Validate(Facts{Files: []string{"plan.md", "tasks.md"}, TasksMD: md})
+		if _, err := checkTable(md, tm); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Validate(Facts{Files: []string{"plan.md", "tasks.md"}, TasksMD: md}, tm); err != nil {
+			t.Fatal(err)
+		}
 	})
+}
+
+// validView reports whether view passes CheckView with the built-in texts.
+func validView(view []byte) bool {
+	problem, err := CheckView(view, tm)
+	return problem == "" && err == nil
 }

@@ -67,6 +67,11 @@ func refuse(err error) error {
 
 func refusef(format string, args ...any) error { return refuse(fmt.Errorf(format, args...)) }
 
+// refuseWith is the Refusal worded by template name.
+func refuseWith(t templates.Set, name string, vars map[string]string) error {
+	return refuse(errors.New(say(t, name, vars)))
+}
+
 // AdvancePhases returns the phases `drover plan advance` accepts: those
 // issue 6 names, next-task-tdd, post-review (whichever post-review is
 // waited for) and complete.
@@ -92,9 +97,9 @@ func Command(s State, f Facts, t templates.Set, verb string, args api.PlanArgs) 
 		return stopReviews(s, f, t)
 	case "add-task":
 		return change(s, f, t, "add-task", func(s State, f Facts) (State, []Effect, error) {
-			return AddTask(s, f, args.Task)
+			return AddTask(s, f, t, args.Task)
 		}, func(n State) (string, error) {
-			v := vars(n, f, "")
+			v := vars(n, f, t, "")
 			v["added_task"] = args.Task
 			return t.Render(templates.PlanTaskAdded, v)
 		})
@@ -104,7 +109,7 @@ func Command(s State, f Facts, t templates.Set, verb string, args api.PlanArgs) 
 		return s, Decision{}, nil, fmt.Errorf("plan %s changes nothing: its caller answers it (Status, Findings)", verb)
 	case "action":
 		if !s.Active() {
-			return s, Decision{}, nil, refusef("plan %s: session %s has no plan; start one with /drover:plan new <plan-id>", args.Phase, f.SessionID)
+			return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseNoPlanAction, map[string]string{"action": args.Phase, "session_id": f.SessionID})
 		}
 		text, err := ActionPrompt(s, f, t, args.Phase, args.Task)
 		if err != nil {
@@ -116,24 +121,25 @@ func Command(s State, f Facts, t templates.Set, verb string, args api.PlanArgs) 
 }
 
 // SamePlan checks that a plan id given with a command (empty: none) names
-// the plan of session sessionID, whose state is s.
-func SamePlan(s State, sessionID, id string) error {
+// the plan of session sessionID, whose state is s; t words the refusal.
+func SamePlan(t templates.Set, s State, sessionID, id string) error {
+	vars := map[string]string{"session_id": sessionID, "plan_id": id, "session_plan_id": s.PlanID}
 	switch {
 	case id == "":
 		return nil
 	case !s.Active():
-		return refusef("session %s has no plan (plan %s is not this session's; drover plan continue %s takes it over)", sessionID, id, id)
+		return refuseWith(t, templates.PlanRefuseNotThisSession, vars)
 	case s.PlanID != id:
-		return refusef("the plan of session %s is %s, not %s", sessionID, s.PlanID, id)
+		return refuseWith(t, templates.PlanRefuseOtherPlan, vars)
 	}
 	return nil
 }
 
 // CheckPlanID refuses an id that is not a valid plan id, before the caller
-// uses it to name a folder.
-func CheckPlanID(id string) error {
+// uses it to name a folder; t words the refusal.
+func CheckPlanID(t templates.Set, id string) error {
 	if !ValidPlanID(id) {
-		return refusef("%q is not a valid plan id (letters, digits, '-', '_' and '.', starting with a letter or digit)", id)
+		return refuseWith(t, templates.PlanRefuseBadID, map[string]string{"quoted_id": strconv.Quote(id)})
 	}
 	return nil
 }
@@ -143,7 +149,7 @@ func CheckPlanID(id string) error {
 // state).
 func change(s State, f Facts, t templates.Set, what string, cmd func(State, Facts) (State, []Effect, error), message func(State) (string, error)) (State, Decision, []Effect, error) {
 	if !s.Active() {
-		return s, Decision{}, nil, refusef("plan %s: session %s has no plan; start one with drover plan new", what, f.SessionID)
+		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseNoPlanCommand, map[string]string{"command": what, "session_id": f.SessionID})
 	}
 	next, effects, err := cmd(s, f)
 	if err != nil {
@@ -165,7 +171,7 @@ func change(s State, f Facts, t templates.Set, what string, cmd func(State, Fact
 // may start it over.
 func newPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decision, []Effect, error) {
 	id := args.PlanID
-	if err := CheckPlanID(id); err != nil {
+	if err := CheckPlanID(t, id); err != nil {
 		return s, Decision{}, nil, err
 	}
 	maxReviews := f.DefaultMaxReviews
@@ -174,20 +180,20 @@ func newPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 	}
 	switch {
 	case maxReviews < 0:
-		return s, Decision{}, nil, refusef("max reviews %d is negative", maxReviews)
+		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseNegativeReviews, map[string]string{"max_reviews": strconv.Itoa(maxReviews)})
 	case CheckBudget(args.BudgetUSD) != nil:
-		return s, Decision{}, nil, refuse(CheckBudget(args.BudgetUSD))
+		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseBadBudget, map[string]string{"value": fmt.Sprint(args.BudgetUSD)})
 	case s.Review != nil:
-		return s, Decision{}, nil, refusef("plan new: %w", ErrReviewRunning)
+		return s, Decision{}, nil, refusef("plan new: %w", reviewRunning(t))
 	case f.PlanID != id:
 		return s, Decision{}, nil, fmt.Errorf("plan new: the facts are for plan %q, not %q", f.PlanID, id)
 	case s.PlanID != id && f.View != nil:
-		return s, Decision{}, nil, refusef("plan %s already exists (%s); take it up with drover plan continue %s, or remove %s to start it over", id, path.Join(f.PlanDir, ViewFile), id, f.PlanDir)
+		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseExists, map[string]string{"plan_id": id, "view_file": path.Join(f.PlanDir, ViewFile), "plan_dir": f.PlanDir})
 	}
 	var next State
 	if hasFile(f, "plan.md") {
 		var err error
-		if next, _, err = NewPlan(s, f, maxReviews); err != nil {
+		if next, _, err = NewPlan(s, f, t, maxReviews); err != nil {
 			return s, Decision{}, nil, refuse(err)
 		}
 	} else {
@@ -199,7 +205,7 @@ func newPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 
 	var parts []string
 	if s.Active() && s.PlanID != id && s.Phase != PhaseComplete {
-		v := vars(next, f, "")
+		v := vars(next, f, t, "")
 		v["old_plan_id"], v["old_phase"] = s.PlanID, string(s.Phase)
 		aside, err := t.Render(templates.PlanSetAside, v)
 		if err != nil {
@@ -207,13 +213,13 @@ func newPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 		}
 		parts = append(parts, aside)
 	}
-	v := vars(next, f, "")
+	v := vars(next, f, t, "")
 	v["tdd_note"], v["budget_note"] = "", ""
 	if next.TDD {
-		v["tdd_note"] = ", test-first"
+		v["tdd_note"] = ", " + say(t, templates.PlanTDDNote, nil)
 	}
 	if next.BudgetUSD > 0 {
-		v["budget_note"] = ", reviewer budget $" + dollars(next.BudgetUSD)
+		v["budget_note"] = ", " + say(t, templates.PlanBudgetNote, map[string]string{"budget_usd": dollars(next.BudgetUSD)})
 	}
 	started, err := t.Render(templates.PlanStarted, v)
 	if err != nil {
@@ -237,36 +243,36 @@ func advancePlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, D
 	switch phase {
 	case PhaseNewPlan:
 		cmd = func(s State, f Facts) (State, []Effect, error) {
-			n, e, err := NewPlan(s, f, s.MaxReviews)
+			n, e, err := NewPlan(s, f, t, s.MaxReviews)
 			n.TDD = s.TDD
 			return n, e, err
 		}
 	case PhaseCreateTasks:
-		cmd = CreateTasks
+		cmd = func(s State, f Facts) (State, []Effect, error) { return CreateTasks(s, f, t) }
 	case PhaseCompleteTask, PhaseCompleteTaskTDD:
 		cmd = func(s State, f Facts) (State, []Effect, error) {
-			return CompleteTask(s, f, args.Task, phase == PhaseCompleteTaskTDD)
+			return CompleteTask(s, f, t, args.Task, phase == PhaseCompleteTaskTDD)
 		}
 	case PhaseNextTask, PhaseNextTaskTDD:
 		cmd = func(s State, f Facts) (State, []Effect, error) {
-			return NextTask(s, f, args.Task, phase == PhaseNextTaskTDD)
+			return NextTask(s, f, t, args.Task, phase == PhaseNextTaskTDD)
 		}
 	case PhaseContinueTask:
-		cmd = ContinueTask
+		cmd = func(s State, f Facts) (State, []Effect, error) { return ContinueTask(s, f, t) }
 	case PhaseComplete:
-		cmd = MarkComplete
+		cmd = func(s State, f Facts) (State, []Effect, error) { return MarkComplete(s, f, t) }
 	case "post-review", PhasePostPlanReview, PhasePostTasksReview, PhasePostCodeReview, PhasePostAllCodeReview:
 		cmd = func(s State, f Facts) (State, []Effect, error) {
 			if phase != "post-review" && s.NextPhase != phase && s.Review == nil {
-				return s, nil, fmt.Errorf("plan advance %s: the plan waits for %s, not %s", phase, orNone(string(s.NextPhase)), phase)
+				return s, nil, sayErr(t, nil, templates.PlanRefuseWaitsFor, map[string]string{"phase": string(phase), "next_phase": orNone(string(s.NextPhase))})
 			}
-			return PostReviewDone(s, f)
+			return PostReviewDone(s, f, t)
 		}
 	default:
-		return s, Decision{}, nil, refusef("plan advance: unknown phase %q (known: %s)", phase, strings.Join(AdvancePhases(), ", "))
+		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseUnknownPhase, map[string]string{"quoted_phase": strconv.Quote(string(phase)), "known": strings.Join(AdvancePhases(), ", ")})
 	}
 	return change(s, f, t, "advance "+string(phase), cmd, func(n State) (string, error) {
-		return t.Render(advanceTemplate(n), advanceVars(n, f))
+		return t.Render(advanceTemplate(n), advanceVars(n, f, t))
 	})
 }
 
@@ -290,8 +296,8 @@ func advanceTemplate(n State) string {
 
 // advanceVars are vars plus review_kind (of the review next_phase names)
 // and next_iteration.
-func advanceVars(n State, f Facts) map[string]string {
-	v := vars(n, f, "")
+func advanceVars(n State, f Facts, t templates.Set) map[string]string {
+	v := vars(n, f, t, "")
 	kind, _ := n.NextPhase.ReviewKind()
 	v["review_kind"] = string(kind)
 	v["next_iteration"] = strconv.Itoa(n.Iteration + 1)
@@ -301,14 +307,14 @@ func advanceVars(n State, f Facts) map[string]string {
 // setPlan is `drover plan set KEY=VALUE`, the escape hatch for the
 // plan's settings.
 func setPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decision, []Effect, error) {
-	if err := SamePlan(s, f.SessionID, args.PlanID); err != nil {
+	if err := SamePlan(t, s, f.SessionID, args.PlanID); err != nil {
 		return s, Decision{}, nil, err
 	}
 	key, value := args.Key, strings.TrimSpace(args.Value)
 	setting := func(apply func(*State)) func(State, Facts) (State, []Effect, error) {
 		return func(s State, f Facts) (State, []Effect, error) {
 			if !s.Active() {
-				return s, nil, errors.New("plan set: this session has no plan")
+				return s, nil, sayErr(t, nil, templates.PlanRefuseCommandNoPlan, map[string]string{"command": "set"})
 			}
 			apply(&s)
 			return s, viewEffects(s, f), nil
@@ -316,7 +322,7 @@ func setPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 	}
 	render := func(name string) func(State) (string, error) {
 		return func(n State) (string, error) {
-			v := vars(n, f, "")
+			v := vars(n, f, t, "")
 			v["budget_usd"], v["spent_usd"] = dollars(n.BudgetUSD), dollars(f.SpentUSD)
 			return t.Render(name, v)
 		}
@@ -325,14 +331,14 @@ func setPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 	case "max_reviews":
 		n, err := strconv.Atoi(value)
 		if err != nil {
-			return s, Decision{}, nil, refusef("max_reviews must be a whole number, got %q", value)
+			return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseSetMaxReviews, map[string]string{"quoted_value": strconv.Quote(value)})
 		}
 		return change(s, f, t, "set max_reviews", func(s State, f Facts) (State, []Effect, error) {
-			return SetMaxReviews(s, f, n)
+			return SetMaxReviews(s, f, t, n)
 		}, render(templates.PlanSetMaxReviews))
 	case "next_phase":
 		if value != "null" && value != "none" && value != "" {
-			return s, Decision{}, nil, refusef("next_phase can only be set to null (which ends the review loop); use drover plan advance to move the plan on")
+			return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseSetNextPhase, nil)
 		}
 		return stopReviews(s, f, t)
 	case "review_model":
@@ -342,16 +348,16 @@ func setPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 		}
 		i := slices.Index(models, value)
 		if i < 0 {
-			return s, Decision{}, nil, refusef("review_model must be one of review.models (%s), got %q", strings.Join(models, ", "), value)
+			return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseSetReviewModel, map[string]string{"models": strings.Join(models, ", "), "quoted_value": strconv.Quote(value)})
 		}
 		return change(s, f, t, "set review_model", setting(func(s *State) { s.ModelIndex = i }), render(templates.PlanSetReviewModel))
 	case "budget_usd":
 		usd, err := strconv.ParseFloat(strings.TrimPrefix(value, "$"), 64)
 		if err != nil {
-			return s, Decision{}, nil, refusef("budget_usd must be a dollar amount, got %q", value)
+			return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseSetBudget, map[string]string{"quoted_value": strconv.Quote(value)})
 		}
-		if err := CheckBudget(usd); err != nil {
-			return s, Decision{}, nil, refuse(err)
+		if CheckBudget(usd) != nil {
+			return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseBadBudget, map[string]string{"value": fmt.Sprint(usd)})
 		}
 		name := templates.PlanSetBudget
 		if usd == 0 {
@@ -361,21 +367,22 @@ func setPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 	case "tdd":
 		tdd, err := strconv.ParseBool(value)
 		if err != nil {
-			return s, Decision{}, nil, refusef("tdd must be true or false, got %q", value)
+			return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseSetTDD, map[string]string{"quoted_value": strconv.Quote(value)})
 		}
 		return change(s, f, t, "set tdd", setting(func(s *State) { s.TDD = tdd }), render(templates.PlanSetTDD))
 	}
-	return s, Decision{}, nil, refusef("plan set: unknown key %q (known: max_reviews, next_phase, review_model, tdd, budget_usd)", key)
+	return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseSetUnknown, map[string]string{"quoted_key": strconv.Quote(key)})
 }
 
 // stopReviews is `drover plan stop-reviews` (and `drover stop` for a
 // plan): the review loop ends, a review in flight is cancelled.
 func stopReviews(s State, f Facts, t templates.Set) (State, Decision, []Effect, error) {
 	if !s.Active() {
-		return s, Decision{}, nil, refusef("session %s has no plan", f.SessionID)
+		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseNoPlan, map[string]string{"session_id": f.SessionID})
 	}
-	return change(s, f, t, "stop-reviews", StopReviews, func(n State) (string, error) {
-		return t.Render(templates.PlanReviewsStopped, vars(n, f, ""))
+	stop := func(s State, f Facts) (State, []Effect, error) { return StopReviews(s, f, t) }
+	return change(s, f, t, "stop-reviews", stop, func(n State) (string, error) {
+		return t.Render(templates.PlanReviewsStopped, vars(n, f, t, ""))
 	})
 }
 
@@ -385,12 +392,12 @@ func stopReviews(s State, f Facts, t templates.Set) (State, Decision, []Effect, 
 func standaloneReview(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decision, []Effect, error) {
 	kind, ok := Phase(args.Phase).ReviewKind()
 	if !ok {
-		return s, Decision{}, nil, refusef("plan review: unknown review %q (known: plan-review, tasks-review, code-review, all-code-review)", args.Phase)
+		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseUnknownReview, map[string]string{"quoted_review": strconv.Quote(args.Phase)})
 	}
 	return change(s, f, t, args.Phase, func(s State, f Facts) (State, []Effect, error) {
-		return StandaloneReview(s, f, kind, args.Task)
+		return StandaloneReview(s, f, t, kind, args.Task)
 	}, func(n State) (string, error) {
-		v := vars(n, f, kind)
+		v := vars(n, f, t, kind)
 		v["first_model"] = reviewer.NextModel(f.Models, 0)
 		if n.MaxReviews == 0 {
 			return t.Render(templates.PlanStandaloneSkipped, v)
@@ -418,17 +425,17 @@ func continuePlan(s State, f Facts, t templates.Set) (State, Decision, []Effect,
 func Adopt(s State, f Facts, t templates.Set, id string, view []byte) (State, Decision, []Effect, error) {
 	switch {
 	case s.Review != nil:
-		return s, Decision{}, nil, refusef("plan continue: %w", ErrReviewRunning)
+		return s, Decision{}, nil, refusef("plan continue: %w", reviewRunning(t))
 	case !ValidPlanID(id):
-		return s, Decision{}, nil, refusef("%q is not a valid plan id", id)
+		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseBadIDShort, map[string]string{"quoted_id": strconv.Quote(id)})
 	case view == nil:
-		return s, Decision{}, nil, refusef("plan %s has no state.json in %s; start it with drover plan new %s", id, f.PlanDir, id)
+		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseNoView, map[string]string{"plan_id": id, "plan_dir": f.PlanDir})
 	}
 	next, err := StateFromView(id, view, f.Models, f.DefaultMaxReviews)
 	if err != nil {
 		return s, Decision{}, nil, refuse(err)
 	}
-	v := vars(next, f, "")
+	v := vars(next, f, t, "")
 	v["session_id"] = f.SessionID
 	msg, err := t.Render(templates.PlanAdopted, v)
 	if err != nil {

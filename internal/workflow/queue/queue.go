@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -31,7 +32,10 @@ func Stop(s Session, f Facts, t templates.Set) (Session, hook.Output, error) {
 	}
 	next := s
 	next.Iteration++
-	vars := Vars(next, f)
+	vars, err := Vars(next, f, t)
+	if err != nil {
+		return s, hook.Output{}, fmt.Errorf("stop hook: %w", err)
+	}
 
 	if next.Iteration > f.MaxIterations {
 		next.State = Off
@@ -42,10 +46,7 @@ func Stop(s Session, f Facts, t templates.Set) (Session, hook.Output, error) {
 		return next, hook.Output{SystemMessage: msg}, nil
 	}
 
-	var (
-		name string
-		err  error
-	)
+	var name string
 	switch next.State {
 	case On:
 		switch {
@@ -96,7 +97,11 @@ func loopPrompt(t templates.Set, vars map[string]string) (string, error) {
 		return "", err
 	}
 	if next := vars["next_task"]; next != "" && !strings.Contains(text, next) {
-		text = strings.TrimRight(text, "\n") + "\n\nNext task: " + next
+		line, err := t.Render(templates.QueueNextTask, vars)
+		if err != nil {
+			return "", err
+		}
+		text = strings.TrimRight(text, "\n") + "\n\n" + line
 	}
 	return text, nil
 }
@@ -108,7 +113,10 @@ func UserPromptSubmit(s Session, f Facts, t templates.Set) (hook.Output, error) 
 	if !s.Active() {
 		return hook.Output{}, nil
 	}
-	vars := Vars(s, f)
+	vars, err := Vars(s, f, t)
+	if err != nil {
+		return hook.Output{}, fmt.Errorf("user-prompt-submit hook: %w", err)
+	}
 	var names []string
 	if len(f.Stuck) > 0 {
 		names = append(names, templates.StuckReminder)
@@ -143,11 +151,11 @@ func CompactContext(s Session, f Facts, t templates.Set) (string, error) {
 	if !s.Active() {
 		return "", nil
 	}
-	vars := Vars(s, f)
-	var (
-		instr string
-		err   error
-	)
+	vars, err := Vars(s, f, t)
+	if err != nil {
+		return "", fmt.Errorf("compact context: %w", err)
+	}
+	var instr string
 	switch {
 	case s.State == On && len(f.Pending) > 0:
 		instr, err = loopPrompt(t, vars)
@@ -168,9 +176,9 @@ func CompactContext(s Session, f Facts, t templates.Set) (string, error) {
 // Start is `drover start`: it turns the queue on at iteration 0. It is an
 // error when no task is pending, since the first Stop would go straight to
 // review with nothing done.
-func Start(s Session, f Facts) (Session, error) {
+func Start(s Session, f Facts, t templates.Set) (Session, error) {
 	if len(f.Pending) == 0 {
-		return s, fmt.Errorf("no pending tasks in %s: add one with drover add", f.SessionDir)
+		return s, noPending(f, t)
 	}
 	s.State = On
 	s.Iteration = 0
@@ -181,10 +189,12 @@ func Start(s Session, f Facts) (Session, error) {
 // once s was started: begin the next task, following the loop prompt.
 func StartText(s Session, f Facts, t templates.Set) (string, error) {
 	if len(f.Pending) == 0 {
-		return "", fmt.Errorf("no pending tasks in %s: add one with drover add", f.SessionDir)
+		return "", noPending(f, t)
 	}
-	vars := Vars(s, f)
-	var err error
+	vars, err := Vars(s, f, t)
+	if err != nil {
+		return "", fmt.Errorf("start: %w", err)
+	}
 	if vars["loop_prompt"], err = loopPrompt(t, vars); err != nil {
 		return "", fmt.Errorf("start: %w", err)
 	}
@@ -193,6 +203,15 @@ func StartText(s Session, f Facts, t templates.Set) (string, error) {
 		return "", fmt.Errorf("start: %w", err)
 	}
 	return text, nil
+}
+
+// noPending is the refusal of a start with no task pending.
+func noPending(f Facts, t templates.Set) error {
+	text, err := t.Render(templates.QueueNoPending, map[string]string{"session_dir": f.SessionDir})
+	if err != nil {
+		return fmt.Errorf("start: %w", err)
+	}
+	return errors.New(text)
 }
 
 // StopCommand is `drover stop`: the queue turns off, keeping its iteration
@@ -217,8 +236,9 @@ const MaxListed = 30
 //	stuck_files (comma-separated, as the stuck reminder lists them).
 //
 // The composed prompts (loop_prompt, review_prompt, instructions) are added
-// by the decision that needs them.
-func Vars(s Session, f Facts) map[string]string {
+// by the decision that needs them. Only a template that does not render
+// (an unknown name) is an error.
+func Vars(s Session, f Facts, t templates.Set) (map[string]string, error) {
 	state := s.State
 	if state == "" {
 		state = Off
@@ -235,10 +255,26 @@ func Vars(s Session, f Facts) map[string]string {
 		"next_task":       "",
 		"next_task_done":  "",
 		"next_task_stuck": "",
-		"pending_files":   bullets(f.Pending, f.SessionDir, "(none)"),
-		"done_files":      bullets(f.Done, f.SessionDir, "(none)"),
-		"dirty_files":     bullets(f.DirtyFiles, "`git status`", "(see `git status`)"),
-		"stuck_files":     commaList(f.Stuck),
+	}
+	dirs := map[string]string{"session_dir": f.SessionDir}
+	lists := []struct {
+		key        string
+		paths      []string
+		none, more string
+	}{
+		{"pending_files", f.Pending, templates.QueueListNone, templates.QueueMoreFiles},
+		{"done_files", f.Done, templates.QueueListNone, templates.QueueMoreFiles},
+		{"dirty_files", f.DirtyFiles, templates.QueueDirtyNone, templates.QueueMoreDirty},
+	}
+	for _, l := range lists {
+		var err error
+		if v[l.key], err = bullets(l.paths, t, l.none, l.more, dirs); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if v["stuck_files"], err = commaList(f.Stuck, t); err != nil {
+		return nil, err
 	}
 	if len(f.Pending) > 0 {
 		next := f.Pending[0]
@@ -247,14 +283,15 @@ func Vars(s Session, f Facts) map[string]string {
 		v["next_task_done"] = base + ".done.md"
 		v["next_task_stuck"] = base + ".stuck.md"
 	}
-	return v
+	return v, nil
 }
 
-// bullets lists paths one per line, at most MaxListed, then a line pointing
-// at where for the rest; none is the line for an empty list.
-func bullets(paths []string, where, none string) string {
+// bullets lists paths one per line, at most MaxListed, then the line of
+// template more for the rest; template none is the line of an empty list.
+func bullets(paths []string, t templates.Set, none, more string, vars map[string]string) (string, error) {
 	if len(paths) == 0 {
-		return "- " + none
+		text, err := t.Render(none, vars)
+		return "- " + text, err
 	}
 	var b strings.Builder
 	for i, p := range paths {
@@ -262,20 +299,37 @@ func bullets(paths []string, where, none string) string {
 			b.WriteByte('\n')
 		}
 		if i == MaxListed {
-			fmt.Fprintf(&b, "- ... and %d more (see %s)", len(paths)-MaxListed, where)
+			text, err := t.Render(more, withCount(vars, len(paths)-MaxListed))
+			if err != nil {
+				return "", err
+			}
+			b.WriteString("- " + text)
 			break
 		}
 		b.WriteString("- ")
 		b.WriteString(p)
 	}
-	return b.String()
+	return b.String(), nil
 }
 
-func commaList(paths []string) string {
+func commaList(paths []string, t templates.Set) (string, error) {
 	if len(paths) <= MaxListed {
-		return strings.Join(paths, ", ")
+		return strings.Join(paths, ", "), nil
 	}
-	return strings.Join(paths[:MaxListed], ", ") + fmt.Sprintf(", ... and %d more", len(paths)-MaxListed)
+	more, err := t.Render(templates.QueueMoreInline, withCount(nil, len(paths)-MaxListed))
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(append(paths[:MaxListed:MaxListed], more), ", "), nil
+}
+
+// withCount is vars and count, in a new map.
+func withCount(vars map[string]string, n int) map[string]string {
+	out := map[string]string{"count": strconv.Itoa(n)}
+	for k, v := range vars {
+		out[k] = v
+	}
+	return out
 }
 
 // NeedsGit reports whether a Stop of s decides on the work tree's

@@ -212,7 +212,7 @@ func TestStop(t *testing.T) {
 // between.
 func TestStopReviewRoundTrip(t *testing.T) {
 	tm := templates.Defaults()
-	s, err := Start(Session{}, facts(pending(t1)))
+	s, err := Start(Session{}, facts(pending(t1)), tm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,7 +452,7 @@ func TestStart(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Start(tt.in, tt.facts)
+			got, err := Start(tt.in, tt.facts, templates.Defaults())
 			if tt.wantErr != "" {
 				if err == nil || err.Error() != tt.wantErr {
 					t.Fatalf("error = %v, want %q", err, tt.wantErr)
@@ -512,7 +512,11 @@ func TestVars(t *testing.T) {
 	for i := range many {
 		many[i] = task(fmt.Sprintf("20260203T1400%02d.done.md", i))
 	}
-	v := Vars(Session{State: On, Iteration: 4}, facts(pending(t1, t2), func(f *Facts) { f.Done = many }, stuck(s1, s2)))
+	tm := templates.Defaults()
+	v, err := Vars(Session{State: On, Iteration: 4}, facts(pending(t1, t2), func(f *Facts) { f.Done = many }, stuck(s1, s2)), tm)
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := map[string]string{
 		"session_id":      "s1",
 		"session_dir":     dir,
@@ -539,7 +543,21 @@ func TestVars(t *testing.T) {
 		t.Errorf("done_files is not capped at %d lines plus a count: %d lines, last %q", MaxListed, len(lines), lines[len(lines)-1])
 	}
 
-	empty := Vars(Session{}, facts())
+	clipped, err := Vars(Session{State: On}, facts(func(f *Facts) { f.Stuck, f.DirtyFiles = many, many }), tm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Join(many[:MaxListed], ", ") + ", ... and 5 more"; clipped["stuck_files"] != want {
+		t.Errorf("stuck_files = %q, want %q", clipped["stuck_files"], want)
+	}
+	if lines := strings.Split(clipped["dirty_files"], "\n"); len(lines) != MaxListed+1 || lines[MaxListed] != "- ... and 5 more (see `git status`)" {
+		t.Errorf("dirty_files is not capped at %d lines plus a count: %d lines, last %q", MaxListed, len(lines), lines[len(lines)-1])
+	}
+
+	empty, err := Vars(Session{}, facts(), tm)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if empty["state"] != "off" || empty["next_task"] != "" || empty["done_files"] != "- (none)" || empty["stuck_files"] != "" {
 		t.Errorf("vars of an empty session: %v", empty)
 	}

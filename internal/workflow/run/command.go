@@ -27,8 +27,9 @@ var AgentPlaceholders = []string{"prompt", "task", "iteration", "run", "worktree
 var testPlaceholders = []string{"packages"}
 
 // Options fills in the defaults of a run's options from the run.*
-// configuration and checks its command templates and budgets.
-func Options(o api.RunOptions, c config.Run) (api.RunOptions, error) {
+// configuration and checks its command templates and budgets; t words the
+// refusals.
+func Options(o api.RunOptions, c config.Run, t templates.Set) (api.RunOptions, error) {
 	if o.Concurrency <= 0 {
 		o.Concurrency = max(c.Concurrency, 1)
 	}
@@ -58,14 +59,14 @@ func Options(o api.RunOptions, c config.Run) (api.RunOptions, error) {
 		o.NoReview = true
 	}
 	if o.NoReview && strings.TrimSpace(o.Reviewer) != "" {
-		return o, errors.New("a reviewer command and no review at once: choose one")
+		return o, errors.New(say(t, templates.RunOptionsReviewerAndNoReview, nil))
 	}
 	for _, b := range []struct {
 		name string
 		v    float64
 	}{{"task max minutes", o.TaskMaxMinutes}, {"task max usd", o.TaskMaxUSD}, {"max minutes", o.MaxMinutes}, {"max usd", o.MaxUSD}} {
 		if b.v < 0 || b.v != b.v {
-			return o, fmt.Errorf("%s %v is not a budget (0 for none)", b.name, b.v)
+			return o, errors.New(say(t, templates.RunOptionsNotABudget, map[string]string{"option": b.name, "value": fmt.Sprint(b.v)}))
 		}
 	}
 	if _, err := ReviewerCommand(o.Reviewer); err != nil {

@@ -70,7 +70,7 @@ func Judge(t templates.Set, m IterationDone) (bool, string) {
 	case notCommitted:
 		return false, say(t, templates.RunFeedbackNoCommit, nil)
 	case dirty:
-		return false, say(t, templates.RunFeedbackDirty, map[string]string{"status": clipLines(m.Dirty, maxDirtyLines)})
+		return false, say(t, templates.RunFeedbackDirty, map[string]string{"status": clipLines(t, m.Dirty, maxDirtyLines)})
 	case reviewNotPassed:
 		return false, reviewFeedback(t, *m.Review)
 	}
@@ -172,14 +172,14 @@ func IterationMetrics(iteration int, tr *api.TestResult) convergence.Metrics {
 	return m
 }
 
-// clipLines keeps the first max lines of s, noting how many more there
-// were.
-func clipLines(s string, max int) string {
+// clipLines keeps the first max lines of s, noting (as t words it) how
+// many more there were.
+func clipLines(t templates.Set, s string, max int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) <= max {
 		return strings.Join(lines, "\n")
 	}
-	return strings.Join(lines[:max], "\n") + fmt.Sprintf("\n... and %d more", len(lines)-max)
+	return strings.Join(lines[:max], "\n") + "\n" + say(t, templates.RunMoreLines, map[string]string{"count": strconv.Itoa(len(lines) - max)})
 }
 
 func firstLine(s string) string {

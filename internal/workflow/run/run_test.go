@@ -210,27 +210,35 @@ func TestNewWaves(t *testing.T) {
 
 func TestOptionsDefaultsAndChecks(t *testing.T) {
 	def := config.Defaults().Run
-	o, err := Options(api.RunOptions{}, def)
+	o, err := Options(api.RunOptions{}, def, tmpl)
 	if err != nil || o.Concurrency != 2 || o.MaxIterations != 3 || o.TestCommand != "go test {{packages}}" || o.SuiteCommand != "go test ./..." || o.IterationTimeout != time.Hour || o.Agent != "" || o.NoReview {
 		t.Errorf("defaults: %+v, %v", o, err)
 	}
 	// The configuration gives the defaults; the options win over it.
 	cfg := config.Run{Concurrency: 5, MaxIterations: 7, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, TaskMaxUSD: "3", Review: false}
-	o, err = Options(api.RunOptions{MaxIterations: 2}, cfg)
+	o, err = Options(api.RunOptions{MaxIterations: 2}, cfg, tmpl)
 	want := api.RunOptions{Concurrency: 5, MaxIterations: 2, Agent: "my-agent {{prompt}}", TestCommand: "make test {{packages}}", SuiteCommand: "make check", IterationTimeout: time.Minute, TaskMaxUSD: 3, NoReview: true}
 	if err != nil || o != want {
 		t.Errorf("from config: %+v, %v; want %+v", o, err, want)
 	}
-	if o, err := Options(api.RunOptions{TaskMaxUSD: 1}, cfg); err != nil || o.TaskMaxUSD != 1 {
+	if o, err := Options(api.RunOptions{TaskMaxUSD: 1}, cfg, tmpl); err != nil || o.TaskMaxUSD != 1 {
 		t.Errorf("--task-max-usd 1 over run.task_max_usd 3: %+v, %v", o, err)
 	}
 	// run.review false does not turn off a reviewer given for the run.
-	if o, err := Options(api.RunOptions{Reviewer: "claude"}, cfg); err != nil || o.NoReview {
+	if o, err := Options(api.RunOptions{Reviewer: "claude"}, cfg, tmpl); err != nil || o.NoReview {
 		t.Errorf("--reviewer with run.review false: %+v, %v", o, err)
 	}
 	for _, bad := range []api.RunOptions{{Agent: "x {{nope}}"}, {TestCommand: "go test {{prompt}}"}, {SuiteCommand: "make {{packages}}"}, {MaxUSD: -1}, {TaskMaxUSD: -1}, {TaskMaxMinutes: -0.5}, {MaxMinutes: -2}, {Reviewer: "rev 'x"}, {Reviewer: "rev", NoReview: true}} {
-		if _, err := Options(bad, def); err == nil {
+		if _, err := Options(bad, def, tmpl); err == nil {
 			t.Errorf("Options(%+v) accepted it", bad)
+		}
+	}
+	for bad, want := range map[api.RunOptions]string{
+		{Reviewer: "rev", NoReview: true}: "a reviewer command and no review at once: choose one",
+		{TaskMaxMinutes: -0.5}:            "task max minutes -0.5 is not a budget (0 for none)",
+	} {
+		if _, err := Options(bad, def, tmpl); err == nil || err.Error() != want {
+			t.Errorf("Options(%+v) = %v, want %q", bad, err, want)
 		}
 	}
 }
@@ -484,6 +492,18 @@ func TestQuote(t *testing.T) {
 	} {
 		if got := Quote(in); got != want {
 			t.Errorf("Quote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
+
+func TestClipLines(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{" M a.go\n M b.go\n", " M a.go\n M b.go"},
+		{"1\n2\n3\n4\n5\n", "1\n2\n... and 3 more"},
+	}
+	for _, tt := range tests {
+		if got := clipLines(tmpl, tt.in, 2); got != tt.want {
+			t.Errorf("clipLines(%q, 2) = %q, want %q", tt.in, got, tt.want)
 		}
 	}
 }
