@@ -175,11 +175,17 @@ func (a *sessionActor) busy() bool {
 	return a.loop.busy() || a.plan.run != nil
 }
 
-// The background work (checks, metric commands, checkpoint reviews, plan
-// reviews) runs in child actors of the session actor: a workActor runs one
-// job outside the session's mailbox, and its result comes back to the
-// session as a workDone message, which the session turns into the
-// workflow's event.
+// Background work runs in work children, the one mechanism of the session
+// and run actors alike: a workActor runs one job (a session's checks,
+// metric commands, checkpoint review or plan review; a run's iteration or
+// wave checkpoint) outside its parent's mailbox, and its result comes back
+// to the parent as a workDone message, which the parent turns into its
+// workflow's event. Stopping a child (the parent does so once it took the
+// result in, and every child stops with its parent) cancels the job and
+// waits until it returned, and so until its process groups are gone; its
+// result, if any, is dropped. endWork ends a job early without dropping
+// its result: a run's agent whose budget is spent still ends its
+// iteration as usual.
 
 // workDone is what a work child sends its parent when its job returned.
 type workDone struct {
@@ -187,20 +193,29 @@ type workDone struct {
 	result any
 }
 
+// endWork asks a work child to cancel its job's context; unlike stopping
+// the child, the job's result still comes back as workDone.
+type endWork struct{}
+
 // workActor runs one job; stopping it cancels the job's context and waits
 // until the job returned (and so its process groups are gone).
 type workActor struct {
-	job    func(ctx context.Context) any
+	job func(ctx context.Context) any
+	// ctx ends when the child stops: the job's result is dropped then.
 	ctx    context.Context
 	cancel context.CancelFunc
+	// jobCtx is the job's context, within ctx; end cancels it alone.
+	jobCtx context.Context
+	end    context.CancelFunc
 	done   chan struct{}
 }
 
 // spawnWork starts job in a child actor named prefix-<n> and returns it.
 func spawnWork(actx actor.Context, prefix string, job func(ctx context.Context) any) *actor.PID {
 	ctx, cancel := context.WithCancel(context.Background())
+	jobCtx, end := context.WithCancel(ctx)
 	return actx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
-		return &workActor{job: job, ctx: ctx, cancel: cancel}
+		return &workActor{job: job, ctx: ctx, cancel: cancel, jobCtx: jobCtx, end: end}
 	}), prefix)
 }
 
@@ -215,12 +230,15 @@ func (w *workActor) Receive(actx actor.Context) {
 		system, self, parent := actx.ActorSystem(), actx.Self(), actx.Parent()
 		go func() {
 			defer close(w.done)
-			result := w.job(w.ctx)
+			defer w.end()
+			result := w.job(w.jobCtx)
 			if w.ctx.Err() != nil {
 				return // stopped: nobody waits for it
 			}
 			system.Root.Send(parent, &workDone{child: self, result: result})
 		}()
+	case *endWork:
+		w.end()
 	case *actor.Stopping:
 		w.cancel()
 		if w.done != nil {

@@ -3,27 +3,35 @@
 // and registry of session actors), the session actor (one per agent
 // session, running its queue, loop or plan), the runs actor with one run
 // actor per `drover run`, and the children that do their long work: plan
-// reviews, loop checks, metric commands and checkpoints. Messages are
+// reviews, loop checks, metric commands and checkpoints, a run's
+// iterations and wave checkpoints. Messages are
 // plain structs; replies carry their error so nothing panics across the
 // actor boundary. The rules are not here: the queue, loop, plan and run
 // decisions are in internal/workflow/{queue,loop,plan,run}, the session's
 // persisted record is internal/session, processes run through
 // internal/proc, and reviewers are built by internal/reviewconf.
 //
-// Every event is handled by one engine (engine.go for sessions,
-// run_actor.go for runs): gather the facts (files, git, transcripts, the
-// config, a finished job's result), call the workflow's pure decision,
-// commit the state it returns through the actor's one save site, answer,
-// and only then execute the decision's effects, which are data. Effects
-// are idempotent, and when an actor starts (first use, recovery, a restart
-// after a failure) it executes again the effects its stored state still
-// waits for, so a crash between a commit and its effects loses nothing and
-// does nothing twice.
+// Every event, of a session or of a run, is handled by one engine: gather
+// the facts (files, git, transcripts, the config, a finished job's
+// result), call the workflow's pure decision, commit the state it returns
+// through the actor's one save site, answer, and only then execute the
+// decision's effects, which are data. engine.go holds the session actor's
+// steps and run_actor.go the run actor's, in the same order. Effects are
+// idempotent, and when an actor starts (first use, recovery, a restart
+// after a failure, a resumed run) it executes again the effects its stored
+// state still waits for, so a crash between a commit and its effects loses
+// nothing and does nothing twice.
 //
-// Background work runs in child actors (or, for a run's iterations, jobs
-// whose results come back to the run actor as messages), one job each,
-// never in the mailbox; a job's result is the event of the workflow's next
-// decision. Stopping a child cancels its job and kills its process groups.
+// Background work has one mechanism, the engine's work child (workActor in
+// engine.go), for sessions and runs alike: a session's loop checks, metric
+// commands, checkpoint and plan reviews, and a run's iterations (agent,
+// tests, review) and wave checkpoints (merge, suite) each run in a child
+// actor of their actor, one job each, never in the mailbox; a job's result
+// comes back as a message and is the event of the workflow's next
+// decision (an agent's progress comes to the run actor as messages while
+// it works). Stopping a child, or its parent, cancels its job and waits
+// until the job's process groups are killed; a run's budgets and its
+// cancel end its agents early and still take their results in.
 package actors
 
 import (

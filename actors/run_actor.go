@@ -20,7 +20,8 @@ import (
 // wave checkpoint ends, an agent reports progress, the user cancels) is
 // stepped by the workflow, committed through commit, answered, and only
 // then are its effects executed: iterations and wave checkpoints run in
-// goroutines whose results come back as messages.
+// the engine's work children (spawnWork), whose results come back as
+// messages, as a session's background work does.
 type runActor struct {
 	env   RunsEnv
 	log   *zap.Logger
@@ -34,15 +35,11 @@ type runActor struct {
 	// several times a second, is stepped with them rather than read anew.
 	tmpl templates.Set
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	// iterCtx is the parent of every iteration: the run's budgets and its
-	// cancel end it to end running agents, not the merge of a wave.
-	iterCtx    context.Context
-	iterCancel context.CancelFunc
-	wg         sync.WaitGroup
-	// endIteration cancels the running iteration of each task.
-	endIteration map[string]context.CancelFunc
+	// iterations are the work children of the running iterations, by
+	// task, that no budget ended yet: the run's budgets and its cancel end
+	// them (endWork), not the merge of a wave. Every child, a wave's
+	// included, stops with the actor, which kills its processes.
+	iterations map[string]*actor.PID
 	// savedAt is when the run was last saved, and flush the timer of a
 	// progress save put off until progressSaveEvery has passed.
 	savedAt time.Time
@@ -52,17 +49,18 @@ type runActor struct {
 	// broken is set once a commit failed: the actor does nothing more and
 	// stops, and the stored run, as last committed, waits for a resume.
 	broken bool
+	// stopping is set once the actor stops: it waits for its children to
+	// stop, and takes in nothing they still send meanwhile.
+	stopping bool
 }
 
 func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *runActor {
 	if env.worktrees == nil {
 		env.worktrees = &sync.Mutex{}
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	iterCtx, iterCancel := context.WithCancel(ctx)
 	return &runActor{
 		env: env, log: env.Log.With(zap.String("run", rec.ID)), s: run.Restore(rec, env.now()), graph: g, order: g.Order(), set: set,
-		ctx: ctx, cancel: cancel, iterCtx: iterCtx, iterCancel: iterCancel, endIteration: map[string]context.CancelFunc{},
+		iterations: map[string]*actor.PID{},
 	}
 }
 
@@ -76,14 +74,16 @@ type heartbeat struct{}
 
 // Receive implements actor.Actor.
 func (a *runActor) Receive(ctx actor.Context) {
-	if _, stopping := ctx.Message().(*actor.Stopping); !stopping && a.broken {
+	if _, stopping := ctx.Message().(*actor.Stopping); !stopping && (a.broken || a.stopping) {
 		return
 	}
 	switch msg := ctx.Message().(type) {
 	case *StartRun, *ResumeRun:
 		// Forwarded by the runs actor: the asker waits for the first
 		// commit.
-		a.begin(ctx)
+		a.log.Info("run started", zap.Int("tasks", len(a.s.Run.Tasks)), zap.Int("waves", a.s.Run.Waves))
+		a.armHeartbeat(ctx)
+		a.answer(ctx, run.Begin{})
 	case *heartbeat:
 		save, again := a.s.Heartbeat(time.Since(a.savedAt), a.heartbeatEvery())
 		if save {
@@ -95,24 +95,20 @@ func (a *runActor) Receive(ctx actor.Context) {
 		if again {
 			a.armHeartbeat(ctx)
 		}
-	case run.IterationDone:
-		delete(a.endIteration, msg.Task)
-		a.handle(ctx, msg)
-	case run.WaveChecked:
-		a.handle(ctx, msg)
+	case *workDone:
+		// The child's job returned: it stops at once.
+		ctx.Stop(msg.child)
+		switch res := msg.result.(type) {
+		case run.IterationDone:
+			delete(a.iterations, res.Task)
+			a.handle(ctx, res)
+		case run.WaveChecked:
+			a.handle(ctx, res)
+		}
 	case run.AgentProgress:
 		a.handle(ctx, msg)
 	case *CancelRun:
-		d, effects, err := a.step(ctx, run.Cancel{})
-		if err != nil {
-			ctx.Respond(&RunReply{Err: err})
-			a.abort(ctx, err)
-			return
-		}
-		rec := a.s.Run
-		rec.Active = !d.Finished
-		ctx.Respond(&RunReply{Run: rec})
-		a.execute(ctx, d, effects)
+		a.answer(ctx, run.Cancel{})
 	case *progressFlush:
 		// A save since the timer was armed has cancelled it.
 		if a.flush != nil {
@@ -121,22 +117,24 @@ func (a *runActor) Receive(ctx actor.Context) {
 			}
 		}
 	case *actor.Stopping:
+		// The children stop after this, each once its job returned (its
+		// agent's or command's process group killed); the actor's end,
+		// which the runs actor watches, waits for theirs.
+		a.stopping = true
 		if a.flush != nil {
 			a.flush.Stop()
 		}
 		if a.beat != nil {
 			a.beat.Stop()
 		}
-		a.cancel()
-		a.wg.Wait()
 	}
 }
 
-// begin works the run from its state before its first commit: the asker
-// gets the run once it is committed, and then its first iterations start.
-func (a *runActor) begin(ctx actor.Context) {
-	a.log.Info("run started", zap.Int("tasks", len(a.s.Run.Tasks)), zap.Int("waves", a.s.Run.Waves))
-	d, effects, err := a.step(ctx, run.Begin{})
+// answer steps an event whose asker waits (the run begins, the user
+// cancels it): the asker gets the run once it is committed, and then the
+// step's effects (the first iterations, the end of the agents) run.
+func (a *runActor) answer(ctx actor.Context, ev run.Event) {
+	d, effects, err := a.step(ctx, ev)
 	if err != nil {
 		ctx.Respond(&RunReply{Err: err})
 		a.abort(ctx, err)
@@ -145,7 +143,6 @@ func (a *runActor) begin(ctx actor.Context) {
 	rec := a.s.Run
 	rec.Active = !d.Finished
 	ctx.Respond(&RunReply{Run: rec})
-	a.armHeartbeat(ctx)
 	a.execute(ctx, d, effects)
 }
 
@@ -245,14 +242,17 @@ func (a *runActor) execute(ctx actor.Context, d run.Decision, effects []run.Effe
 		case run.StartIteration:
 			a.startIteration(ctx, e)
 		case run.EndIteration:
-			if end := a.endIteration[e.Task]; end != nil {
+			if pid := a.iterations[e.Task]; pid != nil {
 				a.log.Warn("task budget spent; ending its agent", zap.String("task", e.Task))
-				end()
-				delete(a.endIteration, e.Task)
+				ctx.Send(pid, &endWork{})
+				delete(a.iterations, e.Task)
 			}
 		case run.EndIterations:
 			a.log.Warn("run stopping; ending its agents", zap.String("reason", e.Reason))
-			a.iterCancel()
+			for task, pid := range a.iterations {
+				ctx.Send(pid, &endWork{})
+				delete(a.iterations, task)
+			}
 		case run.CheckWave:
 			a.checkWave(ctx, e)
 		}

@@ -20,8 +20,9 @@ import (
 	"github.com/drover-dev/drover/templates"
 )
 
-// startIteration executes run.StartIteration: the iteration runs in a
-// goroutine, its agent's progress and its end come back as messages.
+// startIteration executes run.StartIteration: the iteration runs in a work
+// child; its agent's progress comes to the run actor as messages, and its
+// end as the child's result.
 func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 	gt, _ := a.graph.Task(e.Task)
 	job := iterationJob{
@@ -43,31 +44,22 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 		job.err = fmt.Errorf("the prompt of task %s: %w", e.Task, err)
 	}
 	system, self := ctx.ActorSystem(), ctx.Self()
-	runCtx, end := context.WithCancel(a.iterCtx)
-	a.endIteration[e.Task] = end
 	job.report = func(p run.Progress) {
 		// Send does not wait: the mailbox is unbounded.
 		system.Root.Send(self, run.AgentProgress{Task: e.Task, Iteration: e.Iteration, Progress: p})
 	}
 	a.log.Info("task iteration started", zap.String("task", e.Task), zap.Int("iteration", e.Iteration), zap.String("role", string(e.Role)))
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		defer end()
-		system.Root.Send(self, job.run(runCtx))
-	}()
+	a.iterations[e.Task] = spawnWork(ctx, "iteration", func(ctx context.Context) any { return job.run(ctx) })
 }
 
 // checkWave executes run.CheckWave: it merges the wave's branches in
-// dependency order and runs the suite in the main work tree, in a
-// goroutine whose result comes back as a message.
+// dependency order and runs the suite in the main work tree, in a work
+// child whose result comes back as a message. The run's budgets and its
+// cancel do not end it: only the actor's stop does.
 func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
 	root, target, opts, tag, tmpl := a.env.Root, a.s.Run.Target, a.s.Run.Options, a.env.ChildTag, a.tmpl
-	system, self, runCtx := ctx.ActorSystem(), ctx.Self(), a.ctx
 	a.log.Info("wave checkpoint started", zap.Int("wave", e.Wave), zap.Strings("branches", e.Branches))
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
+	spawnWork(ctx, "wave", func(runCtx context.Context) any {
 		merge, err := worktree.MergeInOrder(runCtx, root, target, e.Branches, worktree.ContinueOnConflict)
 		branches := make([]run.MergedBranch, 0, len(merge.Branches))
 		for _, b := range merge.Branches {
@@ -81,8 +73,8 @@ func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
 			tr := runUserCommand(runCtx, tmpl, root, suite, tag)
 			out.Suite = &tr
 		}
-		system.Root.Send(self, out)
-	}()
+		return out
+	})
 }
 
 // iterationJob is everything one iteration needs, copied out of the actor.

@@ -1,0 +1,91 @@
+package actors
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+)
+
+// workParent spawns one work child whose job waits for its context to
+// end, and hands the child and whatever comes back to the test.
+type workParent struct {
+	child    chan *actor.PID
+	results  chan any
+	returned *atomic.Bool
+}
+
+func (p *workParent) Receive(actx actor.Context) {
+	switch m := actx.Message().(type) {
+	case *actor.Started:
+		p.child <- spawnWork(actx, "job", func(ctx context.Context) any {
+			<-ctx.Done()
+			// Slow to return, as a killed process group is to be reaped.
+			time.Sleep(20 * time.Millisecond)
+			p.returned.Store(true)
+			return ctx.Err()
+		})
+	case *workDone:
+		p.results <- m.result
+		actx.Stop(m.child)
+	}
+}
+
+// TestWorkChild checks the two ways a job ends early: endWork cancels the
+// job and its result still comes back to the parent (a run's agent ended
+// by a budget), while stopping the child (or its parent) waits until the
+// job returned and drops its result.
+func TestWorkChild(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		end        func(t *testing.T, system *actor.ActorSystem, parent, child *actor.PID)
+		wantResult bool
+	}{
+		{"ended", func(_ *testing.T, system *actor.ActorSystem, _, child *actor.PID) {
+			system.Root.Send(child, &endWork{})
+		}, true},
+		{"stopped", func(t *testing.T, system *actor.ActorSystem, _, child *actor.PID) {
+			if err := system.Root.StopFuture(child).Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"parent stopped", func(t *testing.T, system *actor.ActorSystem, parent, _ *actor.PID) {
+			if err := system.Root.StopFuture(parent).Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			system := actor.NewActorSystem()
+			defer system.Shutdown()
+			p := &workParent{child: make(chan *actor.PID, 1), results: make(chan any, 1), returned: &atomic.Bool{}}
+			parent := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
+			child := <-p.child
+			tc.end(t, system, parent, child)
+			if !tc.wantResult {
+				if !p.returned.Load() {
+					t.Fatal("the stop did not wait for the job to return")
+				}
+				select {
+				case r := <-p.results:
+					t.Fatalf("a stopped child's result came back: %v", r)
+				case <-time.After(100 * time.Millisecond):
+				}
+				return
+			}
+			select {
+			case r := <-p.results:
+				if r != context.Canceled {
+					t.Fatalf("result %v, want the job's context cancelled", r)
+				}
+			case <-time.After(testTimeout):
+				t.Fatal("an ended job's result did not come back")
+			}
+			if err := system.Root.StopFuture(parent).Wait(); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
