@@ -184,6 +184,9 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 			return out
 		}
 		spec.Dir = wt.Path
+		// What drover adds to a reviewer's prompt is worded by the
+		// project's templates too.
+		spec.Templates = j.tmpl
 		res := reviewer.Run(ctx, spec)
 		out.Review = &res
 	}
