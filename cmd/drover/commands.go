@@ -462,14 +462,25 @@ placeholders such as {{next_task}} and {{iteration}} are filled in.`,
 			if err != nil {
 				return err
 			}
-			for _, w := range written {
-				fmt.Fprintf(a.stdout, "[drover] Wrote %s\n", w)
+			// One line each, not one line a file: there are hundreds, and a
+			// slash command's output that long is cut before its last line.
+			if len(written) > 0 {
+				fmt.Fprintf(a.stdout, "[drover] Wrote %d template(s) into %s: %s\n", len(written), p.TemplatesDir, baseNames(written))
 			}
-			for _, s := range skipped {
-				fmt.Fprintf(a.stdout, "[drover] Kept your %s\n", s)
+			if len(skipped) > 0 {
+				fmt.Fprintf(a.stdout, "[drover] Kept your %d file(s) in %s: %s\n", len(skipped), p.TemplatesDir, baseNames(skipped))
 			}
 			fmt.Fprintf(a.stdout, "[drover] Edit the files in %s; drover uses them from the next hook on. Placeholders such as {{next_task}} and {{iteration}} are filled in.\n", p.TemplatesDir)
 			return nil
 		},
 	}
+}
+
+// baseNames lists the file names of paths, comma-separated.
+func baseNames(paths []string) string {
+	names := make([]string, len(paths))
+	for i, p := range paths {
+		names[i] = filepath.Base(p)
+	}
+	return strings.Join(names, ", ")
 }

@@ -206,15 +206,16 @@ func TestCleanup(t *testing.T) {
 func TestTemplatesOverride(t *testing.T) {
 	p := newProj(t)
 	out := p.must("", "templates")
-	loop := filepath.Join(p.root, ".drover", "templates", "loop.md")
-	if !strings.Contains(out, loop) {
+	dir := filepath.Join(p.root, ".drover", "templates")
+	loop := filepath.Join(dir, "loop.md")
+	if !regexp.MustCompile(`(?m)^\[drover\] Wrote \d+ template\(s\) into ` + regexp.QuoteMeta(dir) + `: .*\bloop\.md\b`).MatchString(out) {
 		t.Errorf("templates printed:\n%s", out)
 	}
 	if err := os.WriteFile(loop, []byte("CUSTOM LOOP for {{next_task}} at {{iteration}}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// A second run keeps the user's file.
-	if out := p.must("", "templates"); !strings.Contains(out, "Kept your "+loop) {
+	if out := p.must("", "templates"); !regexp.MustCompile(`(?m)^\[drover\] Kept your \d+ file\(s\) in ` + regexp.QuoteMeta(dir) + `: .*\bloop\.md\b`).MatchString(out) {
 		t.Errorf("second templates run:\n%s", out)
 	}
 	id := "tmpl"
