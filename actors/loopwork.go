@@ -164,8 +164,11 @@ func (a *sessionActor) startChecks(actx actor.Context, e loop.StartChecks) {
 	}
 	a.stopWork(actx, &a.loop.checks)
 	root, tag := a.env.Root, a.env.ChildTag
-	pid := spawnWork(actx, "checks", func(parent context.Context) any {
+	pid := spawnWork(actx, a.log, "checks", func(parent context.Context) any {
 		return &checksResult{iteration: e.Iteration, result: runCheck(parent, root, e.Command, tag, e.Timeout)}
+	}, func(err error) any {
+		// A check that could not run is a failed check.
+		return &checksResult{iteration: e.Iteration, result: loop.CheckResult{Command: e.Command, Timeout: e.Timeout, Err: err.Error()}}
 	})
 	a.loop.checks = &workRun{iteration: e.Iteration, pid: pid}
 }
@@ -198,7 +201,7 @@ func (a *sessionActor) startMetrics(actx actor.Context, e loop.StartMetrics) {
 	}
 	a.stopWork(actx, &a.loop.metrics)
 	root, tag := a.env.Root, a.env.ChildTag
-	pid := spawnWork(actx, "metrics", func(parent context.Context) any {
+	pid := spawnWork(actx, a.log, "metrics", func(parent context.Context) any {
 		results := make([]convergence.CommandResult, len(e.Commands))
 		var wg sync.WaitGroup
 		for i, command := range e.Commands {
@@ -208,6 +211,9 @@ func (a *sessionActor) startMetrics(actx actor.Context, e loop.StartMetrics) {
 		}
 		wg.Wait()
 		return &metricsResult{iteration: e.Iteration, results: results}
+	}, func(error) any {
+		// No results: the iteration's metrics keep what the hook saw.
+		return &metricsResult{iteration: e.Iteration}
 	})
 	a.loop.metrics = &workRun{iteration: e.Iteration, pid: pid}
 }

@@ -166,16 +166,19 @@ func (a *sessionActor) startReview(actx actor.Context, s plan.State, e plan.Star
 	a.plan.seq++
 	logPath := strings.TrimSuffix(e.ReviewFile, ".md") + ".log"
 	job, err := a.reviewJob(a.env.Config(), a.plan.seq, e)
-	pid := spawnWork(actx, "review", func(ctx context.Context) any {
+	// A configuration that cannot run, or a job that panicked, is a
+	// failed run: the rules report it and do not count it.
+	failed := func(err error) any {
+		return &reviewResult{res: reviewer.Result{Model: e.Model, Outcome: reviewer.Failed, ExitCode: -1, Err: err}, logPath: logPath}
+	}
+	pid := spawnWork(actx, a.log, "review", func(ctx context.Context) any {
 		if err != nil {
-			// A configuration that cannot run is a failed run: the
-			// rules report it and do not count it.
-			return &reviewResult{res: reviewer.Result{Model: e.Model, Outcome: reviewer.Failed, ExitCode: -1, Err: err}, logPath: logPath}
+			return failed(err)
 		}
 		r := runJob(ctx, job)
 		r.logPath = logPath
 		return r
-	})
+	}, failed)
 	a.plan.run = &reviewRun{planID: s.PlanID, kind: e.Kind, iteration: e.Iteration, started: a.env.now(), pid: pid}
 	a.log.Info("review started", zap.Uint64("job", job.id), zap.String("plan", s.PlanID), zap.String("kind", string(e.Kind)), zap.Int("iteration", e.Iteration), zap.String("model", e.Model))
 }
