@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/tracker"
 	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/internal/workflow/plan"
 	"github.com/drover-dev/drover/templates"
@@ -162,7 +163,13 @@ func (a *sessionActor) resume(actx actor.Context) {
 			a.log.Warn("loading templates; pending loop effects wait for the next event", zap.Error(err))
 			return
 		}
-		effects := loop.Pending(a.loopSession(), a.loopStopFacts(), tmpl)
+		f := a.loopStopFacts()
+		// Read, not readTracker: a resume quarantines and reports
+		// nothing; the next Stop does.
+		if tr, err := tracker.Read(a.trackerPath()); err == nil {
+			f.TrackerActive, f.TrackerStartedAt = tr.Active, tr.StartedAt
+		}
+		effects := loop.Pending(a.loopSession(), f, tmpl)
 		a.execute(actx, asEffects(effects))
 	case session.Plan:
 		a.resumePlan(actx)
