@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -200,12 +201,20 @@ func (a *sessionActor) startMetrics(actx actor.Context, e loop.StartMetrics) {
 		return
 	}
 	a.stopWork(actx, &a.loop.metrics)
-	root, tag := a.env.Root, a.env.ChildTag
+	root, tag, log := a.env.Root, a.env.ChildTag, a.log
 	pid := spawnWork(actx, a.log, "metrics", func(parent context.Context) any {
 		results := make([]convergence.CommandResult, len(e.Commands))
 		var wg sync.WaitGroup
 		for i, command := range e.Commands {
 			wg.Go(func() {
+				// The work child's recover does not reach this
+				// goroutine: a panic here is this command's failure.
+				defer func() {
+					if p := recover(); p != nil {
+						log.Error("metric command panicked", zap.String("command", command), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+						results[i] = convergence.CommandResult{Command: command, Failed: true}
+					}
+				}()
 				results[i] = runMetricCommand(parent, root, command, tag, e.Timeout)
 			})
 		}
