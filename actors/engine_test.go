@@ -45,9 +45,8 @@ func (p *panicParent) Receive(actx actor.Context) {
 	switch m := actx.Message().(type) {
 	case *actor.Started:
 		spawnWork(actx, nil, "job", func(context.Context) any {
-			var findings map[string]int
-			findings["parsed"]++ // a reviewer parser's bug: a nil map
-			return "no panic"
+			var findings []string
+			return findings[len(findings)] // a parser's bug: index out of range
 		}, func(err error) any { return fmt.Errorf("failed: %w", err) })
 	case *workDone:
 		p.results <- m.result
@@ -67,7 +66,7 @@ func TestWorkChildPanic(t *testing.T) {
 		select {
 		case r := <-p.results:
 			err, ok := r.(error)
-			if !ok || !strings.Contains(err.Error(), "failed: the job panicked: assignment to entry in nil map") {
+			if !ok || !strings.Contains(err.Error(), "failed: the job panicked: runtime error: index out of range") {
 				t.Fatalf("result %v, want the job's failure with the panic", r)
 			}
 		case <-time.After(testTimeout):
