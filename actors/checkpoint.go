@@ -23,6 +23,8 @@ type checkpointResult struct {
 	iteration int
 	combined  reviewer.Combined
 	results   []reviewer.Result
+	// notRun is a checkpoint where no reviewer ran (its job panicked).
+	notRun bool
 }
 
 // startCheckpoint starts the checkpoint review after e.Iteration, unless it
@@ -43,9 +45,12 @@ func (a *sessionActor) startCheckpoint(actx actor.Context, e loop.StartCheckpoin
 		return
 	}
 	iteration := e.Iteration
-	pid := spawnWork(actx, "checkpoint", func(ctx context.Context) any {
+	pid := spawnWork(actx, a.log, "checkpoint", func(ctx context.Context) any {
 		combined, results := reviewer.RunParallel(ctx, specs, len(specs), quorum)
 		return &checkpointResult{iteration: iteration, combined: combined, results: results}
+	}, func(error) any {
+		// As a review that could not start: no consensus, the wait ends.
+		return &checkpointResult{iteration: iteration, notRun: true}
 	})
 	a.loop.checkpoint = &workRun{iteration: iteration, pid: pid}
 	a.log.Info("loop checkpoint started", zap.Int("after_iteration", iteration), zap.Int("reviewers", len(specs)))
@@ -72,6 +77,13 @@ func (a *sessionActor) checkpointSpecs(e loop.StartCheckpoint) ([]reviewer.Spec,
 // checkpointFinished saves the consensus of a finished checkpoint for the
 // next block reason.
 func (a *sessionActor) checkpointFinished(actx actor.Context, m *checkpointResult) {
+	if m.notRun {
+		a.loopEvent(actx, "checkpoint not run", func(s loop.Session) (loop.Session, bool, error) {
+			next, ok := loop.CheckpointDone(s, m.iteration, "")
+			return next, ok, nil
+		})
+		return
+	}
 	tmpl, err := a.env.Templates()
 	if err != nil {
 		a.log.Error("loading templates; checkpoint consensus dropped", zap.Error(err))

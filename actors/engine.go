@@ -3,12 +3,14 @@ package actors
 import (
 	"context"
 	"fmt"
+	"runtime/debug"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/tracker"
 	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/internal/workflow/plan"
 	"github.com/drover-dev/drover/templates"
@@ -161,7 +163,13 @@ func (a *sessionActor) resume(actx actor.Context) {
 			a.log.Warn("loading templates; pending loop effects wait for the next event", zap.Error(err))
 			return
 		}
-		effects := loop.Pending(a.loopSession(), a.loopStopFacts(), tmpl)
+		f := a.loopStopFacts()
+		// Read, not readTracker: a resume quarantines and reports
+		// nothing; the next Stop does.
+		if tr, err := tracker.Read(a.trackerPath()); err == nil {
+			f.TrackerActive, f.TrackerStartedAt = tr.Active, tr.StartedAt
+		}
+		effects := loop.Pending(a.loopSession(), f, tmpl)
 		a.execute(actx, asEffects(effects))
 	case session.Plan:
 		a.resumePlan(actx)
@@ -201,6 +209,9 @@ type endWork struct{}
 // until the job returned (and so its process groups are gone).
 type workActor struct {
 	job func(ctx context.Context) any
+	// failed is the job's result when the job panicked.
+	failed func(err error) any
+	log    *zap.Logger
 	// ctx ends when the child stops: the job's result is dropped then.
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -211,12 +222,28 @@ type workActor struct {
 }
 
 // spawnWork starts job in a child actor named prefix-<n> and returns it.
-func spawnWork(actx actor.Context, prefix string, job func(ctx context.Context) any) *actor.PID {
+// failed builds the result the parent gets if job panics: the result of an
+// ordinary failure of that job, carrying err.
+func spawnWork(actx actor.Context, log *zap.Logger, prefix string, job func(ctx context.Context) any, failed func(err error) any) *actor.PID {
 	ctx, cancel := context.WithCancel(context.Background())
 	jobCtx, end := context.WithCancel(ctx)
+	if log == nil {
+		log = zap.NewNop()
+	}
 	return actx.SpawnPrefix(actor.PropsFromProducer(func() actor.Actor {
-		return &workActor{job: job, ctx: ctx, cancel: cancel, jobCtx: jobCtx, end: end}
+		return &workActor{job: job, failed: failed, log: log, ctx: ctx, cancel: cancel, jobCtx: jobCtx, end: end}
 	}), prefix)
+}
+
+// runJob runs the job, turning a panic into its failed result.
+func (w *workActor) runJob(name string) (result any) {
+	defer func() {
+		if p := recover(); p != nil {
+			w.log.Error("background job panicked", zap.String("job", name), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+			result = w.failed(fmt.Errorf("the job panicked: %v", p))
+		}
+	}()
+	return w.job(w.jobCtx)
 }
 
 // Receive implements actor.Actor.
@@ -231,7 +258,7 @@ func (w *workActor) Receive(actx actor.Context) {
 		go func() {
 			defer close(w.done)
 			defer w.end()
-			result := w.job(w.jobCtx)
+			result := w.runJob(self.Id)
 			if w.ctx.Err() != nil {
 				return // stopped: nobody waits for it
 			}

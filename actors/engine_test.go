@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,16 +22,59 @@ type workParent struct {
 func (p *workParent) Receive(actx actor.Context) {
 	switch m := actx.Message().(type) {
 	case *actor.Started:
-		p.child <- spawnWork(actx, "job", func(ctx context.Context) any {
+		p.child <- spawnWork(actx, nil, "job", func(ctx context.Context) any {
 			<-ctx.Done()
 			// Slow to return, as a killed process group is to be reaped.
 			time.Sleep(20 * time.Millisecond)
 			p.returned.Store(true)
 			return ctx.Err()
-		})
+		}, func(err error) any { return err })
 	case *workDone:
 		p.results <- m.result
 		actx.Stop(m.child)
+	}
+}
+
+// panicParent spawns one work child whose job panics, and hands whatever
+// comes back to the test.
+type panicParent struct {
+	results chan any
+}
+
+func (p *panicParent) Receive(actx actor.Context) {
+	switch m := actx.Message().(type) {
+	case *actor.Started:
+		spawnWork(actx, nil, "job", func(context.Context) any {
+			var findings []string
+			return findings[len(findings)] // a parser's bug: index out of range
+		}, func(err error) any { return fmt.Errorf("failed: %w", err) })
+	case *workDone:
+		p.results <- m.result
+		actx.Stop(m.child)
+	}
+}
+
+// TestWorkChildPanic checks that a job that panics does not take the
+// actor system down: the parent gets the job's failed result, and the
+// system still runs actors after.
+func TestWorkChildPanic(t *testing.T) {
+	system := actor.NewActorSystem()
+	defer system.Shutdown()
+	for range 2 {
+		p := &panicParent{results: make(chan any, 1)}
+		parent := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
+		select {
+		case r := <-p.results:
+			err, ok := r.(error)
+			if !ok || !strings.Contains(err.Error(), "failed: the job panicked: runtime error: index out of range") {
+				t.Fatalf("result %v, want the job's failure with the panic", r)
+			}
+		case <-time.After(testTimeout):
+			t.Fatal("a panicked job's failure did not come back")
+		}
+		if err := system.Root.StopFuture(parent).Wait(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

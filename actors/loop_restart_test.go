@@ -327,3 +327,38 @@ func TestStatusDoesNotResumeAStoredSessionsWork(t *testing.T) {
 		t.Errorf("the first hook did not resume the checkpoint the record waits for (%d runs)", f.lines("runs"))
 	}
 }
+
+// TestEndedLoopTrackerSurvivesACrashAfterTheCommit: a crash between the
+// commit of a cancel and its tracker write leaves a tracker that says the
+// loop runs; the restarted actor rewrites it as ended, keeping the agent's
+// notes.
+func TestEndedLoopTrackerSurvivesACrashAfterTheCommit(t *testing.T) {
+	f := newCrashFixture(t, func(*config.Config, string) {})
+	path := tracker.Path(filepath.Join(f.root, ".drover", "sessions", "s1"))
+	f.startLoop(api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10})
+	tr, err := tracker.Read(path)
+	if err != nil || !tr.Active {
+		t.Fatalf("the started loop's tracker: %+v, %v", tr, err)
+	}
+	tr.Body += "\nnotes of the agent\n"
+	if err := tracker.Write(path, tr); err != nil {
+		t.Fatal(err)
+	}
+
+	f.crash.armed.Store(true)
+	if r := f.ask("s1", &WorkflowCommand{Workflow: "loop", Verb: "cancel"}).(*WorkflowResult); !errors.Is(r.Err, ErrSessionFailed) {
+		t.Fatalf("the crashing cancel: %+v", r)
+	}
+	if f.record().Loop.Active {
+		t.Fatal("the cancel was not committed")
+	}
+	if !eventually.Holds(testTimeout, func() bool {
+		tr, err := tracker.Read(path)
+		return err == nil && !tr.Active
+	}) {
+		t.Fatal("the restarted session left the ended loop's tracker active")
+	}
+	if tr, _ := tracker.Read(path); !strings.Contains(tr.Body, "notes of the agent") {
+		t.Errorf("the rewritten tracker lost the agent's notes:\n%s", tr.Body)
+	}
+}

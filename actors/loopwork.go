@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -164,8 +165,11 @@ func (a *sessionActor) startChecks(actx actor.Context, e loop.StartChecks) {
 	}
 	a.stopWork(actx, &a.loop.checks)
 	root, tag := a.env.Root, a.env.ChildTag
-	pid := spawnWork(actx, "checks", func(parent context.Context) any {
+	pid := spawnWork(actx, a.log, "checks", func(parent context.Context) any {
 		return &checksResult{iteration: e.Iteration, result: runCheck(parent, root, e.Command, tag, e.Timeout)}
+	}, func(err error) any {
+		// A check that could not run is a failed check.
+		return &checksResult{iteration: e.Iteration, result: loop.CheckResult{Command: e.Command, Timeout: e.Timeout, Err: err.Error()}}
 	})
 	a.loop.checks = &workRun{iteration: e.Iteration, pid: pid}
 }
@@ -197,17 +201,28 @@ func (a *sessionActor) startMetrics(actx actor.Context, e loop.StartMetrics) {
 		return
 	}
 	a.stopWork(actx, &a.loop.metrics)
-	root, tag := a.env.Root, a.env.ChildTag
-	pid := spawnWork(actx, "metrics", func(parent context.Context) any {
+	root, tag, log := a.env.Root, a.env.ChildTag, a.log
+	pid := spawnWork(actx, a.log, "metrics", func(parent context.Context) any {
 		results := make([]convergence.CommandResult, len(e.Commands))
 		var wg sync.WaitGroup
 		for i, command := range e.Commands {
 			wg.Go(func() {
+				// The work child's recover does not reach this
+				// goroutine: a panic here is this command's failure.
+				defer func() {
+					if p := recover(); p != nil {
+						log.Error("metric command panicked", zap.String("command", command), zap.Any("panic", p), zap.ByteString("stack", debug.Stack()))
+						results[i] = convergence.CommandResult{Command: command, Failed: true}
+					}
+				}()
 				results[i] = runMetricCommand(parent, root, command, tag, e.Timeout)
 			})
 		}
 		wg.Wait()
 		return &metricsResult{iteration: e.Iteration, results: results}
+	}, func(error) any {
+		// No results: the iteration's metrics keep what the hook saw.
+		return &metricsResult{iteration: e.Iteration}
 	})
 	a.loop.metrics = &workRun{iteration: e.Iteration, pid: pid}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -139,7 +140,7 @@ func (a *sessionActor) planEffect(actx actor.Context, e plan.Effect) {
 	case plan.WriteReview:
 		a.writeReview(actx, e)
 	case plan.RecordRuns:
-		if err := recordRuns(e.Path, e.Runs); err != nil {
+		if err := recordRuns(e.Path, e.Runs, maxRunsRead); err != nil {
 			a.log.Warn("recording reviewer runs", zap.String("path", e.Path), zap.Error(err))
 		}
 	case plan.WriteView:
@@ -166,16 +167,19 @@ func (a *sessionActor) startReview(actx actor.Context, s plan.State, e plan.Star
 	a.plan.seq++
 	logPath := strings.TrimSuffix(e.ReviewFile, ".md") + ".log"
 	job, err := a.reviewJob(a.env.Config(), a.plan.seq, e)
-	pid := spawnWork(actx, "review", func(ctx context.Context) any {
+	// A configuration that cannot run, or a job that panicked, is a
+	// failed run: the rules report it and do not count it.
+	failed := func(err error) any {
+		return &reviewResult{res: reviewer.Result{Model: e.Model, Outcome: reviewer.Failed, ExitCode: -1, Err: err}, logPath: logPath}
+	}
+	pid := spawnWork(actx, a.log, "review", func(ctx context.Context) any {
 		if err != nil {
-			// A configuration that cannot run is a failed run: the
-			// rules report it and do not count it.
-			return &reviewResult{res: reviewer.Result{Model: e.Model, Outcome: reviewer.Failed, ExitCode: -1, Err: err}, logPath: logPath}
+			return failed(err)
 		}
 		r := runJob(ctx, job)
 		r.logPath = logPath
 		return r
-	})
+	}, failed)
 	a.plan.run = &reviewRun{planID: s.PlanID, kind: e.Kind, iteration: e.Iteration, started: a.env.now(), pid: pid}
 	a.log.Info("review started", zap.Uint64("job", job.id), zap.String("plan", s.PlanID), zap.String("kind", string(e.Kind)), zap.Int("iteration", e.Iteration), zap.String("model", e.Model))
 }
@@ -281,9 +285,10 @@ func (a *sessionActor) planEvent(actx actor.Context, what string, decide func(pl
 
 // recordRuns appends to the run log at path the runs it does not hold yet
 // (plan.RecordRuns), in one write, so that a reader never sees half a
-// review.
-func recordRuns(path string, runs []api.PlanReviewRun) error {
-	logged := loggedRuns(path)
+// review. It looks for them in the last readLimit bytes of the log: the
+// runs a restart records again are the newest.
+func recordRuns(path string, runs []api.PlanReviewRun, readLimit int64) error {
+	logged := loggedRuns(path, readLimit)
 	var lines []byte
 	for _, r := range runs {
 		if logged[keyOf(r)] {
@@ -324,11 +329,33 @@ func keyOf(r api.PlanReviewRun) runKey {
 	return runKey{time: r.Time.UTC(), session: r.Session, plan: r.Plan, kind: r.Kind, task: r.Task, iteration: r.Iteration, model: r.Model}
 }
 
-// loggedRuns are the keys of the runs in the run log at path (as far as
-// ReadPlanTotals reads it).
-func loggedRuns(path string) map[runKey]bool {
+// loggedRuns are the keys of the runs in the last limit bytes of the run
+// log at path.
+func loggedRuns(path string, limit int64) map[runKey]bool {
 	keys := map[runKey]bool{}
-	scanRuns(path, func(r api.PlanReviewRun) { keys[keyOf(r)] = true })
+	fh, err := os.Open(path)
+	if err != nil {
+		return keys
+	}
+	defer fh.Close()
+	var r io.Reader = fh
+	if fi, err := fh.Stat(); err == nil && fi.Size() > limit {
+		// From the byte before the last limit bytes, up to and
+		// including the first newline, is a partial line (or that
+		// newline alone): it is skipped.
+		br := bufio.NewReader(io.NewSectionReader(fh, fi.Size()-limit-1, limit+1))
+		for {
+			_, err := br.ReadSlice('\n')
+			if err == nil {
+				break
+			}
+			if !errors.Is(err, bufio.ErrBufferFull) {
+				return keys // no whole line in the tail
+			}
+		}
+		r = br
+	}
+	scanRunLines(r, func(run api.PlanReviewRun) { keys[keyOf(run)] = true })
 	return keys
 }
 
@@ -340,12 +367,18 @@ func scanRuns(path string, fn func(api.PlanReviewRun)) {
 		return
 	}
 	defer fh.Close()
-	sc := bufio.NewScanner(io.LimitReader(fh, maxRunsRead))
+	scanRunLines(io.LimitReader(fh, maxRunsRead), fn)
+}
+
+// scanRunLines calls fn with each run of the run log r, one JSON object a
+// line; a line that does not parse is skipped.
+func scanRunLines(r io.Reader, fn func(api.PlanReviewRun)) {
+	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), 64<<10)
 	for sc.Scan() {
-		var r api.PlanReviewRun
-		if json.Unmarshal(sc.Bytes(), &r) == nil {
-			fn(r)
+		var run api.PlanReviewRun
+		if json.Unmarshal(sc.Bytes(), &run) == nil {
+			fn(run)
 		}
 	}
 }

@@ -49,7 +49,10 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 		system.Root.Send(self, run.AgentProgress{Task: e.Task, Iteration: e.Iteration, Progress: p})
 	}
 	a.log.Info("task iteration started", zap.String("task", e.Task), zap.Int("iteration", e.Iteration), zap.String("role", string(e.Role)))
-	a.iterations[e.Task] = spawnWork(ctx, "iteration", func(ctx context.Context) any { return job.run(ctx) })
+	a.iterations[e.Task] = spawnWork(ctx, a.log, "iteration", func(ctx context.Context) any { return job.run(ctx) }, func(err error) any {
+		// As an agent that failed to start.
+		return run.IterationDone{Task: job.task.ID, Iteration: job.iteration, Base: job.base, Err: err}
+	})
 }
 
 // checkWave executes run.CheckWave: it merges the wave's branches in
@@ -59,7 +62,7 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
 	root, target, opts, tag, tmpl := a.env.Root, a.s.Run.Target, a.s.Run.Options, a.env.ChildTag, a.tmpl
 	a.log.Info("wave checkpoint started", zap.Int("wave", e.Wave), zap.Strings("branches", e.Branches))
-	spawnWork(ctx, "wave", func(runCtx context.Context) any {
+	spawnWork(ctx, a.log, "wave", func(runCtx context.Context) any {
 		merge, err := worktree.MergeInOrder(runCtx, root, target, e.Branches, worktree.ContinueOnConflict)
 		branches := make([]run.MergedBranch, 0, len(merge.Branches))
 		for _, b := range merge.Branches {
@@ -73,6 +76,10 @@ func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
 			tr := runUserCommand(runCtx, tmpl, root, suite, tag)
 			out.Suite = &tr
 		}
+		return out
+	}, func(err error) any {
+		// As a merge that could not be tried.
+		out, _ := run.WaveMerged(e.Wave, opts, err, nil)
 		return out
 	})
 }
@@ -113,9 +120,13 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 		ctx, cancel = context.WithDeadline(ctx, j.deadline)
 		defer cancel()
 	}
-	j.worktrees.Lock()
-	wt, err := worktree.Create(ctx, j.root, j.runID, j.task.ID, "")
-	j.worktrees.Unlock()
+	wt, err := func() (worktree.Worktree, error) {
+		// Deferred: a panic, recovered by the work child, must not
+		// leave the project's work trees locked.
+		j.worktrees.Lock()
+		defer j.worktrees.Unlock()
+		return worktree.Create(ctx, j.root, j.runID, j.task.ID, "")
+	}()
 	if err != nil {
 		out.Err = err
 		return out

@@ -223,10 +223,16 @@ func CancelLoop(s Session, f Facts, t templates.Set) (Session, string, []Effect,
 // active loop: set aside an earlier loop's reflections while this one has
 // none, rewrite the last reflection and the tracker, and start the check
 // run, metric commands and checkpoint review the state says run. Each is
-// idempotent, so doing one that had already been done costs nothing.
+// idempotent, so doing one that had already been done costs nothing. For
+// an ended loop: rewrite the tracker, only while the file still says this
+// loop is active (a crash between the end's commit and its tracker write);
+// a tracker the user deleted or that an ended loop wrote stays as it is.
 func Pending(s Session, f StopFacts, t templates.Set) []Effect {
 	st := s.State
 	if !st.Active {
+		if f.TrackerErr == nil && f.TrackerActive && !st.StartedAt.IsZero() && f.TrackerStartedAt.Equal(st.StartedAt) {
+			return []Effect{trackerEffect(st, f.Facts, t, false)}
+		}
 		return nil
 	}
 	var effects []Effect

@@ -262,28 +262,53 @@ func TestBeginAndCancel(t *testing.T) {
 
 func TestPending(t *testing.T) {
 	f := stopFacts("", func(f *StopFacts) { f.CheckCommand, f.MetricCommands = "make test", []string{"make lint"} })
+	started := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	ended := Session{State: State{Iteration: 3, StartedAt: started}}
+	onDisk := func(active bool, at time.Time) func(*StopFacts) {
+		return func(f *StopFacts) { f.TrackerActive, f.TrackerStartedAt = active, at }
+	}
 	for _, tc := range []struct {
 		name string
 		s    Session
 		want []string
+		// tracker sets what the tracker file says.
+		tracker func(*StopFacts)
 	}{
-		{"an ended loop waits for nothing", Session{State: State{Iteration: 3}}, nil},
-		{"a new loop sets an earlier loop's reflections aside and writes its tracker", activeSession(nil), []string{"SetAsideReflections", "WriteTracker"}},
+		{"an ended loop waits for nothing", Session{State: State{Iteration: 3}}, nil, nil},
+		{"an ended loop whose tracker is gone waits for nothing", ended, nil, onDisk(false, time.Time{})},
+		{"an ended loop whose tracker says it ended waits for nothing", ended, nil, onDisk(false, started)},
+		{"an ended loop whose tracker still says it runs rewrites it", ended, []string{"WriteTracker"}, onDisk(true, started)},
+		{"an ended loop leaves an active tracker of another loop alone", ended, nil, onDisk(true, started.Add(time.Hour))},
+		{"an ended loop leaves a tracker that does not read alone", ended, nil, func(f *StopFacts) {
+			onDisk(true, started)(f)
+			f.TrackerErr = errors.New("malformed")
+		}},
+		{"a new loop sets an earlier loop's reflections aside and writes its tracker", activeSession(nil), []string{"SetAsideReflections", "WriteTracker"}, nil},
 		{"a loop under way rewrites its last reflection and its tracker", activeSession(func(s *Session) {
 			s.State.Iteration, s.Reflections = 2, []convergence.Reflection{{Iteration: 1}}
-		}), []string{"WriteReflection", "WriteTracker"}},
+		}), []string{"WriteReflection", "WriteTracker"}, nil},
 		{"the check run, metric commands and checkpoint the state says run start again", activeSession(func(s *Session) {
 			s.State.Iteration, s.Reflections = 3, []convergence.Reflection{{Iteration: 2}}
 			s.State.Checks, s.State.MetricsFor, s.State.CheckpointFor = &Checks{Iteration: 3, Running: true}, 2, 2
-		}), []string{"WriteReflection", "WriteTracker", "StartChecks", "StartMetrics", "StartCheckpoint"}},
+		}), []string{"WriteReflection", "WriteTracker", "StartChecks", "StartMetrics", "StartCheckpoint"}, nil},
 		{"a finished check run or one of an earlier iteration is not started", activeSession(func(s *Session) {
 			s.State.Iteration, s.Reflections = 3, []convergence.Reflection{{Iteration: 2}}
 			s.State.Checks = &Checks{Iteration: 2, Running: true}
-		}), []string{"WriteReflection", "WriteTracker"}},
+		}), []string{"WriteReflection", "WriteTracker"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := kinds(Pending(tc.s, f, templates.Defaults())); !reflect.DeepEqual(got, tc.want) {
+			f := f
+			if tc.tracker != nil {
+				tc.tracker(&f)
+			}
+			effects := Pending(tc.s, f, templates.Defaults())
+			if got := kinds(effects); !reflect.DeepEqual(got, tc.want) {
 				t.Errorf("pending %v, want %v", got, tc.want)
+			}
+			if !tc.s.State.Active && len(effects) > 0 {
+				if w := effects[0].(WriteTracker); w.State.Active || !w.State.StartedAt.Equal(started) || w.Fresh {
+					t.Errorf("tracker write %+v, want the ended loop's state, keeping the body", w)
+				}
 			}
 		})
 	}

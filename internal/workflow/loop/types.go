@@ -192,6 +192,12 @@ type Facts struct {
 	// malformed one); a tracker with an error never completes the loop.
 	TrackerComplete bool
 	TrackerErr      error
+	// TrackerActive and TrackerStartedAt are the tracker file's active
+	// and started_at fields (false and zero when there is none): Pending
+	// rewrites the tracker of an ended loop only while it still says
+	// that loop runs.
+	TrackerActive    bool
+	TrackerStartedAt time.Time
 
 	Now time.Time
 
