@@ -78,13 +78,7 @@ func (a *app) cwd() string {
 	return wd
 }
 
-func (a *app) paths(g *globalFlags) (project.Paths, error) {
-	root, err := project.FromEnv(g.Project, a.cwd(), a.getenv)
-	if err != nil {
-		return project.Paths{}, fmt.Errorf("finding the project: %w", err)
-	}
-	return project.PathsFor(root, a.getenv)
-}
+func (a *app) paths(g *globalFlags) (project.Paths, error) { return cmdline.Paths(g, a.getenv) }
 
 func (a *app) sessionID(g *globalFlags) (string, error) {
 	id := g.Session

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/drover-dev/drover/internal/cmdline"
 	"github.com/drover-dev/drover/internal/hookclient"
 )
 
@@ -46,15 +47,7 @@ type app struct {
 	hookRun func(context.Context, hookclient.Options) hookclient.Result
 }
 
-func (a *app) getenv(k string) string {
-	for i := len(a.environ) - 1; i >= 0; i-- {
-		kv := a.environ[i]
-		if len(kv) > len(k) && kv[len(k)] == '=' && kv[:len(k)] == k {
-			return kv[len(k)+1:]
-		}
-	}
-	return ""
-}
+func (a *app) getenv(k string) string { return cmdline.Getenv(a.environ, k) }
 
 // run executes one command line and returns the exit code.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, environ []string) int {

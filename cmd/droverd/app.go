@@ -28,15 +28,7 @@ type app struct {
 	environ []string
 }
 
-func (a *app) getenv(k string) string {
-	for i := len(a.environ) - 1; i >= 0; i-- {
-		kv := a.environ[i]
-		if len(kv) > len(k) && kv[len(k)] == '=' && kv[:len(k)] == k {
-			return kv[len(k)+1:]
-		}
-	}
-	return ""
-}
+func (a *app) getenv(k string) string { return cmdline.Getenv(a.environ, k) }
 
 // execute runs one command line and returns the exit code.
 func (a *app) execute(ctx context.Context, args []string) int {
@@ -80,21 +72,7 @@ config, reflect, converge and route to it with the same arguments.`,
 	return root
 }
 
-func (a *app) cwd() string {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "."
-	}
-	return wd
-}
-
-func (a *app) paths(g *cmdline.Globals) (project.Paths, error) {
-	root, err := project.FromEnv(g.Project, a.cwd(), a.getenv)
-	if err != nil {
-		return project.Paths{}, fmt.Errorf("finding the project: %w", err)
-	}
-	return project.PathsFor(root, a.getenv)
-}
+func (a *app) paths(g *cmdline.Globals) (project.Paths, error) { return cmdline.Paths(g, a.getenv) }
 
 // ensure returns a client of the project's supervisor, starting this
 // droverd as one when none answers, within timeout.
