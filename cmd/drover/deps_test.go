@@ -56,16 +56,18 @@ func TestDroverWithoutDroverd(t *testing.T) {
 	if err := os.WriteFile(alone, data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	// git stays reachable; droverd does not.
+	// git stays reachable; droverd does not: PATH is a folder that holds
+	// git alone, wherever droverd may be installed on this machine.
 	git, err := exec.LookPath("git")
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := append([]string{"PATH=" + filepath.Dir(git)}, p.env[1:]...)
-	env = append(env, "CLAUDE_PROJECT_DIR="+p.root)
-	if _, err := exec.LookPath(filepath.Join(filepath.Dir(git), "droverd")); err == nil {
-		t.Skip("droverd is installed beside git")
+	bin := t.TempDir()
+	if err := os.Symlink(git, filepath.Join(bin, "git")); err != nil {
+		t.Fatal(err)
 	}
+	env := append([]string{"PATH=" + bin}, p.env[1:]...)
+	env = append(env, "CLAUDE_PROJECT_DIR="+p.root)
 	run := func(stdin string, args ...string) (string, string, int) {
 		cmd := exec.Command(alone, args...)
 		cmd.Dir, cmd.Env = p.root, env
