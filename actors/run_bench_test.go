@@ -87,20 +87,11 @@ func benchRepo(b testing.TB) string {
 // that never commits runs b.N iterations, then fails on its budget.
 func BenchmarkRunIteration(b *testing.B) {
 	root := benchRepo(b)
-	db, err := store.Open(context.Background(), filepath.Join(root, ".drover", "state", "drover.db"), store.Options{MaxBatchDelay: time.Millisecond})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer db.Close()
+	db := openRunStore(b, root)
 	st := &endedStore{RunStore: db, ended: make(chan api.Run, 1)}
 	cfg := config.Defaults()
 	env := RunsEnv{Store: st, Root: root, Config: func() config.Config { return cfg }}
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-	defer system.Shutdown()
-	pid, err := system.Root.SpawnNamed(NewRunsProps(env), RunsActorName)
-	if err != nil {
-		b.Fatal(err)
-	}
+	system, pid := startRunsActor(b, env)
 	req := api.StartRunRequest{
 		File:  "bench.yaml",
 		Graph: "tasks:\n  - {id: spin, description: Never commit., tests: [x]}\n",
@@ -181,19 +172,10 @@ func BenchmarkRunWave(b *testing.B) {
 			if err := os.WriteFile(agent, []byte(fmt.Sprintf(waveAgent, agentTime.Seconds())), 0o755); err != nil {
 				b.Fatal(err)
 			}
-			db, err := store.Open(context.Background(), filepath.Join(root, ".drover", "state", "drover.db"), store.Options{MaxBatchDelay: time.Millisecond})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer db.Close()
+			db := openRunStore(b, root)
 			cfg := config.Defaults()
 			env := RunsEnv{Store: db, Root: root, Config: func() config.Config { return cfg }}
-			system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-			defer system.Shutdown()
-			pid, err := system.Root.SpawnNamed(NewRunsProps(env), RunsActorName)
-			if err != nil {
-				b.Fatal(err)
-			}
+			system, pid := startRunsActor(b, env)
 			var graph strings.Builder
 			graph.WriteString("tasks:\n")
 			for i := range c.n {
@@ -257,4 +239,29 @@ func BenchmarkRunWave(b *testing.B) {
 			b.ReportMetric(float64((c.n+c.conc-1)/c.conc)/float64(c.n), "ideal")
 		})
 	}
+}
+
+// openRunStore opens root's store as the supervisor does (a short batch
+// delay); it is closed when tb ends, after the actor system.
+func openRunStore(tb testing.TB, root string) *store.Store {
+	tb.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(root, ".drover", "state", "drover.db"), store.Options{MaxBatchDelay: time.Millisecond})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// startRunsActor spawns the runs actor over env in an actor system of its
+// own, shut down when tb ends.
+func startRunsActor(tb testing.TB, env RunsEnv) (*actor.ActorSystem, *actor.PID) {
+	tb.Helper()
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
+	tb.Cleanup(system.Shutdown)
+	pid, err := system.Root.SpawnNamed(NewRunsProps(env), RunsActorName)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return system, pid
 }

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,14 +11,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/rungraph"
-	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/internal/workflow/run"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
@@ -139,20 +135,11 @@ func TestRunSettings(t *testing.T) {
 
 func TestRunHeartbeatSavesQuietAgent(t *testing.T) {
 	root := benchRepo(t)
-	db, err := store.Open(context.Background(), filepath.Join(root, ".drover", "state", "drover.db"), store.Options{MaxBatchDelay: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openRunStore(t, root)
 	st := &endedStore{RunStore: db, ended: make(chan api.Run, 1)}
 	cfg := config.Defaults()
 	env := RunsEnv{Store: st, Root: root, Config: func() config.Config { return cfg }, Heartbeat: 5 * time.Millisecond}
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-	defer system.Shutdown()
-	pid, err := system.Root.SpawnNamed(NewRunsProps(env), RunsActorName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	system, pid := startRunsActor(t, env)
 	// The agent prints nothing until it is told to stop: only the
 	// heartbeat saves the run meanwhile.
 	stop := filepath.Join(t.TempDir(), "stop")
@@ -334,20 +321,11 @@ func TestRunSuiteIsAShellCommand(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			root := benchRepo(t)
-			db, err := store.Open(context.Background(), filepath.Join(root, ".drover", "state", "drover.db"), store.Options{MaxBatchDelay: time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer db.Close()
+			db := openRunStore(t, root)
 			st := &endedStore{RunStore: db, ended: make(chan api.Run, 1)}
 			cfg := config.Defaults()
 			env := RunsEnv{Store: st, Root: root, Config: func() config.Config { return cfg }}
-			system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-			defer system.Shutdown()
-			pid, err := system.Root.SpawnNamed(NewRunsProps(env), RunsActorName)
-			if err != nil {
-				t.Fatal(err)
-			}
+			system, pid := startRunsActor(t, env)
 			req := api.StartRunRequest{
 				File:  "one.yaml",
 				Graph: "tasks:\n  - {id: one, description: Commit., tests: [x]}\n",
@@ -413,20 +391,11 @@ func (failingRunStore) SaveRun(context.Context, api.Run) error { return errors.N
 // saved is refused, and no agent, work tree or test starts for it.
 func TestRunStartsNothingItCouldNotSave(t *testing.T) {
 	root := benchRepo(t)
-	db, err := store.Open(context.Background(), filepath.Join(root, ".drover", "state", "drover.db"), store.Options{MaxBatchDelay: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openRunStore(t, root)
 	marker := filepath.Join(t.TempDir(), "agent-ran")
 	cfg := config.Defaults()
 	env := RunsEnv{Store: failingRunStore{db}, Root: root, Config: func() config.Config { return cfg }}
-	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }))
-	defer system.Shutdown()
-	pid, err := system.Root.SpawnNamed(NewRunsProps(env), RunsActorName)
-	if err != nil {
-		t.Fatal(err)
-	}
+	system, pid := startRunsActor(t, env)
 	req := api.StartRunRequest{
 		File:  "one.yaml",
 		Graph: "tasks:\n  - {id: one, description: Work., tests: [x]}\n",
