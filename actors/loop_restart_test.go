@@ -10,18 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asynkron/protoactor-go/actor"
-
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/session"
-	"github.com/drover-dev/drover/internal/store"
 	"github.com/drover-dev/drover/internal/tracker"
 	"github.com/drover-dev/drover/internal/workflow/loop"
-	"github.com/drover-dev/drover/reviewer"
-	"github.com/drover-dev/drover/templates"
 )
 
 // crashingStore saves, and then, once armed, fails the session actor as a
@@ -56,40 +51,22 @@ type crashFixture struct {
 
 func newCrashFixture(t *testing.T, mod func(c *config.Config, dir string)) *crashFixture {
 	t.Helper()
-	f := &fixture{t: t, root: t.TempDir()}
 	dir := t.TempDir()
 	script := filepath.Join(dir, "fake-reviewer")
 	if err := os.WriteFile(script, []byte(countingReviewer), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.Open(context.Background(), filepath.Join(f.root, ".drover", "state", "drover.db"), store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.store = st
-	cfg := config.Defaults()
-	cfg.Review.CLI = reviewer.CLICustom
-	cfg.Review.Command = "'" + script + "' {{model}} {{prompt}}"
-	cfg.Review.Timeout = time.Minute
-	cfg.Loop.CheckTimeout = time.Minute
-	cfg.Loop.MinToolCalls = 1
-	mod(&cfg, dir)
-	crash := &crashingStore{Store: st}
-	env := Env{
-		Store: crash, Root: f.root, SessionsDir: filepath.Join(f.root, ".drover", "sessions"),
-		Config:    func() config.Config { return cfg },
-		Templates: func() (templates.Set, error) { return templates.Defaults(), nil },
-		Dirty:     func(context.Context, string) (bool, []string, error) { return false, nil, nil },
-		Reviewers: reviewer.NewLimiter(2),
-	}
-	f.system = actor.NewActorSystem()
-	pid, err := f.system.Root.SpawnNamed(NewSessionsProps(env, SessionsOptions{RestartMax: 3}), "sessions")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.pid = pid
-	t.Cleanup(f.close)
-	return &crashFixture{fixture: f, crash: crash, dir: dir}
+	var crash *crashingStore
+	pf := newPlanFixtureEnv(t, SessionsOptions{RestartMax: 3}, func(e *Env) {
+		crash = &crashingStore{Store: e.Store}
+		e.Store = crash
+	}, func(c *config.Config) {
+		c.Review.Command = "'" + script + "' {{model}} {{prompt}}"
+		c.Loop.CheckTimeout = time.Minute
+		c.Loop.MinToolCalls = 1
+		mod(c, dir)
+	})
+	return &crashFixture{fixture: pf.fixture, crash: crash, dir: dir}
 }
 
 // lines counts the lines of the file name in the fixture's dir.
