@@ -58,14 +58,14 @@ stop when review adds nothing or the iteration budget is spent.`,
 		a.statusCmd(g),
 		a.cleanupCmd(g),
 		a.templatesCmd(g),
-		a.configCmd(),
+		a.delegated(cmdline.Config()),
 		a.initCmd(g),
 		a.loopCmd(g),
 		a.planCmd(g),
 		a.runCmd(g),
-		a.reflectCmd(),
-		a.convergeCmd(),
-		a.routeCmd(),
+		a.delegated(cmdline.Reflect()),
+		a.delegated(cmdline.Converge()),
+		a.delegated(cmdline.Route()),
 	)
 	return root
 }

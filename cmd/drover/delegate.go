@@ -40,26 +40,9 @@ func (a *app) serveCmd() *cobra.Command {
 	return cmd
 }
 
-func (a *app) configCmd() *cobra.Command {
-	cmd := cmdline.Config()
-	cmd.RunE = a.delegate
-	return cmd
-}
-
-func (a *app) reflectCmd() *cobra.Command {
-	cmd := cmdline.Reflect()
-	cmd.RunE = a.delegate
-	return cmd
-}
-
-func (a *app) convergeCmd() *cobra.Command {
-	cmd := cmdline.Converge()
-	cmd.RunE = a.delegate
-	return cmd
-}
-
-func (a *app) routeCmd() *cobra.Command {
-	cmd := cmdline.Route()
+// delegated is cmd, whose help and flags the two binaries share, run by
+// droverd.
+func (a *app) delegated(cmd *cobra.Command) *cobra.Command {
 	cmd.RunE = a.delegate
 	return cmd
 }
