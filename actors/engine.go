@@ -134,6 +134,9 @@ func (a *sessionActor) execute(actx actor.Context, effects []effect) {
 		case plan.Effect:
 			a.planEffect(actx, e)
 		default:
+			if a.sessionEffect(actx, e) {
+				continue
+			}
 			a.log.Error("unknown effect", zap.String("type", fmt.Sprintf("%T", e)))
 		}
 	}
@@ -169,8 +172,11 @@ func (a *sessionActor) resume(actx actor.Context) {
 		if tr, err := tracker.Read(a.trackerPath()); err == nil {
 			f.TrackerActive, f.TrackerStartedAt = tr.Active, tr.StartedAt
 		}
-		effects := loop.Pending(a.loopSession(), f, tmpl)
-		a.execute(actx, asEffects(effects))
+		effects := asEffects(loop.Pending(a.loopSession(), f, tmpl))
+		// The last iteration's metrics line, if the crash came before
+		// it was written (the writer skips it otherwise).
+		effects = append(effects, metricsEffect(a.rec, a.rec.UpdatedAt)...)
+		a.execute(actx, effects)
 	case session.Plan:
 		a.resumePlan(actx)
 	}

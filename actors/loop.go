@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/loopconf"
@@ -313,9 +314,22 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 	d.rec = withLoop(a.rec, next)
 	d.Output = out
 	d.effects = asEffects(effects)
+	if measured(a.rec.LoopHistory, next.History) {
+		d.effects = append(d.effects, metricsEffect(d.rec, a.env.now())...)
+	}
 	n := next.State
 	a.log.Info("loop decision", zap.Int("iteration", n.Iteration), zap.String("status", n.LastStatus), zap.String("role", n.LastRole), zap.Bool("active", n.Active))
 	return d, true, nil
+}
+
+// measured reports whether a Stop's decision measured an iteration: its
+// history gained an entry (a Stop held by the checks gate measures none).
+func measured(before, after []convergence.Metrics) bool {
+	n := len(after)
+	if n == 0 {
+		return false
+	}
+	return len(before) == 0 || before[len(before)-1].Iteration != after[n-1].Iteration
 }
 
 // loopCost adds up what loop s has spent (loop.UsageCost) from the usage

@@ -65,6 +65,7 @@ func (a *sessionActor) loopEffect(actx actor.Context, e loop.Effect) {
 		a.writeReflection(e.Reflection)
 	case loop.SetAsideReflections:
 		a.setAsideReflections(e.At)
+		a.setAsideMetrics(e.At)
 	case loop.StartChecks:
 		a.startChecks(actx, e)
 	case loop.StartMetrics:

@@ -150,8 +150,10 @@ func (a *sessionActor) workflowCommand(actx actor.Context, m *WorkflowCommand) *
 		return a.loopCommand(actx, m)
 	case string(session.Plan):
 		return a.planCommand(actx, m)
+	case api.NotesWorkflow:
+		return a.notesCommand(m)
 	}
-	return &WorkflowResult{Err: unknownf("unknown workflow %q (loop, plan)", m.Workflow)}
+	return &WorkflowResult{Err: unknownf("unknown workflow %q (loop, plan, notes)", m.Workflow)}
 }
 
 // receiveOther handles the messages of workflows that work in the
@@ -272,9 +274,21 @@ func (a *sessionActor) workTree(cwd string) string {
 	return top
 }
 
-// decide applies the session's workflow to one hook event. changed reports
-// whether the record must be saved before answering.
+// decide applies the session's workflow to one hook event, and then what
+// every workflow shares (the notes and the context snapshot of a
+// compaction). changed reports whether the record must be saved before
+// answering.
 func (a *sessionActor) decide(actx actor.Context, ctx context.Context, m *HandleHook) (decision, bool, error) {
+	d, changed, err := a.decideWorkflow(actx, ctx, m)
+	if err != nil {
+		return d, changed, err
+	}
+	d, err = a.withNotes(d, m)
+	return d, changed, err
+}
+
+// decideWorkflow applies the session's workflow to one hook event.
+func (a *sessionActor) decideWorkflow(actx actor.Context, ctx context.Context, m *HandleHook) (decision, bool, error) {
 	d := decision{rec: a.rec}
 	switch a.rec.Workflow {
 	case session.Loop:

@@ -72,15 +72,19 @@ func (r Record) StopTarget() Workflow {
 }
 
 // TaskAdded returns the record after a task was added to a session that
-// the store did not know (known false): the session is recorded as a queue
-// that is off, so that status lists it; adding starts nothing. It reports
-// whether the record changed and must be saved.
+// the store did not know (known false), or knew without a workflow (it
+// only had notes): the session is recorded as a queue that is off, so that
+// status lists it; adding starts nothing. It reports whether the record
+// changed and must be saved.
 func (r Record) TaskAdded(known bool, now time.Time) (Record, bool) {
-	if known {
+	if known && r.Workflow != None {
 		return r, false
 	}
 	r.Workflow = Queue
-	r.CreatedAt, r.UpdatedAt = now, now
+	if !known || r.CreatedAt.IsZero() {
+		r.CreatedAt = now
+	}
+	r.UpdatedAt = now
 	r.Queue = queue.Session{State: queue.Off}
 	return r, true
 }

@@ -59,9 +59,12 @@ type Record struct {
 	// after a compaction.
 	LoopFindings string `json:"loop_findings,omitempty"`
 	// Plan is the session's plan workflow state (one plan at a time).
-	Plan      plan.State `json:"plan"`
-	CreatedAt time.Time  `json:"created_at"`
-	UpdatedAt time.Time  `json:"updated_at"`
+	Plan plan.State `json:"plan"`
+	// Notes are the agent's notes for the context snapshot (drover note),
+	// whatever workflow runs.
+	Notes     Notes     `json:"notes,omitzero"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// Events counts every hook event applied to this session; tests use it
 	// to prove nothing was counted twice.
 	Events int `json:"events"`
