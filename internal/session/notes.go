@@ -166,7 +166,7 @@ func (r Record) Snapshot(now time.Time, item string) ContextSnapshot {
 			s.CurrentStep = &step
 		}
 		if r.Workflow == Plan && r.Plan.CurrentTask != "" && item == "" {
-			item = r.Plan.CurrentTask
+			item = "task-" + r.Plan.CurrentTask
 		}
 	} else {
 		item = ""
@@ -199,7 +199,7 @@ func (r Record) step() string {
 	case Plan:
 		s := r.Plan.PlanID + "/" + string(r.Plan.Phase)
 		if r.Plan.CurrentTask != "" {
-			s += " " + r.Plan.CurrentTask
+			s += " task-" + r.Plan.CurrentTask
 		}
 		return s
 	}
