@@ -67,6 +67,9 @@ func TestNoteSurvivesCompaction(t *testing.T) {
 		t.Errorf("session-start after the compaction: %+v", h)
 	}
 
+	if s := p.session(id); s.Workflow != "none" {
+		t.Errorf("status of a session with notes alone: %+v", s)
+	}
 	if out := p.must("", "note", "--session", id, "--clear"); !strings.Contains(out, "No notes in session "+id) {
 		t.Errorf("note --clear printed:\n%s", out)
 	}

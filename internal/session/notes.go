@@ -56,6 +56,15 @@ type NoteChange struct {
 // ErrBadNote marks a note change that is refused (empty, too long).
 var ErrBadNote = errors.New("bad note")
 
+// noteError is an ErrBadNote whose text says what is wrong on its own.
+type noteError string
+
+func badNote(format string, args ...any) error { return noteError(fmt.Sprintf(format, args...)) }
+
+func (e noteError) Error() string { return string(e) }
+
+func (noteError) Is(target error) bool { return target == ErrBadNote }
+
 // Empty reports whether no note is recorded.
 func (n Notes) Empty() bool {
 	return n.Question == "" && n.Doing == "" && len(n.Decisions) == 0
@@ -66,15 +75,15 @@ func (n Notes) Empty() bool {
 // MaxNoteBytes are refused with ErrBadNote.
 func (n Notes) Apply(c NoteChange, now time.Time) (Notes, error) {
 	if c.Question == nil && c.Doing == nil && strings.TrimSpace(c.Decision) == "" && !c.Clear {
-		return n, fmt.Errorf("%w: nothing to note: give --question, --decision, --doing or --clear", ErrBadNote)
+		return n, badNote("nothing to note: give --question, --decision, --doing or --clear")
 	}
 	check := func(flag, s string) (string, error) {
 		s = strings.TrimSpace(s)
 		if !utf8.ValidString(s) {
-			return "", fmt.Errorf("%w: --%s is not UTF-8 text", ErrBadNote, flag)
+			return "", badNote("--%s is not UTF-8 text", flag)
 		}
 		if len(s) > MaxNoteBytes {
-			return "", fmt.Errorf("%w: --%s is %d bytes, more than the %d a note may hold: write a line, and keep the details in a file", ErrBadNote, flag, len(s), MaxNoteBytes)
+			return "", badNote("--%s is %d bytes, more than the %d a note may hold: write a line, and keep the details in a file", flag, len(s), MaxNoteBytes)
 		}
 		return s, nil
 	}
