@@ -91,12 +91,17 @@ func TestNoteSurvivesCompaction(t *testing.T) {
 
 // TestLoopWritesItsMetricsHistory is seed 004's e2e case 9 at the hook:
 // after a loop ran, .drover/sessions/<id>/metrics.jsonl holds one JSON
-// object per iteration.
+// object per iteration, a supervisor's restart in between included.
 func TestLoopWritesItsMetricsHistory(t *testing.T) {
 	p := newProj(t)
 	const id = "metrics-a"
 	p.must("", "loop", "start", "--session", id, "--max-iterations", "3", "Build a simple calculator with add and subtract functions")
 	for i := range 3 {
+		if i == 2 {
+			// A new supervisor resumes the session from the store: the
+			// line of iteration 2 is not written again.
+			p.stopSupervisor()
+		}
 		if h := p.hook(hook.Stop, loopStop(id, "working")); h.IsBlock() != (i < 2) {
 			t.Fatalf("stop %d: %+v", i+1, h)
 		}
