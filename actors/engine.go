@@ -25,7 +25,9 @@ import (
 // the lost ones from the stored record when the actor starts again.
 
 // effect is one thing a decision asks for once its record is committed: a
-// loop.Effect or a plan.Effect.
+// loop.Effect or a plan.Effect, or one of the session's own (writeSnapshot
+// at a compaction, appendMetrics after a loop's iteration; see
+// sessionEffect).
 type effect any
 
 // onHook is the engine's step for a hook event: decide and commit, answer,
