@@ -55,10 +55,6 @@ func sessionStatus(rec session.Record, root, dir string) api.SessionStatus {
 	if st.State == "" {
 		st.State = "off"
 	}
-	if st.Workflow == "" {
-		// A session drover knows only by the agent's notes.
-		st.Workflow = "none"
-	}
 	if list, err := tasks.Scan(dir); err == nil {
 		st.Pending, st.Done, st.Stuck = len(list.Pending), len(list.Done), len(list.Stuck)
 		if len(list.Pending) > 0 {
