@@ -376,7 +376,11 @@ still runs there (.drover/ was removed under it): that one is asked.`,
 					if !s.UpdatedAt.IsZero() {
 						upd = s.UpdatedAt.Local().Format(time.DateTime)
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.2f\t%s\n", s.ID, s.Workflow, s.State, s.Iteration, s.Pending, s.Done, s.Stuck, s.CostUSD, upd)
+					wf := s.Workflow
+					if wf == "" {
+						wf = "-" // known only by the agent's notes
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.2f\t%s\n", s.ID, wf, s.State, s.Iteration, s.Pending, s.Done, s.Stuck, s.CostUSD, upd)
 				}
 				if err := tw.Flush(); err != nil {
 					return err
