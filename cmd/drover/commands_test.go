@@ -311,6 +311,43 @@ func TestProcessTagsAreNotConfigKeys(t *testing.T) {
 	}
 }
 
+// A DROVER_* variable that is no config key (someone else's, or a
+// misspelt key) is warned about, on the command's stderr and in the
+// supervisor's log, and stops nothing: the supervisor starts, commands
+// work (issue 12, item 21).
+func TestUnrelatedDroverVariableWarns(t *testing.T) {
+	p := newProj(t)
+	p.env = append(p.env, "DROVER_UNRELATED=1", "DROVER_QUEUE_MAX_ITERATONS=5")
+	id := "env"
+	// do starts the supervisor with this environment.
+	out := p.must("", "do", "--session", id, "x")
+	if !strings.Contains(out, "Added task") {
+		t.Errorf("do printed:\n%s", out)
+	}
+	if s := p.session(id); s.State != "on" {
+		t.Errorf("after do: %+v", s)
+	}
+	r := p.drover("", "config")
+	if r.code != 0 {
+		t.Fatalf("config exited %d: %s", r.code, r.stderr)
+	}
+	for _, name := range []string{"DROVER_UNRELATED", "DROVER_QUEUE_MAX_ITERATONS"} {
+		if !strings.Contains(r.stderr, "warning: ignoring environment variable "+name) {
+			t.Errorf("config's stderr does not warn about %s:\n%s", name, r.stderr)
+		}
+	}
+	if strings.Count(r.stderr, "DROVER_UNRELATED") != 1 {
+		t.Errorf("config warned more than once:\n%s", r.stderr)
+	}
+	log, err := os.ReadFile(filepath.Join(p.root, ".drover", "logs", "drover.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "ignoring environment variable DROVER_UNRELATED") {
+		t.Errorf("the supervisor log does not warn about DROVER_UNRELATED:\n%s", log)
+	}
+}
+
 func TestInitLiftsTheBlockCap(t *testing.T) {
 	p := newProj(t)
 	settings := filepath.Join(p.root, ".claude", "settings.json")
