@@ -390,6 +390,11 @@ func (a *sessionActor) command(actx actor.Context, m *Command) *CommandResult {
 	case "start", "unstick":
 		if m.Verb == "unstick" {
 			renamed, err := tasks.Unstick(a.sessionDir())
+			if errors.Is(err, tasks.ErrNameTaken) {
+				// Two task files the user must sort out, not drover's
+				// failure.
+				return &CommandResult{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
+			}
 			if err != nil {
 				return &CommandResult{Err: err}
 			}

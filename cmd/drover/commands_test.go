@@ -138,6 +138,43 @@ func TestUnstickRestartsTheQueue(t *testing.T) {
 	}
 }
 
+// A stuck task whose pending name is taken: drover unstick says so in
+// plain words naming the files, with no HTTP status (issue 12, item 22).
+func TestUnstickNameClash(t *testing.T) {
+	p := newProj(t)
+	id := "clash"
+	p.must("", "add", "--session", id, "hard task")
+	task := p.session(id).NextTask
+	stuck := strings.TrimSuffix(task, ".md") + ".stuck.md"
+	if err := os.Rename(task, stuck); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(task, []byte("another task\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := p.drover("", "unstick", "--session", id)
+	if r.code == 0 {
+		t.Fatalf("unstick with a name clash exited 0:\n%s", r.stdout)
+	}
+	want := "drover: unstick: cannot unstick " + stuck + ": " + task + " already exists"
+	if !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("stderr = %q, want it to start %q", r.stderr, want)
+	}
+	for _, bad := range []string{"supervisor answered", "HTTP", "supervisor failed", "bad request"} {
+		if strings.Contains(r.stderr, bad) {
+			t.Errorf("stderr %q holds %q", r.stderr, bad)
+		}
+	}
+	// Refused, not failed: the supervisor went on, and the queue starts
+	// once the user has sorted the files out.
+	if err := os.Remove(task); err != nil {
+		t.Fatal(err)
+	}
+	if out := p.must("", "unstick", "--session", id); !strings.Contains(out, "Unstuck "+task) {
+		t.Errorf("unstick after the clash was resolved printed:\n%s", out)
+	}
+}
+
 func TestCleanup(t *testing.T) {
 	p := newProj(t)
 	p.must("", "add", "--session", "finished", "a")
