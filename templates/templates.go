@@ -70,6 +70,9 @@ var defaultFiles embed.FS
 type Set struct {
 	texts   map[string]string
 	sources map[string]string
+	// warnings are the overrides Load refused while using the built-in
+	// in their place (see Warnings).
+	warnings []string
 }
 
 // Names returns the names of all templates, sorted.
@@ -111,6 +114,11 @@ func Defaults() Set {
 // overrideDir that do not end in .md, dot files and subdirectories are
 // ignored; an .md file whose name is not a template name is an error, so
 // that a misspelt override is not silently unused.
+//
+// An empty override (nothing but white space) is refused and the built-in
+// used instead, with a warning naming the file in Warnings: a prompt with
+// no words would leave the agent with no instructions at all, and an error
+// would fail every hook open, so that each Stop allowed.
 func Load(overrideDir string) (Set, error) {
 	s := Defaults()
 	ents, err := os.ReadDir(overrideDir)
@@ -130,6 +138,10 @@ func Load(overrideDir string) (Set, error) {
 			return Set{}, fmt.Errorf("template override %q: there is no template named %q (known: %s)", file, name, strings.Join(Names(), ", "))
 		}
 		text, err := readOverride(file)
+		if errors.Is(err, errEmptyOverride) {
+			s.warnings = append(s.warnings, fmt.Sprintf("template override %s is empty: drover uses the built-in %s template instead (write a prompt in the file, or delete it)", file, name))
+			continue
+		}
 		if err != nil {
 			return Set{}, err
 		}
@@ -138,6 +150,9 @@ func Load(overrideDir string) (Set, error) {
 	}
 	return s, nil
 }
+
+// errEmptyOverride is readOverride's answer for a file with no text.
+var errEmptyOverride = errors.New("template override is empty")
 
 func readOverride(file string) (string, error) {
 	f, err := os.Open(file)
@@ -153,9 +168,7 @@ func readOverride(file string) (string, error) {
 		return "", fmt.Errorf("template override %q is larger than %d bytes", file, MaxOverrideBytes)
 	}
 	if strings.TrimSpace(string(data)) == "" {
-		// An empty prompt would leave the agent with no instructions at
-		// all; deleting the file is how to get the built-in back.
-		return "", fmt.Errorf("template override %q is empty (delete it to use the built-in)", file)
+		return "", fmt.Errorf("%w: %q", errEmptyOverride, file)
 	}
 	return string(data), nil
 }
@@ -182,6 +195,11 @@ func (s Set) Render(name string, vars map[string]string) (string, error) {
 	})
 	return strings.TrimRight(out, " \t\r\n"), nil
 }
+
+// Warnings returns, one line each in file order, the overrides that Load
+// refused and replaced by the built-in: an empty file. Callers show them
+// to the user (a hook's systemMessage) and log them.
+func (s Set) Warnings() []string { return slices.Clone(s.warnings) }
 
 // Source reports where template name comes from: BuiltIn, or the path of
 // its override file. It is empty for a name that is not a template.

@@ -123,6 +123,8 @@ func TestLoad(t *testing.T) {
 		files   map[string]string // relative path -> content; "dir/" makes a directory
 		noDir   bool
 		wantErr string
+		// wantWarn is in Warnings (none expected when empty).
+		wantWarn []string
 		// over maps template name to the rendered override text.
 		over map[string]string
 	}{
@@ -150,9 +152,12 @@ func TestLoad(t *testing.T) {
 			wantErr: "lop.md",
 		},
 		{
-			name:    "empty override is an error",
-			files:   map[string]string{"review.md": " \n"},
-			wantErr: "review.md",
+			// Refused with a warning naming the file; the built-in
+			// stands (issue 12, item 23).
+			name:     "empty override is refused for the built-in",
+			files:    map[string]string{"review.md": " \n", "loop.md": "", "start.md": "S"},
+			wantWarn: []string{"loop.md is empty: drover uses the built-in loop template", "review.md is empty: drover uses the built-in review template"},
+			over:     map[string]string{Start: "S"},
 		},
 		{
 			name:    "oversized override is an error",
@@ -189,6 +194,15 @@ func TestLoad(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			warns := s.Warnings()
+			if len(warns) != len(tt.wantWarn) {
+				t.Errorf("Warnings() = %q, want %d naming %q", warns, len(tt.wantWarn), tt.wantWarn)
+			}
+			for i, w := range tt.wantWarn {
+				if want := dir + string(filepath.Separator) + w; i < len(warns) && !strings.Contains(warns[i], want) {
+					t.Errorf("warning %q does not say %q", warns[i], want)
+				}
 			}
 			vars := map[string]string{"next_task": "/t.md"}
 			d := Defaults()

@@ -272,6 +272,40 @@ func TestTemplatesOverride(t *testing.T) {
 	}
 }
 
+// An empty override is refused with a warning naming the file, and the
+// built-in is used: the Stop still blocks with the loop prompt (issue 12,
+// item 23).
+func TestEmptyTemplateOverrideUsesTheBuiltIn(t *testing.T) {
+	p := newProj(t)
+	id := "empty-tmpl"
+	p.must("", "do", "--session", id, "x")
+	loop := filepath.Join(p.root, ".drover", "templates", "loop.md")
+	if err := os.MkdirAll(filepath.Dir(loop), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(loop, []byte("\n  \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := p.hook(hook.Stop, stopInput(id))
+	if !h.IsBlock() || !strings.Contains(h.Reason, "# drover Work Loop") || !strings.Contains(h.Reason, p.session(id).NextTask) {
+		t.Fatalf("stop with an empty loop.md: %+v, want a block with the built-in loop prompt", h)
+	}
+	if !strings.Contains(h.SystemMessage, loop+" is empty") || !strings.Contains(h.SystemMessage, "built-in loop template") {
+		t.Errorf("systemMessage %q does not name %s", h.SystemMessage, loop)
+	}
+	// Said once; the next Stop blocks as usual.
+	if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() || strings.Contains(h.SystemMessage, "loop.md") {
+		t.Errorf("second stop: %+v", h)
+	}
+	log, err := os.ReadFile(filepath.Join(p.root, ".drover", "logs", "drover.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), loop+" is empty") {
+		t.Errorf("the supervisor log does not name %s:\n%s", loop, log)
+	}
+}
+
 func TestConfigLayersAndReload(t *testing.T) {
 	p := newProj(t)
 	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
