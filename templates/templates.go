@@ -205,15 +205,83 @@ func (s Set) Warnings() []string { return slices.Clone(s.warnings) }
 // its override file. It is empty for a name that is not a template.
 func (s Set) Source(name string) string { return s.sources[name] }
 
-// WriteDefaults copies each built-in template to dir/NAME.md, creating dir
-// if needed, and leaves every file that already exists alone: those are the
-// user's edits. It returns the paths written and the paths skipped.
-func WriteDefaults(dir string) (written, skipped []string, err error) {
+// SeedNames returns the templates `drover templates` copies when given no
+// names: the two that seed 000 lets a project override, the queue's loop
+// prompt and its review prompt. Copying every template would pin each
+// prompt against later fixes of drover's.
+func SeedNames() []string { return []string{Loop, Review} }
+
+// CheckNames returns an error naming every entry of names that is not a
+// template name, with the known names it may have meant: those that start
+// with it or are within two edits of it.
+func CheckNames(names []string) error {
+	known := Names()
+	var errs []error
+	for _, n := range names {
+		if _, ok := slices.BinarySearch(known, n); ok {
+			continue
+		}
+		var near []string
+		if n != "" {
+			for _, k := range known {
+				if strings.HasPrefix(k, n) || editDistance(k, n) <= 2 {
+					near = append(near, k)
+				}
+			}
+		}
+		switch {
+		case len(near) == 0:
+			errs = append(errs, fmt.Errorf("no template named %q", n))
+		case len(near) <= 12:
+			errs = append(errs, fmt.Errorf("no template named %q (did you mean %s?)", n, strings.Join(near, ", ")))
+		default:
+			errs = append(errs, fmt.Errorf("no template named %q (%d template names start with it)", n, len(near)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes
+// (template names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// WriteDefaults copies the built-in templates named by names to
+// dir/NAME.md, creating dir if needed, and leaves every file that already
+// exists alone: those are the user's edits. It returns the paths written
+// and the paths skipped. A name that is not a template's (see CheckNames)
+// is an error, and then nothing is written.
+func WriteDefaults(dir string, names []string) (written, skipped []string, err error) {
+	if err := CheckNames(names); err != nil {
+		return nil, nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("creating template directory %q: %w", dir, err)
 	}
 	d := Defaults()
-	for _, name := range Names() {
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
 		file := filepath.Join(dir, name+".md")
 		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {

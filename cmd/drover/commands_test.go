@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -269,6 +270,58 @@ func TestTemplatesOverride(t *testing.T) {
 	h = p.hook(hook.Stop, stopInput(id))
 	if h.IsBlock() || !strings.Contains(h.SystemMessage, "lop.md") {
 		t.Errorf("stop with a misnamed template: %+v", h)
+	}
+}
+
+// drover templates copies the seed's two by default, the ones named, or
+// --all; an unknown name copies nothing and says so (issue 12, item 24).
+func TestTemplatesCopiesWhatIsNamed(t *testing.T) {
+	p := newProj(t)
+	dir := filepath.Join(p.root, ".drover", "templates")
+	files := func() []string {
+		ents, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	out := p.must("", "templates")
+	if got := files(); !slices.Equal(got, []string{"loop.md", "review.md"}) {
+		t.Errorf("drover templates wrote %v, want loop.md and review.md", got)
+	}
+	if !strings.Contains(out, "Wrote 2 template(s)") || !strings.Contains(out, "--list") || !strings.Contains(out, "--all") {
+		t.Errorf("templates printed:\n%s", out)
+	}
+
+	out = p.must("", "templates", "start", "stuck_reminder.md", "loop")
+	if got := files(); !slices.Equal(got, []string{"loop.md", "review.md", "start.md", "stuck_reminder.md"}) {
+		t.Errorf("drover templates start stuck_reminder.md loop: files %v", got)
+	}
+	if !strings.Contains(out, "Wrote 2 template(s) into "+dir+": start.md, stuck_reminder.md") || !strings.Contains(out, "Kept your 1 file(s) in "+dir+": loop.md") {
+		t.Errorf("templates with names printed:\n%s", out)
+	}
+
+	r := p.drover("", "templates", "lop", "review")
+	if r.code == 0 || !strings.Contains(r.stderr, `no template named "lop"`) || !strings.Contains(r.stderr, "drover templates --list") {
+		t.Errorf("templates with an unknown name: exit %d stderr %q", r.code, r.stderr)
+	}
+	if got := len(files()); got != 4 {
+		t.Errorf("an unknown name still wrote files: %d there", got)
+	}
+
+	list := p.must("", "templates", "--list")
+	if !strings.Contains(list, "loop\t(yours: "+filepath.Join(dir, "loop.md")+")\n") || !regexp.MustCompile(`(?m)^uncommitted$`).MatchString(list) {
+		t.Errorf("templates --list printed:\n%s", list)
+	}
+	names := strings.Count(list, "\n")
+
+	if r := p.drover("", "templates", "--all", "loop"); r.code == 0 {
+		t.Errorf("templates --all loop exited 0: %s", r.stdout)
+	}
+	p.must("", "templates", "--all")
+	if got := len(files()); got != names {
+		t.Errorf("templates --all left %d files, want one for each of the %d listed", got, names)
 	}
 }
 
