@@ -417,9 +417,9 @@ func (p *proj) supervisorConfig() string {
 }
 
 // The tags drover puts in the environment of its agents and reviewers
-// reach the drover hooks and commands those run: the strict check of
-// DROVER_* variables must let them through, or every such hook falls back
-// to the default budgets and every such command fails.
+// reach the drover hooks and commands those run: they are drover's own,
+// so the check of DROVER_* variables lets them through without the
+// warning it gives a variable that is no config key.
 func TestProcessTagsAreNotConfigKeys(t *testing.T) {
 	for _, name := range []string{watchdog.TagKey, agentrun.TagEnv, reviewer.TagEnv} {
 		if !config.IsNonConfigEnv(name) {
@@ -430,7 +430,7 @@ func TestProcessTagsAreNotConfigKeys(t *testing.T) {
 	env := append(p.env, "CLAUDE_PROJECT_DIR="+p.root, watchdog.TagKey+"=a", agentrun.TagEnv+"=b", reviewer.TagEnv+"=c")
 	cmd := exec.Command(droverBin, "config")
 	cmd.Dir, cmd.Env = p.root, env
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), "ignoring environment variable") {
 		t.Errorf("drover config with drover's process tags in the environment: %v\n%s", err, out)
 	}
 }
@@ -469,6 +469,14 @@ func TestUnrelatedDroverVariableWarns(t *testing.T) {
 	}
 	if !strings.Contains(string(log), "ignoring environment variable DROVER_UNRELATED") {
 		t.Errorf("the supervisor log does not warn about DROVER_UNRELATED:\n%s", log)
+	}
+	// The started droverd serve said so on its stderr too.
+	serveOut, err := os.ReadFile(filepath.Join(p.root, ".drover", "logs", "serve.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(serveOut), "droverd: warning: ignoring environment variable DROVER_UNRELATED") {
+		t.Errorf("serve's stderr does not warn about DROVER_UNRELATED:\n%s", serveOut)
 	}
 }
 
