@@ -67,6 +67,10 @@ func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) (*HookResul
 		res.Output.SystemMessage = joinLines(a.notice, res.Output.SystemMessage)
 		a.notice = ""
 	}
+	// SessionEnd's answer reaches no one.
+	if m.Event != hook.SessionEnd {
+		res.Output.SystemMessage = joinLines(a.templateNotice(), res.Output.SystemMessage)
+	}
 	if changed {
 		next := res.rec
 		next.Events++

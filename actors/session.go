@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -79,6 +80,9 @@ type sessionActor struct {
 	// notice is a warning for the user, shown once with the next hook
 	// answer (a quarantined record).
 	notice string
+	// toldTemplates holds the template warnings (templates.Set.Warnings)
+	// already shown with a hook answer, so each is said once per actor.
+	toldTemplates map[string]bool
 	// inflight is the sender of the message being handled, so a failure in
 	// the middle of it can still be answered from Restarting.
 	inflight *actor.PID
@@ -222,6 +226,31 @@ func (a *sessionActor) text(name string, vars map[string]string) string {
 		return fmt.Sprintf("[drover] %s (session %s)", name, a.id)
 	}
 	return out
+}
+
+// templateNotice returns the warnings about the project's template
+// overrides (an empty one, replaced by the built-in) that this actor has not
+// shown yet, one line each, and logs them. Once each, not on every hook:
+// the answers go on as usual with the built-in.
+func (a *sessionActor) templateNotice() string {
+	set, err := a.env.Templates()
+	if err != nil {
+		// Said where a template is needed.
+		return ""
+	}
+	var lines []string
+	for _, w := range set.Warnings() {
+		if a.toldTemplates[w] {
+			continue
+		}
+		if a.toldTemplates == nil {
+			a.toldTemplates = make(map[string]bool)
+		}
+		a.toldTemplates[w] = true
+		a.log.Warn("template override refused", zap.String("warning", w))
+		lines = append(lines, "[drover] "+w)
+	}
+	return strings.Join(lines, "\n")
 }
 
 func (a *sessionActor) sessionDir() string { return filepath.Join(a.env.SessionsDir, a.id) }
@@ -404,6 +433,11 @@ func (a *sessionActor) command(actx actor.Context, m *Command) *CommandResult {
 	case "start", "unstick":
 		if m.Verb == "unstick" {
 			renamed, err := tasks.Unstick(a.sessionDir())
+			if errors.Is(err, tasks.ErrNameTaken) {
+				// Two task files the user must sort out, not drover's
+				// failure.
+				return &CommandResult{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
+			}
 			if err != nil {
 				return &CommandResult{Err: err}
 			}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -56,7 +57,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, api.Error{Error: err.Error()})
+	msg := err.Error()
+	if errors.Is(err, actors.ErrBadRequest) {
+		// ErrBadRequest chooses the status (statusFor); its own text is
+		// not for the user, who reads the message as it is.
+		msg = strings.TrimPrefix(msg, actors.ErrBadRequest.Error()+": ")
+	}
+	writeJSON(w, status, api.Error{Error: msg})
 }
 
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {

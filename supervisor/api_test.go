@@ -340,6 +340,33 @@ func TestQueueStartedThroughTheAPIBlocksAStop(t *testing.T) {
 	}
 }
 
+// TestUnstickNameClashIsAConflict: a stuck task whose pending name is
+// taken is the user's to sort out: a 409 whose message names both files,
+// as the user reads it, not a 500 (issue 12, item 22).
+func TestUnstickNameClashIsAConflict(t *testing.T) {
+	a := newAPIServer(t)
+	var added api.AddResponse
+	a.decode(http.MethodPost, api.SessionPath("s1", "tasks"), api.AddRequest{Prompt: "write the parser"}, &added)
+	stuck := strings.TrimSuffix(added.Path, ".md") + ".stuck.md"
+	if err := os.Rename(added.Path, stuck); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(added.Path, []byte("another task\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := a.do(http.MethodPost, api.SessionPath("s1", "unstick"), nil)
+	if r.status != http.StatusConflict {
+		t.Fatalf("unstick with a name clash = %d %s, want 409", r.status, r.body)
+	}
+	msg := r.errorText()
+	if !strings.Contains(msg, stuck) || !strings.Contains(msg, added.Path+" already exists") {
+		t.Errorf("error %q does not name %s and %s", msg, stuck, added.Path)
+	}
+	if strings.HasPrefix(msg, "bad request") {
+		t.Errorf("error %q starts with drover's status tag", msg)
+	}
+}
+
 // TestStatusListsSessions: status lists every session the store knows and
 // every session folder it does not, sorted, each as its actor shows it.
 func TestStatusListsSessions(t *testing.T) {

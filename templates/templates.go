@@ -70,6 +70,9 @@ var defaultFiles embed.FS
 type Set struct {
 	texts   map[string]string
 	sources map[string]string
+	// warnings are the overrides Load refused while using the built-in
+	// in their place (see Warnings).
+	warnings []string
 }
 
 // Names returns the names of all templates, sorted.
@@ -111,6 +114,11 @@ func Defaults() Set {
 // overrideDir that do not end in .md, dot files and subdirectories are
 // ignored; an .md file whose name is not a template name is an error, so
 // that a misspelt override is not silently unused.
+//
+// An empty override (nothing but white space) is refused and the built-in
+// used instead, with a warning naming the file in Warnings: a prompt with
+// no words would leave the agent with no instructions at all, and an error
+// would fail every hook open, so that each Stop allowed.
 func Load(overrideDir string) (Set, error) {
 	s := Defaults()
 	ents, err := os.ReadDir(overrideDir)
@@ -130,6 +138,10 @@ func Load(overrideDir string) (Set, error) {
 			return Set{}, fmt.Errorf("template override %q: there is no template named %q (known: %s)", file, name, strings.Join(Names(), ", "))
 		}
 		text, err := readOverride(file)
+		if errors.Is(err, errEmptyOverride) {
+			s.warnings = append(s.warnings, fmt.Sprintf("template override %s is empty: drover uses the built-in %s template instead (write a prompt in the file, or delete it)", file, name))
+			continue
+		}
 		if err != nil {
 			return Set{}, err
 		}
@@ -138,6 +150,9 @@ func Load(overrideDir string) (Set, error) {
 	}
 	return s, nil
 }
+
+// errEmptyOverride is readOverride's answer for a file with no text.
+var errEmptyOverride = errors.New("template override is empty")
 
 func readOverride(file string) (string, error) {
 	f, err := os.Open(file)
@@ -153,9 +168,7 @@ func readOverride(file string) (string, error) {
 		return "", fmt.Errorf("template override %q is larger than %d bytes", file, MaxOverrideBytes)
 	}
 	if strings.TrimSpace(string(data)) == "" {
-		// An empty prompt would leave the agent with no instructions at
-		// all; deleting the file is how to get the built-in back.
-		return "", fmt.Errorf("template override %q is empty (delete it to use the built-in)", file)
+		return "", fmt.Errorf("%w: %q", errEmptyOverride, file)
 	}
 	return string(data), nil
 }
@@ -183,19 +196,92 @@ func (s Set) Render(name string, vars map[string]string) (string, error) {
 	return strings.TrimRight(out, " \t\r\n"), nil
 }
 
+// Warnings returns, one line each in file order, the overrides that Load
+// refused and replaced by the built-in: an empty file. Callers show them
+// to the user (a hook's systemMessage) and log them.
+func (s Set) Warnings() []string { return slices.Clone(s.warnings) }
+
 // Source reports where template name comes from: BuiltIn, or the path of
 // its override file. It is empty for a name that is not a template.
 func (s Set) Source(name string) string { return s.sources[name] }
 
-// WriteDefaults copies each built-in template to dir/NAME.md, creating dir
-// if needed, and leaves every file that already exists alone: those are the
-// user's edits. It returns the paths written and the paths skipped.
-func WriteDefaults(dir string) (written, skipped []string, err error) {
+// SeedNames returns the templates `drover templates` copies when given no
+// names: the two that seed 000 lets a project override, the queue's loop
+// prompt and its review prompt. Copying every template would pin each
+// prompt against later fixes of drover's.
+func SeedNames() []string { return []string{Loop, Review} }
+
+// CheckNames returns an error naming every entry of names that is not a
+// template name, with the known names it may have meant: those that start
+// with it or are within two edits of it.
+func CheckNames(names []string) error {
+	known := Names()
+	var errs []error
+	for _, n := range names {
+		if _, ok := slices.BinarySearch(known, n); ok {
+			continue
+		}
+		var near []string
+		if n != "" {
+			for _, k := range known {
+				if strings.HasPrefix(k, n) || editDistance(k, n) <= 2 {
+					near = append(near, k)
+				}
+			}
+		}
+		switch {
+		case len(near) == 0:
+			errs = append(errs, fmt.Errorf("no template named %q", n))
+		case len(near) <= 12:
+			errs = append(errs, fmt.Errorf("no template named %q (did you mean %s?)", n, strings.Join(near, ", ")))
+		default:
+			errs = append(errs, fmt.Errorf("no template named %q (%d template names start with it)", n, len(near)))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// editDistance is the Levenshtein distance between a and b, in bytes
+// (template names are ASCII).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// WriteDefaults copies the built-in templates named by names to
+// dir/NAME.md, creating dir if needed, and leaves every file that already
+// exists alone: those are the user's edits. It returns the paths written
+// and the paths skipped. A name that is not a template's (see CheckNames)
+// is an error, and then nothing is written.
+func WriteDefaults(dir string, names []string) (written, skipped []string, err error) {
+	if err := CheckNames(names); err != nil {
+		return nil, nil, err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, nil, fmt.Errorf("creating template directory %q: %w", dir, err)
 	}
 	d := Defaults()
-	for _, name := range Names() {
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
 		file := filepath.Join(dir, name+".md")
 		f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 		if errors.Is(err, fs.ErrExist) {

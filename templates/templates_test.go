@@ -123,6 +123,8 @@ func TestLoad(t *testing.T) {
 		files   map[string]string // relative path -> content; "dir/" makes a directory
 		noDir   bool
 		wantErr string
+		// wantWarn is in Warnings (none expected when empty).
+		wantWarn []string
 		// over maps template name to the rendered override text.
 		over map[string]string
 	}{
@@ -150,9 +152,12 @@ func TestLoad(t *testing.T) {
 			wantErr: "lop.md",
 		},
 		{
-			name:    "empty override is an error",
-			files:   map[string]string{"review.md": " \n"},
-			wantErr: "review.md",
+			// Refused with a warning naming the file; the built-in
+			// stands (issue 12, item 23).
+			name:     "empty override is refused for the built-in",
+			files:    map[string]string{"review.md": " \n", "loop.md": "", "start.md": "S"},
+			wantWarn: []string{"loop.md is empty: drover uses the built-in loop template", "review.md is empty: drover uses the built-in review template"},
+			over:     map[string]string{Start: "S"},
 		},
 		{
 			name:    "oversized override is an error",
@@ -189,6 +194,15 @@ func TestLoad(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			warns := s.Warnings()
+			if len(warns) != len(tt.wantWarn) {
+				t.Errorf("Warnings() = %q, want %d naming %q", warns, len(tt.wantWarn), tt.wantWarn)
+			}
+			for i, w := range tt.wantWarn {
+				if want := dir + string(filepath.Separator) + w; i < len(warns) && !strings.Contains(warns[i], want) {
+					t.Errorf("warning %q does not say %q", warns[i], want)
+				}
 			}
 			vars := map[string]string{"next_task": "/t.md"}
 			d := Defaults()
@@ -252,7 +266,7 @@ func TestWriteDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	written, skipped, err := WriteDefaults(dir)
+	written, skipped, err := WriteDefaults(dir, Names())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -287,7 +301,7 @@ func TestWriteDefaults(t *testing.T) {
 	}
 
 	// A second run writes nothing.
-	written, skipped, err = WriteDefaults(dir)
+	written, skipped, err = WriteDefaults(dir, Names())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,4 +327,47 @@ func FuzzRender(f *testing.F) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// WriteDefaults copies only the templates named, and none at all when one
+// name is unknown (issue 12, item 24).
+func TestWriteDefaultsNamed(t *testing.T) {
+	tests := []struct {
+		name    string
+		names   []string
+		want    []string // base names written
+		wantErr []string
+	}{
+		{"the seed's two", SeedNames(), []string{"loop.md", "review.md"}, nil},
+		{"one, twice", []string{Start, Start}, []string{"start.md"}, nil},
+		{"none", nil, nil, nil},
+		{"an unknown name writes nothing", []string{Loop, "lop", "revew"}, nil, []string{`no template named "lop"`, `no template named "revew"`}},
+		{"a misspelt name is suggested", []string{"lop"}, nil, []string{`no template named "lop" (did you mean loop?)`}},
+		{"a near name is suggested", []string{"max_iteration"}, nil, []string{`no template named "max_iteration" (did you mean `, "max_iterations"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "templates")
+			written, skipped, err := WriteDefaults(dir, tt.names)
+			for _, w := range tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Errorf("error = %v, want one containing %q", err, w)
+				}
+			}
+			if tt.wantErr == nil && err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range written {
+				got = append(got, filepath.Base(p))
+			}
+			if !slices.Equal(got, tt.want) || len(skipped) != 0 {
+				t.Errorf("wrote %v, skipped %v; want %v written", got, skipped, tt.want)
+			}
+			ents, _ := os.ReadDir(dir)
+			if len(ents) != len(tt.want) {
+				t.Errorf("%s holds %d files, want %d", dir, len(ents), len(tt.want))
+			}
+		})
+	}
 }

@@ -444,25 +444,55 @@ state.`,
 }
 
 func (a *app) templatesCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "templates",
-		Short: "Copy the built-in prompt templates to .drover/templates/ for editing",
-		Long: `templates writes each built-in prompt and reminder to
-.drover/templates/NAME.md, keeping any file already there. drover uses a file
-in that directory instead of the built-in one from the next hook on;
-placeholders such as {{next_task}} and {{iteration}} are filled in.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+	var all, list bool
+	cmd := &cobra.Command{
+		Use:   "templates [NAME...] [--all] [--list]",
+		Short: "Copy built-in prompt templates to .drover/templates/ for editing",
+		Long: `templates copies built-in prompts to .drover/templates/NAME.md for you to
+edit, keeping any file already there. With no NAME it copies the two a
+project usually rewords, loop (the queue's prompt for each task) and review
+(its review prompt); name others to copy them (drover templates loop
+start), or pass --all for every one. --list lists every template's name,
+marking the ones the project overrides.
+
+drover uses a file in that directory instead of the built-in one from the
+next hook on; placeholders such as {{next_task}} and {{iteration}} are
+filled in. Copy only what you mean to change: a copied prompt stays as it
+is when drover's own prompt is improved. An empty file is ignored (with a
+warning) in favour of the built-in.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := a.paths(g)
 			if err != nil {
 				return err
 			}
-			written, skipped, err := templates.WriteDefaults(p.TemplatesDir)
+			if list {
+				if all || len(args) > 0 {
+					return errors.New("templates: --list takes no NAME and no --all")
+				}
+				return a.listTemplates(p.TemplatesDir)
+			}
+			names := make([]string, len(args))
+			for i, arg := range args {
+				names[i] = strings.TrimSuffix(arg, ".md")
+			}
+			switch {
+			case all && len(names) > 0:
+				return errors.New("templates: give NAMEs or --all, not both")
+			case all:
+				names = templates.Names()
+			case len(names) == 0:
+				names = templates.SeedNames()
+			}
+			if err := templates.CheckNames(names); err != nil {
+				return fmt.Errorf("templates: %w\n(drover templates --list lists the %d templates)", err, len(templates.Names()))
+			}
+			written, skipped, err := templates.WriteDefaults(p.TemplatesDir, names)
 			if err != nil {
 				return err
 			}
-			// One line each, not one line a file: there are hundreds, and a
-			// slash command's output that long is cut before its last line.
+			// One line each, not one line a file: with --all there are
+			// hundreds, and a slash command's output that long is cut
+			// before its last line.
 			if len(written) > 0 {
 				fmt.Fprintf(a.stdout, "[drover] Wrote %d template(s) into %s: %s\n", len(written), p.TemplatesDir, baseNames(written))
 			}
@@ -470,9 +500,29 @@ placeholders such as {{next_task}} and {{iteration}} are filled in.`,
 				fmt.Fprintf(a.stdout, "[drover] Kept your %d file(s) in %s: %s\n", len(skipped), p.TemplatesDir, baseNames(skipped))
 			}
 			fmt.Fprintf(a.stdout, "[drover] Edit the files in %s; drover uses them from the next hook on. Placeholders such as {{next_task}} and {{iteration}} are filled in.\n", p.TemplatesDir)
+			if !all && len(args) == 0 {
+				fmt.Fprintf(a.stdout, "[drover] Only these are copied: a copied prompt misses drover's later fixes. drover templates NAME... copies others (drover templates --list lists the %d), --all every one.\n", len(templates.Names()))
+			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&all, "all", false, "copy every built-in template")
+	cmd.Flags().BoolVar(&list, "list", false, "list the templates' names, marking the ones the project overrides")
+	return cmd
+}
+
+// listTemplates prints every template name, one a line, with the path of
+// the project's override where it has one.
+func (a *app) listTemplates(dir string) error {
+	for _, name := range templates.Names() {
+		file := filepath.Join(dir, name+".md")
+		if _, err := os.Stat(file); err == nil {
+			fmt.Fprintf(a.stdout, "%s\t(yours: %s)\n", name, file)
+			continue
+		}
+		fmt.Fprintln(a.stdout, name)
+	}
+	return nil
 }
 
 // baseNames lists the file names of paths, comma-separated.

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +139,43 @@ func TestUnstickRestartsTheQueue(t *testing.T) {
 	}
 }
 
+// A stuck task whose pending name is taken: drover unstick says so in
+// plain words naming the files, with no HTTP status (issue 12, item 22).
+func TestUnstickNameClash(t *testing.T) {
+	p := newProj(t)
+	id := "clash"
+	p.must("", "add", "--session", id, "hard task")
+	task := p.session(id).NextTask
+	stuck := strings.TrimSuffix(task, ".md") + ".stuck.md"
+	if err := os.Rename(task, stuck); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(task, []byte("another task\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := p.drover("", "unstick", "--session", id)
+	if r.code == 0 {
+		t.Fatalf("unstick with a name clash exited 0:\n%s", r.stdout)
+	}
+	want := "drover: unstick: cannot unstick " + stuck + ": " + task + " already exists"
+	if !strings.HasPrefix(r.stderr, want) {
+		t.Errorf("stderr = %q, want it to start %q", r.stderr, want)
+	}
+	for _, bad := range []string{"supervisor answered", "HTTP", "supervisor failed", "bad request"} {
+		if strings.Contains(r.stderr, bad) {
+			t.Errorf("stderr %q holds %q", r.stderr, bad)
+		}
+	}
+	// Refused, not failed: the supervisor went on, and the queue starts
+	// once the user has sorted the files out.
+	if err := os.Remove(task); err != nil {
+		t.Fatal(err)
+	}
+	if out := p.must("", "unstick", "--session", id); !strings.Contains(out, "Unstuck "+task) {
+		t.Errorf("unstick after the clash was resolved printed:\n%s", out)
+	}
+}
+
 func TestCleanup(t *testing.T) {
 	p := newProj(t)
 	p.must("", "add", "--session", "finished", "a")
@@ -235,6 +273,92 @@ func TestTemplatesOverride(t *testing.T) {
 	}
 }
 
+// drover templates copies the seed's two by default, the ones named, or
+// --all; an unknown name copies nothing and says so (issue 12, item 24).
+func TestTemplatesCopiesWhatIsNamed(t *testing.T) {
+	p := newProj(t)
+	dir := filepath.Join(p.root, ".drover", "templates")
+	files := func() []string {
+		ents, _ := os.ReadDir(dir)
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	out := p.must("", "templates")
+	if got := files(); !slices.Equal(got, []string{"loop.md", "review.md"}) {
+		t.Errorf("drover templates wrote %v, want loop.md and review.md", got)
+	}
+	if !strings.Contains(out, "Wrote 2 template(s)") || !strings.Contains(out, "--list") || !strings.Contains(out, "--all") {
+		t.Errorf("templates printed:\n%s", out)
+	}
+
+	out = p.must("", "templates", "start", "stuck_reminder.md", "loop")
+	if got := files(); !slices.Equal(got, []string{"loop.md", "review.md", "start.md", "stuck_reminder.md"}) {
+		t.Errorf("drover templates start stuck_reminder.md loop: files %v", got)
+	}
+	if !strings.Contains(out, "Wrote 2 template(s) into "+dir+": start.md, stuck_reminder.md") || !strings.Contains(out, "Kept your 1 file(s) in "+dir+": loop.md") {
+		t.Errorf("templates with names printed:\n%s", out)
+	}
+
+	r := p.drover("", "templates", "lop", "review")
+	if r.code == 0 || !strings.Contains(r.stderr, `no template named "lop"`) || !strings.Contains(r.stderr, "drover templates --list") {
+		t.Errorf("templates with an unknown name: exit %d stderr %q", r.code, r.stderr)
+	}
+	if got := len(files()); got != 4 {
+		t.Errorf("an unknown name still wrote files: %d there", got)
+	}
+
+	list := p.must("", "templates", "--list")
+	if !strings.Contains(list, "loop\t(yours: "+filepath.Join(dir, "loop.md")+")\n") || !regexp.MustCompile(`(?m)^uncommitted$`).MatchString(list) {
+		t.Errorf("templates --list printed:\n%s", list)
+	}
+	names := strings.Count(list, "\n")
+
+	if r := p.drover("", "templates", "--all", "loop"); r.code == 0 {
+		t.Errorf("templates --all loop exited 0: %s", r.stdout)
+	}
+	p.must("", "templates", "--all")
+	if got := len(files()); got != names {
+		t.Errorf("templates --all left %d files, want one for each of the %d listed", got, names)
+	}
+}
+
+// An empty override is refused with a warning naming the file, and the
+// built-in is used: the Stop still blocks with the loop prompt (issue 12,
+// item 23).
+func TestEmptyTemplateOverrideUsesTheBuiltIn(t *testing.T) {
+	p := newProj(t)
+	id := "empty-tmpl"
+	p.must("", "do", "--session", id, "x")
+	loop := filepath.Join(p.root, ".drover", "templates", "loop.md")
+	if err := os.MkdirAll(filepath.Dir(loop), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(loop, []byte("\n  \n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := p.hook(hook.Stop, stopInput(id))
+	if !h.IsBlock() || !strings.Contains(h.Reason, "# drover Work Loop") || !strings.Contains(h.Reason, p.session(id).NextTask) {
+		t.Fatalf("stop with an empty loop.md: %+v, want a block with the built-in loop prompt", h)
+	}
+	if !strings.Contains(h.SystemMessage, loop+" is empty") || !strings.Contains(h.SystemMessage, "built-in loop template") {
+		t.Errorf("systemMessage %q does not name %s", h.SystemMessage, loop)
+	}
+	// Said once; the next Stop blocks as usual.
+	if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() || strings.Contains(h.SystemMessage, "loop.md") {
+		t.Errorf("second stop: %+v", h)
+	}
+	log, err := os.ReadFile(filepath.Join(p.root, ".drover", "logs", "drover.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), loop+" is empty") {
+		t.Errorf("the supervisor log does not name %s:\n%s", loop, log)
+	}
+}
+
 func TestConfigLayersAndReload(t *testing.T) {
 	p := newProj(t)
 	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
@@ -293,9 +417,9 @@ func (p *proj) supervisorConfig() string {
 }
 
 // The tags drover puts in the environment of its agents and reviewers
-// reach the drover hooks and commands those run: the strict check of
-// DROVER_* variables must let them through, or every such hook falls back
-// to the default budgets and every such command fails.
+// reach the drover hooks and commands those run: they are drover's own,
+// so the check of DROVER_* variables lets them through without the
+// warning it gives a variable that is no config key.
 func TestProcessTagsAreNotConfigKeys(t *testing.T) {
 	for _, name := range []string{watchdog.TagKey, agentrun.TagEnv, reviewer.TagEnv} {
 		if !config.IsNonConfigEnv(name) {
@@ -306,8 +430,53 @@ func TestProcessTagsAreNotConfigKeys(t *testing.T) {
 	env := append(p.env, "CLAUDE_PROJECT_DIR="+p.root, watchdog.TagKey+"=a", agentrun.TagEnv+"=b", reviewer.TagEnv+"=c")
 	cmd := exec.Command(droverBin, "config")
 	cmd.Dir, cmd.Env = p.root, env
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if out, err := cmd.CombinedOutput(); err != nil || strings.Contains(string(out), "ignoring environment variable") {
 		t.Errorf("drover config with drover's process tags in the environment: %v\n%s", err, out)
+	}
+}
+
+// A DROVER_* variable that is no config key (someone else's, or a
+// misspelt key) is warned about, on the command's stderr and in the
+// supervisor's log, and stops nothing: the supervisor starts, commands
+// work (issue 12, item 21).
+func TestUnrelatedDroverVariableWarns(t *testing.T) {
+	p := newProj(t)
+	p.env = append(p.env, "DROVER_UNRELATED=1", "DROVER_QUEUE_MAX_ITERATONS=5")
+	id := "env"
+	// do starts the supervisor with this environment.
+	out := p.must("", "do", "--session", id, "x")
+	if !strings.Contains(out, "Added task") {
+		t.Errorf("do printed:\n%s", out)
+	}
+	if s := p.session(id); s.State != "on" {
+		t.Errorf("after do: %+v", s)
+	}
+	r := p.drover("", "config")
+	if r.code != 0 {
+		t.Fatalf("config exited %d: %s", r.code, r.stderr)
+	}
+	for _, name := range []string{"DROVER_UNRELATED", "DROVER_QUEUE_MAX_ITERATONS"} {
+		if !strings.Contains(r.stderr, "warning: ignoring environment variable "+name) {
+			t.Errorf("config's stderr does not warn about %s:\n%s", name, r.stderr)
+		}
+	}
+	if strings.Count(r.stderr, "DROVER_UNRELATED") != 1 {
+		t.Errorf("config warned more than once:\n%s", r.stderr)
+	}
+	log, err := os.ReadFile(filepath.Join(p.root, ".drover", "logs", "drover.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "ignoring environment variable DROVER_UNRELATED") {
+		t.Errorf("the supervisor log does not warn about DROVER_UNRELATED:\n%s", log)
+	}
+	// The started droverd serve said so on its stderr too.
+	serveOut, err := os.ReadFile(filepath.Join(p.root, ".drover", "logs", "serve.out"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(serveOut), "droverd: warning: ignoring environment variable DROVER_UNRELATED") {
+		t.Errorf("serve's stderr does not warn about DROVER_UNRELATED:\n%s", serveOut)
 	}
 }
 

@@ -26,6 +26,9 @@ type app struct {
 	stdout  io.Writer
 	stderr  io.Writer
 	environ []string
+	// envWarned is set once warnEnv has spoken, so that a command that
+	// loads the config twice warns once.
+	envWarned bool
 }
 
 func (a *app) getenv(k string) string { return cmdline.Getenv(a.environ, k) }
@@ -92,9 +95,24 @@ func (a *app) ensure(ctx context.Context, p project.Paths, timeout time.Duration
 	return c, h, nil
 }
 
+// warnEnv says on stderr, once, which DROVER_* variables of the
+// environment are no config key: the config ignores them rather than
+// refuse to load over a variable that may be something else's, but one may
+// be a misspelt key.
+func (a *app) warnEnv() {
+	if a.envWarned {
+		return
+	}
+	a.envWarned = true
+	for _, name := range config.UnknownEnv(a.environ) {
+		fmt.Fprintf(a.stderr, "droverd: warning: %s\n", config.EnvWarning(name))
+	}
+}
+
 // projectConfig loads and validates the configuration of the project at
 // root, from its files and this process's environment.
 func (a *app) projectConfig(root string) (config.Config, error) {
+	a.warnEnv()
 	cfg, err := config.Load(config.DefaultSources(root, a.environ))
 	if err != nil {
 		return config.Config{}, err

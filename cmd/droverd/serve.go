@@ -55,6 +55,13 @@ func (a *app) serveCmd(g *cmdline.Globals) *cobra.Command {
 			return err
 		}
 		defer lg.Close()
+		// In the foreground the log's console is stderr already.
+		if noConsole {
+			a.warnEnv()
+		}
+		for _, name := range config.UnknownEnv(a.environ) {
+			lg.Zap().Warn(config.EnvWarning(name), zap.String("variable", name))
+		}
 		// Started on demand (by a hook or command, always with
 		// --no-console), a supervisor may find its predecessor still
 		// stopping: it waits that out rather than leave the hook

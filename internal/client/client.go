@@ -37,8 +37,14 @@ type APIError struct {
 	Message string
 }
 
+// Error is the supervisor's message as it is for a refusal (4xx): it says
+// what the user asked that cannot be done, and the status means nothing to
+// them. A failure of the supervisor itself (5xx) says so.
 func (e *APIError) Error() string {
-	return fmt.Sprintf("supervisor answered %d: %s", e.Status, e.Message)
+	if e.Status >= 400 && e.Status < 500 && e.Message != "" {
+		return e.Message
+	}
+	return fmt.Sprintf("the supervisor failed (HTTP %d): %s", e.Status, e.Message)
 }
 
 // ErrUnavailable wraps every failure to reach the supervisor at all (no

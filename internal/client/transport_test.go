@@ -69,6 +69,9 @@ func TestErrorsAndStatus(t *testing.T) {
 		case "/json":
 			w.WriteHeader(http.StatusConflict)
 			fmt.Fprint(w, `{"error":"no pending tasks"}`)
+		case "/broken":
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprint(w, `{"error":"saving session s1: disk full"}`)
 		case "/plain":
 			w.WriteHeader(http.StatusNotFound)
 		case "/drop":
@@ -80,8 +83,13 @@ func TestErrorsAndStatus(t *testing.T) {
 	}))
 	c := New(path)
 	err := c.do(context.Background(), methodGet, "/json", nil, nil)
-	if StatusCode(err) != http.StatusConflict || !strings.Contains(err.Error(), "no pending tasks") {
+	// A refusal reads as the supervisor's message alone: the status
+	// means nothing to the user (issue 12, item 22).
+	if StatusCode(err) != http.StatusConflict || err.Error() != "no pending tasks" {
 		t.Errorf("an API error: %v", err)
+	}
+	if err := c.do(context.Background(), methodGet, "/broken", nil, nil); err == nil || err.Error() != "the supervisor failed (HTTP 500): saving session s1: disk full" {
+		t.Errorf("a failure of the supervisor: %v", err)
 	}
 	if err := c.do(context.Background(), methodGet, "/plain", nil, nil); StatusCode(err) != 404 || !strings.Contains(err.Error(), "Not Found") {
 		t.Errorf("a plain error status: %v", err)

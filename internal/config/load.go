@@ -210,25 +210,19 @@ func leafAbove(key string, fields map[string]field) string {
 	return ""
 }
 
-// loadEnv merges the DROVER_* variables of environ into k. A DROVER_*
-// variable that is neither a config key nor one of IsNonConfigEnv is an
-// error: it is most likely a misspelt key.
+// loadEnv merges the DROVER_* variables of environ that name config keys
+// into k. Any other DROVER_* variable is left alone: it may belong to
+// something else entirely, so it must not stop drover; UnknownEnv lists
+// those for a warning, since one may be a misspelt key.
 func loadEnv(k *koanf.Koanf, environ []string, fields map[string]field) error {
-	byEnv := make(map[string]field, len(fields))
-	for key, f := range fields {
-		byEnv[EnvName(key)] = f
-	}
+	byEnv := envFields(fields)
 	var errs []error
 	p := env.Provider(".", env.Opt{
 		Prefix:      envPrefix,
 		EnvironFunc: func() []string { return firstOccurrences(environ) },
 		TransformFunc: func(name, value string) (string, any) {
-			if IsNonConfigEnv(name) {
-				return "", nil
-			}
 			f, ok := byEnv[name]
 			if !ok {
-				errs = append(errs, fmt.Errorf("unknown environment variable %s: no config key has that name (see drover config for the keys)", name))
 				return "", nil
 			}
 			// An empty value is how shells unset a variable for one
@@ -249,6 +243,41 @@ func loadEnv(k *koanf.Koanf, environ []string, fields map[string]field) error {
 	}
 	sort.Slice(errs, func(i, j int) bool { return errs[i].Error() < errs[j].Error() })
 	return errors.Join(errs...)
+}
+
+func envFields(fields map[string]field) map[string]field {
+	byEnv := make(map[string]field, len(fields))
+	for key, f := range fields {
+		byEnv[EnvName(key)] = f
+	}
+	return byEnv
+}
+
+// UnknownEnv returns, sorted, the names of the DROVER_* variables of
+// environ that are neither a config key nor one of IsNonConfigEnv. Load
+// ignores them; callers warn about them (see EnvWarning), since one may
+// be a misspelt key, without refusing to start over a variable that may
+// belong to something else.
+func UnknownEnv(environ []string) []string {
+	byEnv := envFields(fieldsByKey())
+	var names []string
+	for _, kv := range firstOccurrences(environ) {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, envPrefix) || IsNonConfigEnv(name) {
+			continue
+		}
+		if _, known := byEnv[name]; !known {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// EnvWarning is the warning about a DROVER_* variable that UnknownEnv
+// lists.
+func EnvWarning(name string) string {
+	return fmt.Sprintf("ignoring environment variable %s: no config key has that name (drover config lists the keys; a key's variable is DROVER_ and the key in capitals, dots as underscores)", name)
 }
 
 // firstOccurrences drops later duplicates of a variable, so that the env

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -201,15 +202,15 @@ func TestLoadEnv(t *testing.T) {
 		{"allowlisted and foreign variables ignored",
 			[]string{"DROVER_REVIEWER=1", "DROVER_SOCKET=/tmp/s", "DROVER_BIN=/bin/drover", "DROVER_HOOK_DISABLE=1", "HOME=/home/x", "drover_log_level=nonsense", "NOEQUALS"},
 			func(c Config) bool { return c == Defaults() }, nil},
-		{"unknown variable", []string{"DROVER_QUEUE_MAX_ITERATONS=5"}, nil, []string{"DROVER_QUEUE_MAX_ITERATONS"}},
-		{"unknown variable named after a section", []string{"DROVER_QUEUE=5"}, nil, []string{"DROVER_QUEUE"}},
+		// Not a key: ignored here, warned about by the callers (UnknownEnv).
+		{"unknown variable", []string{"DROVER_QUEUE_MAX_ITERATONS=5"}, func(c Config) bool { return c == Defaults() }, nil},
+		{"unknown variable beside a known one", []string{"DROVER_UNRELATED=yes", "DROVER_LOG_LEVEL=debug"}, func(c Config) bool { return c.Log.Level == "debug" }, nil},
 		{"bad int", []string{"DROVER_QUEUE_MAX_ITERATIONS=many"}, nil, []string{"DROVER_QUEUE_MAX_ITERATIONS", "queue.max_iterations", "want an integer"}},
 		{"bad duration", []string{"DROVER_HOOK_BUDGET_STOP=15"}, nil, []string{"DROVER_HOOK_BUDGET_STOP", "want a duration"}},
 		{"number", []string{"DROVER_LOOP_MIN_IMPROVEMENT=0.02"}, func(c Config) bool { return c.Loop.MinImprovement == 0.02 }, nil},
 		{"bad number", []string{"DROVER_LOOP_SUCCESS_PASS_RATE=most"}, nil, []string{"DROVER_LOOP_SUCCESS_PASS_RATE", "want a number"}},
 		{"number out of range", []string{"DROVER_LOOP_SUCCESS_PASS_RATE=95"}, nil, []string{"loop.success_pass_rate", "at most 1"}},
 		{"out of range", []string{"DROVER_HOOK_BUDGET_STOP=31s"}, nil, []string{"hook.budget.stop"}},
-		{"several unknown", []string{"DROVER_A=1", "DROVER_B=2"}, nil, []string{"DROVER_A", "DROVER_B"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -232,6 +233,39 @@ func TestLoadEnv(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A DROVER_* variable that is no config key is listed for a warning; it
+// does not stop drover (issue 12, item 21).
+func TestUnknownEnv(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		want    []string
+	}{
+		{"none", []string{"HOME=/home/x", "DROVER_LOG_LEVEL=debug"}, nil},
+		{"misspelt key", []string{"DROVER_QUEUE_MAX_ITERATONS=5"}, []string{"DROVER_QUEUE_MAX_ITERATONS"}},
+		{"named after a section", []string{"DROVER_QUEUE=5"}, []string{"DROVER_QUEUE"}},
+		{"several, sorted, once each", []string{"DROVER_B=2", "DROVER_A=1", "DROVER_B=3"}, []string{"DROVER_A", "DROVER_B"}},
+		{"drover's own non-config variables",
+			[]string{"DROVER_REVIEWER=1", "DROVER_SOCKET=/tmp/s", "DROVER_BIN=/bin/drover", "DROVER_HOOK_DISABLE=1", "DROVER_RUN_ID=r", "DROVER_TASK_ID=t", "DROVER_ITERATION=2", "DROVERD_BIN=/bin/droverd"},
+			nil},
+		{"other prefixes and case", []string{"drover_log_level=x", "DROVERX=1", "NOEQUALS", "DROVER_NOEQUALS"}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := UnknownEnv(tt.environ); !slices.Equal(got, tt.want) {
+				t.Errorf("UnknownEnv() = %q, want %q", got, tt.want)
+			}
+			// Load takes the same environment without complaint.
+			if _, err := Load(Sources{Environ: tt.environ}); err != nil {
+				t.Errorf("Load() = %v", err)
+			}
+		})
+	}
+	if w := EnvWarning("DROVER_X"); !strings.Contains(w, "DROVER_X") || !strings.Contains(w, "ignoring") {
+		t.Errorf("EnvWarning = %q", w)
 	}
 }
 

@@ -188,10 +188,14 @@ func syncDir(dir string) {
 	}
 }
 
+// ErrNameTaken marks an error of Unstick about a stuck task whose pending
+// name is taken: the user's to resolve, not drover's failure.
+var ErrNameTaken = errors.New("already exists")
+
 // Unstick renames every stuck task in dir (X.stuck.md) back to pending
 // (X.md) and returns the new paths, sorted. A stuck task whose pending name
-// is already taken is left stuck and reported in the error; the others are
-// still renamed.
+// is already taken is left stuck and reported in the error (ErrNameTaken),
+// naming both files; the others are still renamed.
 func Unstick(dir string) ([]string, error) {
 	l, err := Scan(dir)
 	if err != nil {
@@ -204,7 +208,7 @@ func Unstick(dir string) ([]string, error) {
 	for _, p := range l.Stuck {
 		to := strings.TrimSuffix(p, StuckSuffix) + PendingSuffix
 		if taken(to) {
-			errs = append(errs, fmt.Errorf("unsticking task %q: %q already exists", p, to))
+			errs = append(errs, fmt.Errorf("cannot unstick %s: %s %w; rename or remove one of the two, then run drover unstick again", p, to, ErrNameTaken))
 			continue
 		}
 		if err := os.Rename(p, to); err != nil {

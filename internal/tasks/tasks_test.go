@@ -1,6 +1,7 @@
 package tasks
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -294,8 +295,8 @@ func TestUnstick(t *testing.T) {
 		write(t, filepath.Join(dir, "20260203T145245.md"), "pending one")
 		write(t, filepath.Join(dir, "20260203T145300.stuck.md"), "stuck two")
 		got, err := Unstick(dir)
-		if err == nil || !strings.Contains(err.Error(), "20260203T145245.stuck.md") {
-			t.Errorf("error = %v, want one naming the stuck task", err)
+		if err == nil || !strings.Contains(err.Error(), "20260203T145245.stuck.md") || !errors.Is(err, ErrNameTaken) {
+			t.Errorf("error = %v, want an ErrNameTaken naming the stuck task", err)
 		}
 		if want := []string{filepath.Join(dir, "20260203T145300.md")}; !slices.Equal(got, want) {
 			t.Errorf("renamed = %v, want %v", got, want)
