@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -645,6 +646,87 @@ func TestRunConcurrencyBound(t *testing.T) {
 				f.git("cat-file", "-e", "main:"+task+".txt")
 			}
 		})
+	}
+}
+
+// overlapLog reads the fake agent's overlap-log: the tasks that ran at
+// once after each start, in order.
+func (f *runFixture) overlapLog() [][]string {
+	f.t.Helper()
+	var out [][]string
+	running := map[string]bool{}
+	log := f.read("overlap-log")
+	for _, line := range strings.Split(log, "\n") {
+		what, task, _ := strings.Cut(line, " ")
+		switch what {
+		case "start":
+			running[task] = true
+			var now []string
+			for t := range running {
+				now = append(now, t)
+			}
+			slices.Sort(now)
+			out = append(out, now)
+		case "end":
+			if !running[task] {
+				f.t.Fatalf("task %s ended before it started:\n%s", task, log)
+			}
+			delete(running, task)
+		default:
+			f.t.Fatalf("odd log line %q", line)
+		}
+	}
+	if len(running) != 0 {
+		f.t.Fatalf("tasks %v never ended:\n%s", running, log)
+	}
+	return out
+}
+
+// A graph in seed 003's form loads, and its parallel: false task runs with
+// no other task of its wave beside it.
+func TestRunParallelFalseRunsAlone(t *testing.T) {
+	const graph = `tasks:
+  - id: w1
+    files: [w1.txt]
+    tests: [w1.txt]
+    description: Write w1.txt.
+    parallel: true
+  - id: solo
+    files: [solo.txt]
+    tests: [solo.txt]
+    description: Write solo.txt.
+    parallel: false
+  - id: w2
+    files: [w2.txt]
+    tests: [w2.txt]
+    description: Write w2.txt.
+    parallel: true
+  - id: w3
+    files: [w3.txt]
+    tests: [w3.txt]
+    description: Write w3.txt.
+`
+	f := newRunFixture(t)
+	f.touch("overlap")
+	file := filepath.Join(f.dir, "seed.yaml")
+	if err := os.WriteFile(file, []byte(graph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := f.withFlag("--concurrency", "3")
+	args[1] = file
+	out := f.must("", args...)
+	if !strings.Contains(out, "done: all 4 tasks done in 1 waves") {
+		t.Fatalf("the wave did not finish:\n%s", out)
+	}
+	// Whether the others overlap depends on the machine's speed; that
+	// they may is TestRunConcurrencyBound's and the core's to show.
+	for _, now := range f.overlapLog() {
+		if slices.Contains(now, "solo") && len(now) > 1 {
+			t.Errorf("solo ran beside %v:\n%s", now, f.read("overlap-log"))
+		}
+	}
+	for _, task := range []string{"w1", "solo", "w2", "w3"} {
+		f.git("cat-file", "-e", "main:"+task+".txt")
 	}
 }
 

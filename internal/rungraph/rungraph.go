@@ -41,6 +41,11 @@ type Task struct {
 	Tests []string
 	// DependsOn lists the ids of the tasks that must be done first.
 	DependsOn []string
+	// Alone is set by `parallel: false`: the task runs with no other task
+	// of its wave at the same time (it edits what they would, or needs
+	// the machine to itself). The default, `parallel: true`, lets it run
+	// beside the others, up to the run's concurrency.
+	Alone bool
 	// Line is the line of the task in the file (1-based), for reports.
 	Line int
 }

@@ -3,6 +3,8 @@ package rungraph
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -53,9 +55,69 @@ func TestParseExample(t *testing.T) {
 	}
 }
 
+// Seed 003's own task graph loads: its parallel flags are accepted, and
+// its waves are the ones its dependencies give.
+func TestParseSeed003(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "seed003.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Parse(data, "tasks.yaml")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := [][]string{
+		{"collab-compact-skill", "collab-resume-modification", "rough-draft-tests-field"},
+		{"executing-plans-targeted-tests", "brainstorming-snapshot", "rough-draft-snapshot"},
+		{"implementer-prompt-tests", "executing-plans-snapshot"},
+	}
+	if got := waveIDs(g.Waves()); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("waves = %q, want %q", got, want)
+	}
+	for _, task := range g.Tasks {
+		if task.Alone {
+			t.Errorf("task %s runs alone; the seed's tasks are parallel", task.ID)
+		}
+	}
+}
+
+func TestParseParallel(t *testing.T) {
+	cases := []struct {
+		name, value string
+		alone       bool
+		err         string
+	}{
+		{"absent", "", false, ""},
+		{"true", "parallel: true", false, ""},
+		{"false", "parallel: false", true, ""},
+		{"null", "parallel: ~", false, `g.yaml:4: task "a": "parallel" must be true or false`},
+		{"yes is no boolean", "parallel: yes", false, `"parallel" must be true or false`},
+		{"quoted", `parallel: "false"`, false, `"parallel" must be true or false`},
+		{"a list", "parallel: [false]", false, `"parallel" must be true or false`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := "tasks:\n  - id: a\n    description: x\n    " + c.value + "\n"
+			g, err := Parse([]byte(in), "g.yaml")
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("Parse = %v, want an error with %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Tasks[0].Alone != c.alone {
+				t.Errorf("Alone = %v, want %v", g.Tasks[0].Alone, c.alone)
+			}
+		})
+	}
+}
+
 func equalTask(a, b Task) bool {
 	return a.ID == b.ID && a.Description == b.Description && a.Line == b.Line &&
-		slices.Equal(a.Files, b.Files) && slices.Equal(a.Tests, b.Tests) && slices.Equal(a.DependsOn, b.DependsOn)
+		slices.Equal(a.Files, b.Files) && slices.Equal(a.Tests, b.Tests) && slices.Equal(a.DependsOn, b.DependsOn) && a.Alone == b.Alone
 }
 
 func TestParseErrors(t *testing.T) {
