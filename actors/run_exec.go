@@ -154,14 +154,17 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 	if ctx.Err() != nil {
 		return out
 	}
-	tests := run.Tests(j.opts, j.task, os.DirFS(wt.Path))
-	cmd, err := run.TestCommand(j.opts, tests)
+	checks, err := run.TestsOf(j.opts, j.task, os.DirFS(wt.Path))
 	if err != nil {
 		out.Err = err
 		return out
 	}
-	tr := runUserCommand(ctx, j.tmpl, wt.Path, cmd, j.childTag)
-	out.Test = &tr
+	// A task with no tests (tests: []) runs none: the wave's suite
+	// checks it.
+	if checks.Command != "" {
+		tr := runUserCommand(ctx, j.tmpl, wt.Path, checks.Command, j.childTag)
+		out.Test = &tr
+	}
 	// The task's branch is what gets merged: commits on another branch,
 	// or on a detached HEAD, would be reported done and never merged.
 	head, err := gitOut(ctx, wt.Path, "symbolic-ref", "--quiet", "--short", "HEAD")

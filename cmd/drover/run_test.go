@@ -730,6 +730,40 @@ func TestRunParallelFalseRunsAlone(t *testing.T) {
 	}
 }
 
+// A task whose graph says tests: [] (a docs task) runs no tests between
+// its iterations, not the full suite: only the wave's checkpoint runs it.
+func TestRunEmptyTestsRunNothingBetweenIterations(t *testing.T) {
+	// d's first iteration leaves its file uncommitted: two iterations.
+	const graph = `tasks:
+  - id: d
+    files: [docs/d.md]
+    tests: []  # docs only
+    description: Write d.txt.
+`
+	f := newRunFixture(t)
+	file := filepath.Join(f.dir, "docs.yaml")
+	if err := os.WriteFile(file, []byte(graph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string(nil), f.args...)
+	args[1] = file
+	out := f.must("", args...)
+	id := runIDFrom(t, out)
+	if !strings.Contains(out, "run "+id+" done") {
+		t.Fatalf("run did not report done:\n%s", out)
+	}
+	if f.count("d") != 2 {
+		t.Errorf("task d ran %d times, want 2", f.count("d"))
+	}
+	// The suite ran once, at the wave's checkpoint, in the main work tree.
+	if got := f.read("suite-log"); got != "d.txt" {
+		t.Errorf("the suite ran:\n%s\nwant once, at the checkpoint", got)
+	}
+	if d := taskByID(f.runStatus(id), "d"); d.State != api.TaskDone || d.LastTest != nil {
+		t.Errorf("task d: %s, last test %+v; want done with no test run", d.State, d.LastTest)
+	}
+}
+
 func TestRunRejectsBadGraph(t *testing.T) {
 	p := newProj(t)
 	cases := []struct{ name, graph, want string }{

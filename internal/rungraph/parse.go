@@ -215,6 +215,9 @@ func (p *parser) task(n *yaml.Node, i int) (Task, bool) {
 			t.Files = p.paths(v, name, key, checkPath)
 		case keyTests:
 			t.Tests = p.paths(v, name, key, checkPath)
+			// An empty list says "none"; only an absent or null field
+			// leaves the tests to be derived.
+			t.NoTests = v.Kind == yaml.SequenceNode && len(v.Content) == 0
 		case keyDependsOn:
 			t.DependsOn = p.strings(v, name, key)
 		case keyParallel:

@@ -34,11 +34,16 @@ type Task struct {
 	Description string
 	// Files are the repository paths (relative to its root) the task is
 	// expected to change. They are a hint for the agent and the source of
-	// the targeted tests when Tests is empty.
+	// the targeted tests when the file gives no tests.
 	Files []string
 	// Tests are the targeted tests run between the task's iterations, as
 	// written in the file (see TargetedTests for the form the runner uses).
 	Tests []string
+	// NoTests is set by an explicit empty list, `tests: []`: the task has
+	// no targeted tests (a docs task, say), none are derived from its
+	// files, and nothing runs between its iterations; the wave's suite
+	// still checks it. An absent (or null) tests field is derived.
+	NoTests bool
 	// DependsOn lists the ids of the tasks that must be done first.
 	DependsOn []string
 	// Alone is set by `parallel: false`: the task runs with no other task

@@ -78,6 +78,43 @@ func TestParseSeed003(t *testing.T) {
 		if task.Alone {
 			t.Errorf("task %s runs alone; the seed's tasks are parallel", task.ID)
 		}
+		// tests: [] is "no targeted tests" (skill files), not "derive
+		// them from the files".
+		if !task.NoTests || TargetedTests(task, nil) != nil {
+			t.Errorf("task %s: NoTests %v, targeted tests %q; want none", task.ID, task.NoTests, TargetedTests(task, nil))
+		}
+	}
+}
+
+// Only an explicit empty list says a task has no tests; an absent or null
+// one leaves them to be derived from its files.
+func TestParseEmptyTests(t *testing.T) {
+	cases := []struct {
+		name, tests string
+		noTests     bool
+		targeted    []string
+	}{
+		{"absent", "", false, []string{"./lex/..."}},
+		{"null", "tests: ~", false, []string{"./lex/..."}},
+		{"empty flow list", "tests: []", true, nil},
+		{"empty list with a comment", "tests: [] # docs only", true, nil},
+		{"listed", "tests: [lex/...]", false, []string{"./lex/..."}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := "tasks:\n  - id: a\n    description: x\n    files: [lex/lexer.go]\n    " + c.tests + "\n"
+			g, err := Parse([]byte(in), "g.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			task := g.Tasks[0]
+			if task.NoTests != c.noTests {
+				t.Errorf("NoTests = %v, want %v", task.NoTests, c.noTests)
+			}
+			if got := TargetedTests(task, nil); !slices.Equal(got, c.targeted) {
+				t.Errorf("TargetedTests = %q, want %q", got, c.targeted)
+			}
+		})
 	}
 }
 
@@ -117,7 +154,7 @@ func TestParseParallel(t *testing.T) {
 
 func equalTask(a, b Task) bool {
 	return a.ID == b.ID && a.Description == b.Description && a.Line == b.Line &&
-		slices.Equal(a.Files, b.Files) && slices.Equal(a.Tests, b.Tests) && slices.Equal(a.DependsOn, b.DependsOn) && a.Alone == b.Alone
+		slices.Equal(a.Files, b.Files) && slices.Equal(a.Tests, b.Tests) && slices.Equal(a.DependsOn, b.DependsOn) && a.Alone == b.Alone && a.NoTests == b.NoTests
 }
 
 func TestParseErrors(t *testing.T) {
@@ -436,6 +473,7 @@ func TestTargetedTests(t *testing.T) {
 	}{
 		{name: "nothing", task: Task{}, want: nil},
 		{name: "go: nothing", task: Task{}, tree: tree, want: nil},
+		{name: "tests: [] means none, files or not", task: Task{NoTests: true, Files: []string{"a/b.go"}}, tree: tree, want: nil},
 		{name: "tests win over files", task: Task{Tests: []string{"./x/..."}, Files: []string{"a/b.go"}}, want: []string{"./x/..."}},
 		{name: "go pattern gets ./", task: Task{Tests: []string{"internal/lex/...", "..."}}, want: []string{"./internal/lex/...", "./..."}},
 		{name: "other tests as written", task: Task{Tests: []string{"src/auth/*.test.ts", "tests/test_x.py", "./pkg"}}, want: []string{"src/auth/*.test.ts", "tests/test_x.py", "./pkg"}},

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -483,6 +484,38 @@ func TestTestCommand(t *testing.T) {
 	}
 	if got, err := SuiteCommand(api.RunOptions{SuiteCommand: "echo boom; exit 1"}); err != nil || got != "echo boom; exit 1" {
 		t.Errorf("SuiteCommand = %q, %v; want it as written", got, err)
+	}
+}
+
+// How a task is checked after each iteration: its targeted tests, the
+// suite when there is nothing narrower, and nothing when its graph says
+// tests: [].
+func TestTestsOf(t *testing.T) {
+	tree := fstest.MapFS{"go.mod": {Data: []byte("module m\n")}, "lex/lex.go": {Data: []byte("package lex\n")}}
+	o := api.RunOptions{TestCommand: "go test {{packages}}", SuiteCommand: "make test"}
+	cases := []struct {
+		name string
+		task rungraph.Task
+		want TaskTests
+	}{
+		{"listed tests", rungraph.Task{Tests: []string{"lex"}}, TaskTests{Tests: []string{"./lex"}, Command: "go test ./lex"}},
+		{"derived from the files", rungraph.Task{Files: []string{"lex/lex.go"}}, TaskTests{Tests: []string{"./lex/..."}, Command: "go test ./lex/..."}},
+		{"nothing to derive: the suite", rungraph.Task{Files: []string{"README.md"}}, TaskTests{Command: "make test", Suite: true}},
+		{"tests: []: nothing runs", rungraph.Task{Files: []string{"lex/lex.go"}, NoTests: true}, TaskTests{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := TestsOf(o, c.task, tree)
+			if err != nil || !reflect.DeepEqual(got, c.want) {
+				t.Errorf("TestsOf = %+v, %v; want %+v", got, err, c.want)
+			}
+		})
+	}
+	if _, err := TestsOf(api.RunOptions{SuiteCommand: "make test"}, rungraph.Task{Tests: []string{"x"}}, tree); err == nil {
+		t.Error("TestsOf without a test command: no error")
+	}
+	if got, err := TestsOf(api.RunOptions{}, rungraph.Task{NoTests: true}, tree); err != nil || got.Command != "" {
+		t.Errorf("TestsOf of a task without tests, no commands: %+v, %v", got, err)
 	}
 }
 
