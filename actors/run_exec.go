@@ -32,8 +32,13 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 	tmpl, err := a.env.templates()
 	job.tmpl = tmpl
 	if err == nil {
-		tests := run.Tests(job.opts, gt, os.DirFS(a.env.Root))
-		job.prompt, err = run.TaskPrompt(tmpl, gt, e.Branch, tests, e.Iteration, job.opts.MaxIterations, e.Role, e.Feedback)
+		// The agent is told the command the iteration's end runs (read
+		// from the main work tree: the task's may not exist yet).
+		var checks run.TaskTests
+		checks, err = run.TestsOf(job.opts, gt, os.DirFS(a.env.Root))
+		if err == nil {
+			job.prompt, err = run.TaskPrompt(tmpl, gt, e.Branch, checks, e.Iteration, job.opts.MaxIterations, e.Role, e.Feedback)
+		}
 	}
 	if err == nil && e.Review && a.set.review != nil {
 		spec := *a.set.review

@@ -12,6 +12,12 @@ const (
 	RunTaskFiles = "run_task_files"
 	RunTaskTests = "run_task_tests"
 	RunTaskRetry = "run_task_retry"
+	// RunTaskTests tells the agent the command of its targeted tests;
+	// RunTaskSuite, for a task with nothing narrower to test, that the
+	// suite checks it; RunTaskNoTests, for a task whose graph lists no
+	// tests (tests: []), that none run. One of the three is always there.
+	RunTaskSuite   = "run_task_suite"
+	RunTaskNoTests = "run_task_no_tests"
 	// RunReview is the prompt of the reviewer that must pass a task.
 	RunReview = "run_review"
 

@@ -762,6 +762,43 @@ func TestRunEmptyTestsRunNothingBetweenIterations(t *testing.T) {
 	if d := taskByID(f.runStatus(id), "d"); d.State != api.TaskDone || d.LastTest != nil {
 		t.Errorf("task d: %s, last test %+v; want done with no test run", d.State, d.LastTest)
 	}
+	// The agent was told so, and not to run the suite itself.
+	if p := f.read("prompt-d-1"); !strings.Contains(p, "This task has no targeted tests") || !strings.Contains(p, "Do NOT run the full test suite") {
+		t.Errorf("the prompt does not say the task has no tests:\n%s", p)
+	}
+}
+
+// The agent is told the command of its task's targeted tests, as the run
+// runs it, and not to run the full suite, which the wave checkpoint runs.
+func TestRunPromptGivesTestCommand(t *testing.T) {
+	const graph = `tasks:
+  - id: a
+    files: [a.txt]
+    tests: [a.txt]
+    description: Write a.txt.
+  - id: b
+    files: [b.txt]
+    description: Write b.txt.
+`
+	f := newRunFixture(t)
+	file := filepath.Join(f.dir, "prompt.yaml")
+	if err := os.WriteFile(file, []byte(graph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := f.withFlag("--test-command", "test -e {{packages}} && echo targeted")
+	args[1] = file
+	f.must("", args...)
+	a := f.read("prompt-a-1")
+	for _, want := range []string{"run ONLY this task's targeted tests: a.txt", "Command: test -e a.txt && echo targeted", "Do NOT run the full test suite"} {
+		if !strings.Contains(a, want) {
+			t.Errorf("the prompt of a does not say %q:\n%s", want, a)
+		}
+	}
+	// b's tests are derived from its file: its directory, as written for
+	// a runner that is not go test.
+	if b := f.read("prompt-b-1"); !strings.Contains(b, "Command: test -e . && echo targeted") {
+		t.Errorf("the prompt of b does not give its derived test command:\n%s", b)
+	}
 }
 
 func TestRunRejectsBadGraph(t *testing.T) {

@@ -247,6 +247,8 @@ func TestOptionsDefaultsAndChecks(t *testing.T) {
 func TestTaskPromptGolden(t *testing.T) {
 	full := rungraph.Task{ID: "parser", Description: "Accept Unicode letters.", Files: []string{"lex/lexer.go"}, Tests: []string{"./lex/..."}}
 	bare := rungraph.Task{ID: "docs", Description: "Write the docs."}
+	noTests := rungraph.Task{ID: "guide", Description: "Write the guide.", Files: []string{"docs/guide.md"}, NoTests: true}
+	o := api.RunOptions{TestCommand: "go test -race {{packages}}", SuiteCommand: "make test"}
 	cases := []struct {
 		name      string
 		task      rungraph.Task
@@ -258,10 +260,15 @@ func TestTaskPromptGolden(t *testing.T) {
 		{"run_task_retry", full, 2, router.Debugger, "The targeted tests failed (`go test ./lex/...`):\n--- FAIL: TestIdent"},
 		{"run_task_bare_architect", bare, 3, router.Architect, "There is no commit on this branch yet."},
 		{"run_task_unknown_role", bare, 1, router.Role("tester"), ""},
+		{"run_task_no_tests", noTests, 1, router.Developer, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := TaskPrompt(templates.Defaults(), c.task, "drover/run-1/"+c.task.ID, rungraph.TargetedTests(c.task, nil), c.iteration, 3, c.role, c.feedback)
+			checks, err := TestsOf(o, c.task, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := TaskPrompt(templates.Defaults(), c.task, "drover/run-1/"+c.task.ID, checks, c.iteration, 3, c.role, c.feedback)
 			if err != nil {
 				t.Fatal(err)
 			}
