@@ -794,6 +794,10 @@ func TestRunPromptGivesTestCommand(t *testing.T) {
 			t.Errorf("the prompt of a does not say %q:\n%s", want, a)
 		}
 	}
+	// A run has no tracker: its role texts do not send the agent to one.
+	if !strings.Contains(a, "You are the developer this iteration") || strings.Contains(a, "tracker") {
+		t.Errorf("the prompt of a lacks the developer's role, or speaks of a tracker:\n%s", a)
+	}
 	// b's tests are derived from its file: its directory, as written for
 	// a runner that is not go test.
 	if b := f.read("prompt-b-1"); !strings.Contains(b, "Command: test -e . && echo targeted") {

@@ -58,7 +58,8 @@ func TaskPrompt(tmpl templates.Set, t rungraph.Task, branch string, checks TaskT
 		}
 		vars[sec.key] = text
 	}
-	rolePrompt, err := tmpl.Render(templates.RolePrefix+string(role), vars)
+	// A run's own role texts: the loop's speak of its tracker.
+	rolePrompt, err := tmpl.Render(templates.RunRolePrefix+string(role), vars)
 	if err != nil {
 		// A role without a template: its name alone.
 		rolePrompt = ""

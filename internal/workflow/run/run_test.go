@@ -291,6 +291,11 @@ func TestTaskPromptGolden(t *testing.T) {
 			if strings.Contains(got, "{{") || strings.Contains(got, "\n\n\n") {
 				t.Errorf("prompt has a placeholder or a run of blank lines:\n%s", got)
 			}
+			// A run has no tracker, unlike the loop whose role texts
+			// speak of one.
+			if strings.Contains(strings.ToLower(got), "tracker") {
+				t.Errorf("the prompt of a run speaks of a tracker:\n%s", got)
+			}
 		})
 	}
 }
