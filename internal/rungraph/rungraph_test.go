@@ -519,6 +519,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(example))
 	f.Add([]byte("tasks:\n  - id: a\n    description: x\n    depends-on: [b]\n  - id: b\n    description: y\n    depends-on: [a]\n"))
 	f.Add([]byte("tasks: [{id: a, description: x, files: [a.go]}, {id: b, description: y, depends-on: [a], tests: [b/...]}]\n"))
+	f.Add([]byte("tasks: [{id: a, description: x, files: [a.go], tests: [], parallel: false}, {id: b, description: y, parallel: true}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := Parse(data, "f.yaml")
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 
 // Step applies one event to a run and decides what follows: the iterations
 // to start (the pending tasks of the current wave, at most Concurrency at
-// once), the wave to merge and check once all its tasks are done, the
+// once, and a task marked `parallel: false` by itself), the wave to merge and check once all its tasks are done, the
 // agents to end when a budget is spent, and the run's end. order is the
 // graph's dependency order (rungraph.Graph.Order), in which a wave's
 // branches are merged. s is not changed.
@@ -151,7 +151,7 @@ func (st *stepper) advance() {
 		return
 	}
 	inflight := st.s.Inflight()
-	for _, t := range Startable(pending, st.running(wave), alone(st.order), r.Options.Concurrency) {
+	for _, t := range startable(pending, st.running(wave), alone(st.order), r.Options.Concurrency) {
 		st.startIteration(t)
 		inflight++
 	}
@@ -190,7 +190,7 @@ func alone(order []rungraph.Task) map[string]bool {
 	return out
 }
 
-// Startable picks, from the pending tasks of a wave (in file order), the
+// startable picks, from the pending tasks of a wave (in file order), the
 // ones to start now, given the tasks of the wave that run and the run's
 // concurrency. A task in alone (`parallel: false`) runs with no other task
 // of its wave at the same time: while it runs nothing starts, and while it
@@ -198,7 +198,7 @@ func alone(order []rungraph.Task) map[string]bool {
 // itself. Such tasks go first, in file order, so that one is never held
 // back by the others' retries; the rest then start as usual, up to
 // concurrency at once.
-func Startable(pending, running []*api.RunTask, alone map[string]bool, concurrency int) []*api.RunTask {
+func startable(pending, running []*api.RunTask, alone map[string]bool, concurrency int) []*api.RunTask {
 	for _, t := range running {
 		if alone[t.ID] {
 			return nil

@@ -448,11 +448,11 @@ func TestStartable(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			var got []string
-			for _, s := range Startable(c.pending, c.running, alone, c.concurrency) {
+			for _, s := range startable(c.pending, c.running, alone, c.concurrency) {
 				got = append(got, s.ID)
 			}
 			if !slices.Equal(got, c.want) {
-				t.Errorf("Startable = %v, want %v", got, c.want)
+				t.Errorf("startable = %v, want %v", got, c.want)
 			}
 		})
 	}
