@@ -17,8 +17,9 @@ import (
 
 // Step applies one event to a run and decides what follows: the iterations
 // to start (the pending tasks of the current wave, at most Concurrency at
-// once, and a task marked `parallel: false` by itself), the wave to merge and check once all its tasks are done, the
-// agents to end when a budget is spent, and the run's end. order is the
+// once, and a task marked `parallel: false` by itself), the wave to merge
+// and check once all its tasks are done, the agents to end when a budget
+// is spent, and the run's end. order is the
 // graph's dependency order (rungraph.Graph.Order), in which a wave's
 // branches are merged. s is not changed.
 func Step(s State, ev Event, order []rungraph.Task, f Facts, now time.Time) (State, Decision, []Effect) {
