@@ -32,8 +32,13 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 	tmpl, err := a.env.templates()
 	job.tmpl = tmpl
 	if err == nil {
-		tests := run.Tests(job.opts, gt, os.DirFS(a.env.Root))
-		job.prompt, err = run.TaskPrompt(tmpl, gt, e.Branch, tests, e.Iteration, job.opts.MaxIterations, e.Role, e.Feedback)
+		// The agent is told the command the iteration's end runs (read
+		// from the main work tree: the task's may not exist yet).
+		var checks run.TaskTests
+		checks, err = run.TestsOf(job.opts, gt, os.DirFS(a.env.Root))
+		if err == nil {
+			job.prompt, err = run.TaskPrompt(tmpl, gt, e.Branch, checks, e.Iteration, job.opts.MaxIterations, e.Role, e.Feedback)
+		}
 	}
 	if err == nil && e.Review && a.set.review != nil {
 		spec := *a.set.review
@@ -154,14 +159,17 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 	if ctx.Err() != nil {
 		return out
 	}
-	tests := run.Tests(j.opts, j.task, os.DirFS(wt.Path))
-	cmd, err := run.TestCommand(j.opts, tests)
+	checks, err := run.TestsOf(j.opts, j.task, os.DirFS(wt.Path))
 	if err != nil {
 		out.Err = err
 		return out
 	}
-	tr := runUserCommand(ctx, j.tmpl, wt.Path, cmd, j.childTag)
-	out.Test = &tr
+	// A task with no tests (tests: []) runs none: the wave's suite
+	// checks it.
+	if checks.Command != "" {
+		tr := runUserCommand(ctx, j.tmpl, wt.Path, checks.Command, j.childTag)
+		out.Test = &tr
+	}
 	// The task's branch is what gets merged: commits on another branch,
 	// or on a detached HEAD, would be reported done and never merged.
 	head, err := gitOut(ctx, wt.Path, "symbolic-ref", "--quiet", "--short", "HEAD")

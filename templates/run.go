@@ -3,8 +3,9 @@ package templates
 // The names of the texts of `drover run` (internal/workflow/run): what the
 // headless agent of a task is asked in each iteration, what it is told of
 // the last one, and what the run's status says of its tasks, budgets and
-// waves. The role prompts it routes to are the loop's (RoleDeveloper and
-// the others, loop.go).
+// waves. The role prompts it routes to are its own (RunRolePrefix): the
+// loop's (RoleDeveloper and the others, loop.go) speak of the loop's
+// tracker, which a run does not have.
 const (
 	// RunTask is the prompt of one iteration of a task.
 	RunTask = "run_task"
@@ -12,6 +13,18 @@ const (
 	RunTaskFiles = "run_task_files"
 	RunTaskTests = "run_task_tests"
 	RunTaskRetry = "run_task_retry"
+	// RunTaskTests tells the agent the command of its targeted tests;
+	// RunTaskSuite, for a task with nothing narrower to test, that the
+	// suite checks it; RunTaskNoTests, for a task whose graph lists no
+	// tests (tests: []), that none run. One of the three is always there.
+	RunTaskSuite   = "run_task_suite"
+	RunTaskNoTests = "run_task_no_tests"
+	// RunRolePrefix starts the name of a role's prompt in a run:
+	// run_role_<role>. A role without one gets no role prompt.
+	RunRolePrefix    = "run_role_"
+	RunRoleDeveloper = RunRolePrefix + "developer"
+	RunRoleDebugger  = RunRolePrefix + "debugger"
+	RunRoleArchitect = RunRolePrefix + "architect"
 	// RunReview is the prompt of the reviewer that must pass a task.
 	RunReview = "run_review"
 

@@ -2,7 +2,8 @@ package templates
 
 // runNames are the templates of `drover run` (run.go).
 var runNames = []string{
-	RunTask, RunTaskFiles, RunTaskTests, RunTaskRetry, RunReview,
+	RunTask, RunTaskFiles, RunTaskTests, RunTaskSuite, RunTaskNoTests, RunTaskRetry, RunReview,
+	RunRoleDeveloper, RunRoleDebugger, RunRoleArchitect,
 	RunFeedbackAgentFailed, RunFeedbackTestsFailed, RunFeedbackOffBranch, RunFeedbackNoCommit,
 	RunFeedbackDirty, RunFeedbackReviewError, RunFeedbackReviewFailed, RunFeedbackNoFindings,
 	RunTaskStopped, RunTaskOutOfBudget, RunTaskStuck, RunTaskNotDone, RunTaskConflict,
@@ -21,7 +22,12 @@ var runContent = []struct {
 }{
 	{RunTask, []string{"task {{task_id}} of a drover run", "branch {{branch}}", "{{description}}", "{{files_section}}", "{{tests_section}}", "## Role: {{role}}", "{{role_prompt}}", "commit all of your work", "{{retry_section}}"}},
 	{RunTaskFiles, []string{"{{files}}"}},
-	{RunTaskTests, []string{"{{tests}}"}},
+	{RunTaskTests, []string{"run ONLY this task's targeted tests: {{tests}}", "Command: {{test_command}}", "Do NOT run the full test suite", "wave checkpoint"}},
+	{RunTaskSuite, []string{"no targeted tests", "full test suite", "{{test_command}}"}},
+	{RunTaskNoTests, []string{"no targeted tests", "runs none", "Do NOT run the full test suite", "wave checkpoint"}},
+	{RunRoleDeveloper, []string{"developer", "{{agent_name}}", "task's tests"}},
+	{RunRoleDebugger, []string{"debugger", "{{agent_name}}", "Reproduce the failure"}},
+	{RunRoleArchitect, []string{"architect", "{{agent_name}}", "new plan"}},
 	{RunTaskRetry, []string{"iteration {{iteration}} of {{max_iterations}}", "{{feedback}}"}},
 	{RunReview, []string{"independent reviewer", "task {{task_id}}", "{{description}}", "{{branch}}", "git diff {{base}}..HEAD", "Do not change any file", "PASS", "FAIL", "blocking"}},
 	{RunFeedbackAgentFailed, []string{"agent run failed", "{{error}}"}},

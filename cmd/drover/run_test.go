@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -645,6 +646,162 @@ func TestRunConcurrencyBound(t *testing.T) {
 				f.git("cat-file", "-e", "main:"+task+".txt")
 			}
 		})
+	}
+}
+
+// overlapLog reads the fake agent's overlap-log: the tasks that ran at
+// once after each start, in order.
+func (f *runFixture) overlapLog() [][]string {
+	f.t.Helper()
+	var out [][]string
+	running := map[string]bool{}
+	log := f.read("overlap-log")
+	for _, line := range strings.Split(log, "\n") {
+		what, task, _ := strings.Cut(line, " ")
+		switch what {
+		case "start":
+			running[task] = true
+			var now []string
+			for t := range running {
+				now = append(now, t)
+			}
+			slices.Sort(now)
+			out = append(out, now)
+		case "end":
+			if !running[task] {
+				f.t.Fatalf("task %s ended before it started:\n%s", task, log)
+			}
+			delete(running, task)
+		default:
+			f.t.Fatalf("odd log line %q", line)
+		}
+	}
+	if len(running) != 0 {
+		f.t.Fatalf("tasks %v never ended:\n%s", running, log)
+	}
+	return out
+}
+
+// A graph in seed 003's form loads, and its parallel: false task runs with
+// no other task of its wave beside it.
+func TestRunParallelFalseRunsAlone(t *testing.T) {
+	const graph = `tasks:
+  - id: w1
+    files: [w1.txt]
+    tests: [w1.txt]
+    description: Write w1.txt.
+    parallel: true
+  - id: solo
+    files: [solo.txt]
+    tests: [solo.txt]
+    description: Write solo.txt.
+    parallel: false
+  - id: w2
+    files: [w2.txt]
+    tests: [w2.txt]
+    description: Write w2.txt.
+    parallel: true
+  - id: w3
+    files: [w3.txt]
+    tests: [w3.txt]
+    description: Write w3.txt.
+`
+	f := newRunFixture(t)
+	f.touch("overlap")
+	file := filepath.Join(f.dir, "seed.yaml")
+	if err := os.WriteFile(file, []byte(graph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := f.withFlag("--concurrency", "3")
+	args[1] = file
+	out := f.must("", args...)
+	if !strings.Contains(out, "done: all 4 tasks done in 1 waves") {
+		t.Fatalf("the wave did not finish:\n%s", out)
+	}
+	// Whether the others overlap depends on the machine's speed; that
+	// they may is TestRunConcurrencyBound's and the core's to show.
+	for _, now := range f.overlapLog() {
+		if slices.Contains(now, "solo") && len(now) > 1 {
+			t.Errorf("solo ran beside %v:\n%s", now, f.read("overlap-log"))
+		}
+	}
+	for _, task := range []string{"w1", "solo", "w2", "w3"} {
+		f.git("cat-file", "-e", "main:"+task+".txt")
+	}
+}
+
+// A task whose graph says tests: [] (a docs task) runs no tests between
+// its iterations, not the full suite: only the wave's checkpoint runs it.
+func TestRunEmptyTestsRunNothingBetweenIterations(t *testing.T) {
+	// d's first iteration leaves its file uncommitted: two iterations.
+	const graph = `tasks:
+  - id: d
+    files: [docs/d.md]
+    tests: []  # docs only
+    description: Write d.txt.
+`
+	f := newRunFixture(t)
+	file := filepath.Join(f.dir, "docs.yaml")
+	if err := os.WriteFile(file, []byte(graph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string(nil), f.args...)
+	args[1] = file
+	out := f.must("", args...)
+	id := runIDFrom(t, out)
+	if !strings.Contains(out, "run "+id+" done") {
+		t.Fatalf("run did not report done:\n%s", out)
+	}
+	if f.count("d") != 2 {
+		t.Errorf("task d ran %d times, want 2", f.count("d"))
+	}
+	// The suite ran once, at the wave's checkpoint, in the main work tree.
+	if got := f.read("suite-log"); got != "d.txt" {
+		t.Errorf("the suite ran:\n%s\nwant once, at the checkpoint", got)
+	}
+	if d := taskByID(f.runStatus(id), "d"); d.State != api.TaskDone || d.LastTest != nil {
+		t.Errorf("task d: %s, last test %+v; want done with no test run", d.State, d.LastTest)
+	}
+	// The agent was told so, and not to run the suite itself.
+	if p := f.read("prompt-d-1"); !strings.Contains(p, "This task has no targeted tests") || !strings.Contains(p, "Do NOT run the full test suite") {
+		t.Errorf("the prompt does not say the task has no tests:\n%s", p)
+	}
+}
+
+// The agent is told the command of its task's targeted tests, as the run
+// runs it, and not to run the full suite, which the wave checkpoint runs.
+func TestRunPromptGivesTestCommand(t *testing.T) {
+	const graph = `tasks:
+  - id: a
+    files: [a.txt]
+    tests: [a.txt]
+    description: Write a.txt.
+  - id: b
+    files: [b.txt]
+    description: Write b.txt.
+`
+	f := newRunFixture(t)
+	file := filepath.Join(f.dir, "prompt.yaml")
+	if err := os.WriteFile(file, []byte(graph), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	args := f.withFlag("--test-command", "test -e {{packages}} && echo targeted")
+	args[1] = file
+	f.must("", args...)
+	a := f.read("prompt-a-1")
+	for _, want := range []string{"run ONLY this task's targeted tests: a.txt", "Command: test -e a.txt && echo targeted", "Do NOT run the full test suite"} {
+		if !strings.Contains(a, want) {
+			t.Errorf("the prompt of a does not say %q:\n%s", want, a)
+		}
+	}
+	// A run has no tracker: its role texts do not send the agent to one.
+	if !strings.Contains(a, "You are the developer this iteration") || strings.Contains(a, "tracker") {
+		t.Errorf("the prompt of a lacks the developer's role, or speaks of a tracker:\n%s", a)
+	}
+	// b's tests are derived from its file: its directory, as written for
+	// a runner that is not go test.
+	if b := f.read("prompt-b-1"); !strings.Contains(b, "Command: test -e . && echo targeted") {
+		t.Errorf("the prompt of b does not give its derived test command:\n%s", b)
 	}
 }
 

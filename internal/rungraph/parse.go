@@ -22,6 +22,7 @@ const (
 	keyFiles       = "files"
 	keyTests       = "tests"
 	keyDependsOn   = "depends-on"
+	keyParallel    = "parallel"
 )
 
 // Parse reads a task graph from data. file names it in errors. Every
@@ -173,7 +174,7 @@ func (p *parser) mapping(n *yaml.Node, task string, f func(key string, k, v *yam
 // task reads the i-th entry of the task list.
 func (p *parser) task(n *yaml.Node, i int) (Task, bool) {
 	if n.Kind != yaml.MappingNode {
-		p.errorf(n.Line, "", "task %d must be a mapping with %q, %q and optionally %q, %q, %q", i+1, keyID, keyDescription, keyFiles, keyTests, keyDependsOn)
+		p.errorf(n.Line, "", "task %d must be a mapping with %q, %q and optionally %q, %q, %q, %q", i+1, keyID, keyDescription, keyFiles, keyTests, keyDependsOn, keyParallel)
 		return Task{}, false
 	}
 	t := Task{Line: n.Line}
@@ -214,10 +215,20 @@ func (p *parser) task(n *yaml.Node, i int) (Task, bool) {
 			t.Files = p.paths(v, name, key, checkPath)
 		case keyTests:
 			t.Tests = p.paths(v, name, key, checkPath)
+			// An empty list says "none"; only an absent or null field
+			// leaves the tests to be derived.
+			t.NoTests = v.Kind == yaml.SequenceNode && len(v.Content) == 0
 		case keyDependsOn:
 			t.DependsOn = p.strings(v, name, key)
+		case keyParallel:
+			var parallel bool
+			if v.Kind != yaml.ScalarNode || v.Tag != "!!bool" || v.Decode(&parallel) != nil {
+				p.errorf(v.Line, name, "%q must be true or false", keyParallel)
+				return
+			}
+			t.Alone = !parallel
 		default:
-			p.errorf(k.Line, name, "unknown key %q (known: %s, %s, %s, %s, %s)", key, keyID, keyDescription, keyFiles, keyTests, keyDependsOn)
+			p.errorf(k.Line, name, "unknown key %q (known: %s, %s, %s, %s, %s, %s)", key, keyID, keyDescription, keyFiles, keyTests, keyDependsOn, keyParallel)
 		}
 	})
 	if !hasID {

@@ -34,13 +34,23 @@ type Task struct {
 	Description string
 	// Files are the repository paths (relative to its root) the task is
 	// expected to change. They are a hint for the agent and the source of
-	// the targeted tests when Tests is empty.
+	// the targeted tests when the file gives no tests.
 	Files []string
 	// Tests are the targeted tests run between the task's iterations, as
 	// written in the file (see TargetedTests for the form the runner uses).
 	Tests []string
+	// NoTests is set by an explicit empty list, `tests: []`: the task has
+	// no targeted tests (a docs task, say), none are derived from its
+	// files, and nothing runs between its iterations; the wave's suite
+	// still checks it. An absent (or null) tests field is derived.
+	NoTests bool
 	// DependsOn lists the ids of the tasks that must be done first.
 	DependsOn []string
+	// Alone is set by `parallel: false`: the task runs with no other task
+	// of its wave at the same time (it edits what they would, or needs
+	// the machine to itself). The default, `parallel: true`, lets it run
+	// beside the others, up to the run's concurrency.
+	Alone bool
 	// Line is the line of the task in the file (1-based), for reports.
 	Line int
 }

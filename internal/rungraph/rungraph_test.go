@@ -3,6 +3,8 @@ package rungraph
 import (
 	"errors"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -53,9 +55,106 @@ func TestParseExample(t *testing.T) {
 	}
 }
 
+// Seed 003's own task graph loads: its parallel flags are accepted, and
+// its waves are the ones its dependencies give.
+func TestParseSeed003(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "seed003.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := Parse(data, "tasks.yaml")
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	want := [][]string{
+		{"collab-compact-skill", "collab-resume-modification", "rough-draft-tests-field"},
+		{"executing-plans-targeted-tests", "brainstorming-snapshot", "rough-draft-snapshot"},
+		{"implementer-prompt-tests", "executing-plans-snapshot"},
+	}
+	if got := waveIDs(g.Waves()); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("waves = %q, want %q", got, want)
+	}
+	for _, task := range g.Tasks {
+		if task.Alone {
+			t.Errorf("task %s runs alone; the seed's tasks are parallel", task.ID)
+		}
+		// tests: [] is "no targeted tests" (skill files), not "derive
+		// them from the files".
+		if !task.NoTests || TargetedTests(task, nil) != nil {
+			t.Errorf("task %s: NoTests %v, targeted tests %q; want none", task.ID, task.NoTests, TargetedTests(task, nil))
+		}
+	}
+}
+
+// Only an explicit empty list says a task has no tests; an absent or null
+// one leaves them to be derived from its files.
+func TestParseEmptyTests(t *testing.T) {
+	cases := []struct {
+		name, tests string
+		noTests     bool
+		targeted    []string
+	}{
+		{"absent", "", false, []string{"./lex/..."}},
+		{"null", "tests: ~", false, []string{"./lex/..."}},
+		{"empty flow list", "tests: []", true, nil},
+		{"empty list with a comment", "tests: [] # docs only", true, nil},
+		{"listed", "tests: [lex/...]", false, []string{"./lex/..."}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := "tasks:\n  - id: a\n    description: x\n    files: [lex/lexer.go]\n    " + c.tests + "\n"
+			g, err := Parse([]byte(in), "g.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			task := g.Tasks[0]
+			if task.NoTests != c.noTests {
+				t.Errorf("NoTests = %v, want %v", task.NoTests, c.noTests)
+			}
+			if got := TargetedTests(task, nil); !slices.Equal(got, c.targeted) {
+				t.Errorf("TargetedTests = %q, want %q", got, c.targeted)
+			}
+		})
+	}
+}
+
+func TestParseParallel(t *testing.T) {
+	cases := []struct {
+		name, value string
+		alone       bool
+		err         string
+	}{
+		{"absent", "", false, ""},
+		{"true", "parallel: true", false, ""},
+		{"false", "parallel: false", true, ""},
+		{"null", "parallel: ~", false, `g.yaml:4: task "a": "parallel" must be true or false`},
+		{"yes is no boolean", "parallel: yes", false, `"parallel" must be true or false`},
+		{"quoted", `parallel: "false"`, false, `"parallel" must be true or false`},
+		{"a list", "parallel: [false]", false, `"parallel" must be true or false`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := "tasks:\n  - id: a\n    description: x\n    " + c.value + "\n"
+			g, err := Parse([]byte(in), "g.yaml")
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("Parse = %v, want an error with %q", err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.Tasks[0].Alone != c.alone {
+				t.Errorf("Alone = %v, want %v", g.Tasks[0].Alone, c.alone)
+			}
+		})
+	}
+}
+
 func equalTask(a, b Task) bool {
 	return a.ID == b.ID && a.Description == b.Description && a.Line == b.Line &&
-		slices.Equal(a.Files, b.Files) && slices.Equal(a.Tests, b.Tests) && slices.Equal(a.DependsOn, b.DependsOn)
+		slices.Equal(a.Files, b.Files) && slices.Equal(a.Tests, b.Tests) && slices.Equal(a.DependsOn, b.DependsOn) && a.Alone == b.Alone && a.NoTests == b.NoTests
 }
 
 func TestParseErrors(t *testing.T) {
@@ -374,6 +473,7 @@ func TestTargetedTests(t *testing.T) {
 	}{
 		{name: "nothing", task: Task{}, want: nil},
 		{name: "go: nothing", task: Task{}, tree: tree, want: nil},
+		{name: "tests: [] means none, files or not", task: Task{NoTests: true, Files: []string{"a/b.go"}}, tree: tree, want: nil},
 		{name: "tests win over files", task: Task{Tests: []string{"./x/..."}, Files: []string{"a/b.go"}}, want: []string{"./x/..."}},
 		{name: "go pattern gets ./", task: Task{Tests: []string{"internal/lex/...", "..."}}, want: []string{"./internal/lex/...", "./..."}},
 		{name: "other tests as written", task: Task{Tests: []string{"src/auth/*.test.ts", "tests/test_x.py", "./pkg"}}, want: []string{"src/auth/*.test.ts", "tests/test_x.py", "./pkg"}},
@@ -419,6 +519,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(example))
 	f.Add([]byte("tasks:\n  - id: a\n    description: x\n    depends-on: [b]\n  - id: b\n    description: y\n    depends-on: [a]\n"))
 	f.Add([]byte("tasks: [{id: a, description: x, files: [a.go]}, {id: b, description: y, depends-on: [a], tests: [b/...]}]\n"))
+	f.Add([]byte("tasks: [{id: a, description: x, files: [a.go], tests: [], parallel: false}, {id: b, description: y, parallel: true}]\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		g, err := Parse(data, "f.yaml")
 		if err != nil {

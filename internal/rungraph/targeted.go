@@ -11,7 +11,8 @@ import (
 // TargetedTests returns the tests a task runs between its iterations, as
 // paths or patterns relative to the repository root, without duplicates.
 //
-// When the task lists tests, those are used; otherwise they are derived
+// A task whose file says `tests: []` (NoTests) has none. When the task
+// lists tests, those are used; otherwise they are derived
 // from the task's files: a Go file a/b/c.go gives the Go pattern ./a/b/...
 // (its package and the packages below it; a Go file at the root gives ".",
 // since "./..." would be the whole suite), any other file its directory.
@@ -27,9 +28,13 @@ import (
 // entries are left for the runner of another language to read: a
 // directory stays as written ("src/foo", "." for the root).
 //
-// An empty result means no targeted tests; the caller runs the full suite
-// instead.
+// An empty result means no targeted tests: for a NoTests task nothing
+// runs between its iterations; for any other the caller runs the full
+// suite instead, having nothing narrower to check the task with.
 func TargetedTests(t Task, goTree fs.FS) []string {
+	if t.NoTests {
+		return nil
+	}
 	var out []string
 	seen := make(map[string]bool)
 	add := func(s string) {

@@ -268,12 +268,43 @@ func GoTest(o api.RunOptions) bool {
 
 // Tests are the targeted tests of task t as the test command gets them;
 // tree is the work tree they run in, read only when the test command is
-// `go test`. Empty means none: the suite runs instead.
+// `go test`. Empty means none: the suite runs instead, unless the task
+// says it has none (rungraph.Task.NoTests).
 func Tests(o api.RunOptions, t rungraph.Task, tree fs.FS) []string {
 	if !GoTest(o) {
 		tree = nil
 	}
 	return rungraph.TargetedTests(t, tree)
+}
+
+// TaskTests is how a task's work is checked after each of its iterations,
+// and what its agent is told to run.
+type TaskTests struct {
+	// Tests are the targeted tests as the test command gets them; empty
+	// when the task has none.
+	Tests []string
+	// Command is the shell command run after each iteration, for `sh -c`:
+	// the test command with Tests, or the suite for a task with nothing
+	// narrower to test (Suite). It is empty for a task whose graph says
+	// it has no tests (`tests: []`): nothing runs, and the wave's suite
+	// checks its work.
+	Command string
+	// Suite says that Command is the run's suite.
+	Suite bool
+}
+
+// TestsOf decides how task t is checked after each iteration; tree is as
+// for Tests.
+func TestsOf(o api.RunOptions, t rungraph.Task, tree fs.FS) (TaskTests, error) {
+	if t.NoTests {
+		return TaskTests{}, nil
+	}
+	tests := Tests(o, t, tree)
+	cmd, err := TestCommand(o, tests)
+	if err != nil {
+		return TaskTests{}, err
+	}
+	return TaskTests{Tests: tests, Command: cmd, Suite: len(tests) == 0}, nil
 }
 
 // safeWord matches what the shell reads as one word as it is.

@@ -21,21 +21,30 @@ func say(t templates.Set, name string, vars map[string]string) string {
 }
 
 // TaskPrompt is what the agent is asked in one iteration of a task: the
-// run_task template, with the instructions of the iteration's role. tests
-// are the task's targeted tests as the test command gets them.
-func TaskPrompt(tmpl templates.Set, t rungraph.Task, branch string, tests []string, iteration, maxIterations int, role router.Role, feedback string) (string, error) {
+// run_task template, with the instructions of the iteration's role. checks
+// are how the task is tested after the iteration (TestsOf): the agent is
+// told the command to run while it works and not to run the full suite,
+// which the wave's checkpoint runs, as seed 003's implementer prompt does.
+func TaskPrompt(tmpl templates.Set, t rungraph.Task, branch string, checks TaskTests, iteration, maxIterations int, role router.Role, feedback string) (string, error) {
 	vars := map[string]string{
 		"task_id": strconv.Quote(t.ID), "branch": branch, "description": t.Description,
-		"files": strings.Join(t.Files, ", "), "tests": strings.Join(tests, " "),
+		"files": strings.Join(t.Files, ", "), "tests": strings.Join(checks.Tests, " "), "test_command": checks.Command,
 		"iteration": strconv.Itoa(iteration), "max_iterations": strconv.Itoa(maxIterations), "feedback": feedback,
 		"role": string(role), "agent_name": "drover:" + string(role),
+	}
+	tests := templates.RunTaskTests
+	switch {
+	case checks.Command == "":
+		tests = templates.RunTaskNoTests
+	case checks.Suite:
+		tests = templates.RunTaskSuite
 	}
 	sections := []struct {
 		key, name string
 		want      bool
 	}{
 		{"files_section", templates.RunTaskFiles, len(t.Files) > 0},
-		{"tests_section", templates.RunTaskTests, vars["tests"] != ""},
+		{"tests_section", tests, true},
 		{"retry_section", templates.RunTaskRetry, iteration > 1},
 	}
 	for _, sec := range sections {
@@ -49,7 +58,8 @@ func TaskPrompt(tmpl templates.Set, t rungraph.Task, branch string, tests []stri
 		}
 		vars[sec.key] = text
 	}
-	rolePrompt, err := tmpl.Render(templates.RolePrefix+string(role), vars)
+	// A run's own role texts: the loop's speak of its tracker.
+	rolePrompt, err := tmpl.Render(templates.RunRolePrefix+string(role), vars)
 	if err != nil {
 		// A role without a template: its name alone.
 		rolePrompt = ""

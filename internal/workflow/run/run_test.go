@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -246,6 +247,8 @@ func TestOptionsDefaultsAndChecks(t *testing.T) {
 func TestTaskPromptGolden(t *testing.T) {
 	full := rungraph.Task{ID: "parser", Description: "Accept Unicode letters.", Files: []string{"lex/lexer.go"}, Tests: []string{"./lex/..."}}
 	bare := rungraph.Task{ID: "docs", Description: "Write the docs."}
+	noTests := rungraph.Task{ID: "guide", Description: "Write the guide.", Files: []string{"docs/guide.md"}, NoTests: true}
+	o := api.RunOptions{TestCommand: "go test -race {{packages}}", SuiteCommand: "make test"}
 	cases := []struct {
 		name      string
 		task      rungraph.Task
@@ -257,10 +260,15 @@ func TestTaskPromptGolden(t *testing.T) {
 		{"run_task_retry", full, 2, router.Debugger, "The targeted tests failed (`go test ./lex/...`):\n--- FAIL: TestIdent"},
 		{"run_task_bare_architect", bare, 3, router.Architect, "There is no commit on this branch yet."},
 		{"run_task_unknown_role", bare, 1, router.Role("tester"), ""},
+		{"run_task_no_tests", noTests, 1, router.Developer, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := TaskPrompt(templates.Defaults(), c.task, "drover/run-1/"+c.task.ID, rungraph.TargetedTests(c.task, nil), c.iteration, 3, c.role, c.feedback)
+			checks, err := TestsOf(o, c.task, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := TaskPrompt(templates.Defaults(), c.task, "drover/run-1/"+c.task.ID, checks, c.iteration, 3, c.role, c.feedback)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -282,6 +290,11 @@ func TestTaskPromptGolden(t *testing.T) {
 			}
 			if strings.Contains(got, "{{") || strings.Contains(got, "\n\n\n") {
 				t.Errorf("prompt has a placeholder or a run of blank lines:\n%s", got)
+			}
+			// A run has no tracker, unlike the loop whose role texts
+			// speak of one.
+			if strings.Contains(strings.ToLower(got), "tracker") {
+				t.Errorf("the prompt of a run speaks of a tracker:\n%s", got)
 			}
 		})
 	}
@@ -483,6 +496,38 @@ func TestTestCommand(t *testing.T) {
 	}
 	if got, err := SuiteCommand(api.RunOptions{SuiteCommand: "echo boom; exit 1"}); err != nil || got != "echo boom; exit 1" {
 		t.Errorf("SuiteCommand = %q, %v; want it as written", got, err)
+	}
+}
+
+// How a task is checked after each iteration: its targeted tests, the
+// suite when there is nothing narrower, and nothing when its graph says
+// tests: [].
+func TestTestsOf(t *testing.T) {
+	tree := fstest.MapFS{"go.mod": {Data: []byte("module m\n")}, "lex/lex.go": {Data: []byte("package lex\n")}}
+	o := api.RunOptions{TestCommand: "go test {{packages}}", SuiteCommand: "make test"}
+	cases := []struct {
+		name string
+		task rungraph.Task
+		want TaskTests
+	}{
+		{"listed tests", rungraph.Task{Tests: []string{"lex"}}, TaskTests{Tests: []string{"./lex"}, Command: "go test ./lex"}},
+		{"derived from the files", rungraph.Task{Files: []string{"lex/lex.go"}}, TaskTests{Tests: []string{"./lex/..."}, Command: "go test ./lex/..."}},
+		{"nothing to derive: the suite", rungraph.Task{Files: []string{"README.md"}}, TaskTests{Command: "make test", Suite: true}},
+		{"tests: []: nothing runs", rungraph.Task{Files: []string{"lex/lex.go"}, NoTests: true}, TaskTests{}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := TestsOf(o, c.task, tree)
+			if err != nil || !reflect.DeepEqual(got, c.want) {
+				t.Errorf("TestsOf = %+v, %v; want %+v", got, err, c.want)
+			}
+		})
+	}
+	if _, err := TestsOf(api.RunOptions{SuiteCommand: "make test"}, rungraph.Task{Tests: []string{"x"}}, tree); err == nil {
+		t.Error("TestsOf without a test command: no error")
+	}
+	if got, err := TestsOf(api.RunOptions{}, rungraph.Task{NoTests: true}, tree); err != nil || got.Command != "" {
+		t.Errorf("TestsOf of a task without tests, no commands: %+v, %v", got, err)
 	}
 }
 

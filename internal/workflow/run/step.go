@@ -17,8 +17,9 @@ import (
 
 // Step applies one event to a run and decides what follows: the iterations
 // to start (the pending tasks of the current wave, at most Concurrency at
-// once), the wave to merge and check once all its tasks are done, the
-// agents to end when a budget is spent, and the run's end. order is the
+// once, and a task marked `parallel: false` by itself), the wave to merge
+// and check once all its tasks are done, the agents to end when a budget
+// is spent, and the run's end. order is the
 // graph's dependency order (rungraph.Graph.Order), in which a wave's
 // branches are merged. s is not changed.
 func Step(s State, ev Event, order []rungraph.Task, f Facts, now time.Time) (State, Decision, []Effect) {
@@ -151,10 +152,7 @@ func (st *stepper) advance() {
 		return
 	}
 	inflight := st.s.Inflight()
-	for _, t := range pending {
-		if inflight >= r.Options.Concurrency {
-			break
-		}
+	for _, t := range startable(pending, st.running(wave), alone(st.order), r.Options.Concurrency) {
 		st.startIteration(t)
 		inflight++
 	}
@@ -168,6 +166,56 @@ func (st *stepper) advance() {
 		}
 		st.effects = append(st.effects, CheckWave{Wave: wave, Branches: branches})
 	}
+}
+
+// running returns the tasks of wave whose iteration is under way.
+func (st *stepper) running(wave int) []*api.RunTask {
+	var out []*api.RunTask
+	for i := range st.s.Run.Tasks {
+		if t := &st.s.Run.Tasks[i]; t.Wave == wave && t.State == api.TaskRunning {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// alone returns the ids of the tasks of order that must run alone
+// (`parallel: false`).
+func alone(order []rungraph.Task) map[string]bool {
+	out := map[string]bool{}
+	for _, t := range order {
+		if t.Alone {
+			out[t.ID] = true
+		}
+	}
+	return out
+}
+
+// startable picks, from the pending tasks of a wave (in file order), the
+// ones to start now, given the tasks of the wave that run and the run's
+// concurrency. A task in alone (`parallel: false`) runs with no other task
+// of its wave at the same time: while it runs nothing starts, and while it
+// waits nothing new starts until what runs has ended, when it starts by
+// itself. Such tasks go first, in file order, so that one is never held
+// back by the others' retries; the rest then start as usual, up to
+// concurrency at once.
+func startable(pending, running []*api.RunTask, alone map[string]bool, concurrency int) []*api.RunTask {
+	for _, t := range running {
+		if alone[t.ID] {
+			return nil
+		}
+	}
+	for _, t := range pending {
+		if !alone[t.ID] {
+			continue
+		}
+		if len(running) > 0 {
+			return nil
+		}
+		return []*api.RunTask{t}
+	}
+	n := max(concurrency-len(running), 0)
+	return pending[:min(n, len(pending))]
 }
 
 // fail ends the run with report.

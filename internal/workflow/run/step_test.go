@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -417,5 +418,105 @@ func TestStepFailsTaskACrashLeftOutOfBudget(t *testing.T) {
 				t.Errorf("after the restart: effects %v, finished %v, run %s %q", eff, d.Finished, rs.Run.State, rs.Run.Report)
 			}
 		})
+	}
+}
+
+func TestStartable(t *testing.T) {
+	task := func(ids ...string) []*api.RunTask {
+		out := make([]*api.RunTask, len(ids))
+		for i, id := range ids {
+			out[i] = &api.RunTask{ID: id}
+		}
+		return out
+	}
+	alone := map[string]bool{"x": true, "y": true}
+	cases := []struct {
+		name             string
+		pending, running []*api.RunTask
+		concurrency      int
+		want             []string
+	}{
+		{"parallel tasks up to the concurrency", task("a", "b", "c"), nil, 2, []string{"a", "b"}},
+		{"running tasks take slots", task("a", "b", "c"), task("d"), 2, []string{"a"}},
+		{"no slot left", task("a"), task("c", "d"), 2, nil},
+		{"an alone task starts by itself, first", task("a", "x", "b"), nil, 3, []string{"x"}},
+		{"alone tasks one at a time, in file order", task("y", "x"), nil, 3, []string{"y"}},
+		{"nothing starts beside a running alone task", task("a", "b"), task("x"), 3, nil},
+		{"an alone task waits for what runs, and holds the rest back", task("a", "x"), task("b"), 3, nil},
+		{"with the alone tasks done, the rest in parallel", task("a", "b"), nil, 3, []string{"a", "b"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var got []string
+			for _, s := range startable(c.pending, c.running, alone, c.concurrency) {
+				got = append(got, s.ID)
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("startable = %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+// A task marked parallel: false never runs beside another task of its
+// wave, through its retries and theirs, whatever the concurrency.
+func TestStepAloneTaskNeverOverlaps(t *testing.T) {
+	g, err := rungraph.Parse([]byte(`tasks:
+  - {id: p1, description: P1}
+  - {id: solo, description: Solo, parallel: false}
+  - {id: p2, description: P2, parallel: true}
+  - {id: p3, description: P3}
+  - {id: next, description: Next, depends-on: [solo], parallel: false}
+`), "g.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := facts(t, false)
+	s := Restore(New("run-1", "g.yaml", "", api.RunOptions{Concurrency: 3, MaxIterations: 3}, "main", g, t0), t0)
+	now := t0
+	var seen []string // the tasks running after each step, joined
+	check := func(s State) {
+		t.Helper()
+		var running []string
+		for _, task := range s.Run.Tasks {
+			if task.State == api.TaskRunning {
+				running = append(running, task.ID)
+			}
+		}
+		seen = append(seen, strings.Join(running, "+"))
+		if len(running) > 1 && (slices.Contains(running, "solo") || slices.Contains(running, "next")) {
+			t.Fatalf("an alone task ran beside others: %v", running)
+		}
+	}
+	s, _, _ = Step(s, Begin{}, g.Order(), f, now)
+	check(s)
+	// Every task's first iteration leaves no commit, so each runs twice.
+	for steps := 0; s.Run.State == api.RunRunning && steps < 50; steps++ {
+		now = now.Add(time.Minute)
+		var ev Event
+		if s.Merging {
+			ev = WaveChecked{Wave: s.Run.Merged + 1, Suite: &api.TestResult{Passed: true}}
+		} else {
+			for _, task := range s.Run.Tasks {
+				if task.State == api.TaskRunning {
+					m := passed(task.ID, task.Iteration, 0.1)
+					m.Committed = task.Iteration > 1
+					ev = m
+					break
+				}
+			}
+		}
+		if ev == nil {
+			t.Fatalf("nothing runs and the run is %s: %+v", s.Run.State, s.Run.Tasks)
+		}
+		s, _, _ = Step(s, ev, g.Order(), f, now)
+		check(s)
+	}
+	if s.Run.State != api.RunDone {
+		t.Fatalf("run %s: %s", s.Run.State, s.Run.Report)
+	}
+	want := []string{"solo", "solo", "p1+p2+p3", "p1+p2+p3", "p2+p3", "p2+p3", "p3", "p3", "", "next", "next", "", ""}
+	if !slices.Equal(seen, want) {
+		t.Errorf("running after each step:\n%q\nwant\n%q", seen, want)
 	}
 }
