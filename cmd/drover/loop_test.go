@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -390,5 +392,82 @@ func TestLoopStatusWithoutALoop(t *testing.T) {
 	p.must("", "loop", "cancel", "--session", "never")
 	if out := p.must("", "loop", "status", "--session", "never"); !strings.Contains(out, "ended: cancelled") {
 		t.Errorf("status of a cancelled loop:\n%s", out)
+	}
+}
+
+// slashLoop runs the shell block of the plugin's /drover:loop command as
+// Claude Code does: $ARGUMENTS replaced by what the user typed after the
+// command, in the session's environment, with drover on PATH.
+func (p *proj) slashLoop(id, arguments string) string {
+	p.t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "plugin", "commands", "loop.md"))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(b), "```!\n")
+	if ok {
+		block, _, ok = strings.Cut(block, "\n```")
+	}
+	if !ok {
+		p.t.Fatalf("loop.md has no ```! block:\n%s", b)
+	}
+	cmd := exec.Command("bash", "-c", strings.ReplaceAll(block, "$ARGUMENTS", arguments))
+	cmd.Dir = p.root
+	cmd.Env = append(slices.Clone(p.env), "CLAUDE_PROJECT_DIR="+p.root, "CLAUDE_CODE_SESSION_ID="+id)
+	for i, e := range cmd.Env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			cmd.Env[i] = "PATH=" + filepath.Dir(droverBin) + string(os.PathListSeparator) + v
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("the /drover:loop block failed: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestLoopSlashCommandCancelAndStatus: /drover:loop cancel and
+// /drover:loop status, as seed 004's /dev:loop cancel, are the commands,
+// with a loop running and without one; they never start a loop on the
+// prompt "cancel". A quoted "cancel" is still a prompt.
+func TestLoopSlashCommandCancelAndStatus(t *testing.T) {
+	p := newProj(t)
+	const id = "slash"
+
+	out := p.slashLoop(id, "cancel")
+	if !strings.Contains(out, "no loop is running in session "+id) {
+		t.Errorf("/drover:loop cancel without a loop printed:\n%s", out)
+	}
+	out = p.slashLoop(id, "status")
+	if !strings.Contains(out, "session "+id+" has no loop") {
+		t.Errorf("/drover:loop status without a loop printed:\n%s", out)
+	}
+	if st := p.loopStatus(id); st.Active || !st.StartedAt.IsZero() {
+		t.Fatalf("cancel or status without a loop started one: %+v", st)
+	}
+
+	p.slashLoop(id, `"fix the parser" --max-iterations 3`)
+	out = p.slashLoop(id, " status ")
+	if !strings.Contains(out, "loop of session "+id+": active, iteration 1 of 3") {
+		t.Errorf("/drover:loop status printed:\n%s", out)
+	}
+	out = p.slashLoop(id, "Cancel")
+	if !strings.Contains(out, "Cancelled the loop of session "+id) {
+		t.Errorf("/drover:loop Cancel printed:\n%s", out)
+	}
+	if st := p.loopStatus(id); st.Active || st.Outcome != "cancelled" || st.Prompt != "fix the parser" || st.MaxIterations != 3 {
+		t.Errorf("after /drover:loop cancel: %+v; want the loop on \"fix the parser\" cancelled", st)
+	}
+	if h := p.hook(hook.Stop, loopStop(id, "x")); h.IsBlock() {
+		t.Errorf("a stop after /drover:loop cancel blocked: %+v", h)
+	}
+	out = p.slashLoop(id, "cancel")
+	if !strings.Contains(out, "no loop is running in session "+id) {
+		t.Errorf("a second /drover:loop cancel printed:\n%s", out)
+	}
+
+	p.slashLoop(id, `"cancel"`)
+	if st := p.loopStatus(id); !st.Active || st.Prompt != "cancel" {
+		t.Errorf("a quoted \"cancel\" did not start a loop on it: %+v", st)
 	}
 }
