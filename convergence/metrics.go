@@ -16,11 +16,16 @@ const (
 	OutcomeOK          Outcome = "ok"           // the last run passed
 	OutcomeTestsFailed Outcome = "tests_failed" // the last run had failing tests, or a test command failed
 	OutcomeBuildFailed Outcome = "build_failed" // the last run did not compile
+	// OutcomeLintFailed is a lint run that failed. drover's own
+	// measurements count lint issues instead (Metrics.LintIssues); the
+	// outcome comes from routing inputs other tools write (seed 004's
+	// lint_fail), so that drover route and loop.routes can name it.
+	OutcomeLintFailed Outcome = "lint_failed"
 )
 
 // Outcomes lists every Outcome, for validating configuration.
 func Outcomes() []Outcome {
-	return []Outcome{OutcomeNone, OutcomeOK, OutcomeTestsFailed, OutcomeBuildFailed}
+	return []Outcome{OutcomeNone, OutcomeOK, OutcomeTestsFailed, OutcomeBuildFailed, OutcomeLintFailed}
 }
 
 // Metrics are the measurements of one iteration. Unknown numbers are -1;

@@ -237,6 +237,13 @@ func TestRouteCommand(t *testing.T) {
 		{`{"phase":"implementing","last_outcome":"test_fail","convergence_status":"stuck_plateau"}`, "dev:architect"},
 		{`{"phase":"initial","last_outcome":null,"convergence_status":null}`, "dev:developer"},
 		{`{"phase":"iterating","last_outcome":"build_failure"}`, "dev:debugger"},
+		// The counterparts seed 004's tooling writes.
+		{`{"phase":"implementing","last_outcome":"test_pass","convergence_status":null}`, "dev:developer"},
+		{`{"phase":"implementing","last_outcome":"build_fail","convergence_status":null}`, "dev:debugger"},
+		{`{"phase":"implementing","last_outcome":"build_pass","convergence_status":null}`, "dev:developer"},
+		{`{"phase":"implementing","last_outcome":"lint_fail","convergence_status":null}`, "dev:developer"},
+		{`{"phase":"implementing","last_outcome":"lint_pass","convergence_status":null}`, "dev:developer"},
+		{`{"phase":"implementing","last_outcome":"lint_fail","convergence_status":"thrashing"}`, "dev:architect"},
 	} {
 		if got, r := route(c.input); r.code != 0 || got["agent"] != c.agent {
 			t.Errorf("route %s = %v (exit %d %q), want %s", c.input, got, r.code, r.stderr, c.agent)
@@ -244,6 +251,7 @@ func TestRouteCommand(t *testing.T) {
 	}
 	for _, c := range []struct{ input, says string }{
 		{`{"phase":"implementing","last_outcome":"tests_flaked"}`, `unknown last_outcome "tests_flaked"`},
+		{`{"phase":"implementing","last_outcome":"deploy_fail"}`, `unknown last_outcome "deploy_fail"`},
 		{`{"phase":"testing"}`, `unknown phase "testing"`},
 		{`{"phase":"iterating","convergence_status":"stuck"}`, `unknown convergence_status "stuck"`},
 		{`{"last_outcome":"test_fail"}`, "no phase"},
@@ -256,12 +264,15 @@ func TestRouteCommand(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := "loop:\n  routes: 'last_outcome=tests_failed -> tester; anything -> developer'\n"
+	cfg := "loop:\n  routes: 'last_outcome=tests_failed -> tester; last_outcome=lint_failed -> linter; anything -> developer'\n"
 	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got, r := route(`{"phase":"implementing","last_outcome":"test_fail"}`); r.code != 0 || got["role"] != "tester" || got["agent"] != "dev:tester" {
 		t.Errorf("route with loop.routes = %v (exit %d %q), want the tester", got, r.code, r.stderr)
+	}
+	if got, r := route(`{"phase":"implementing","last_outcome":"lint_fail"}`); r.code != 0 || got["role"] != "linter" {
+		t.Errorf("lint_fail with loop.routes = %v (exit %d %q), want the linter", got, r.code, r.stderr)
 	}
 }
 
