@@ -152,7 +152,7 @@ func MetricsFrom(it transcript.Iteration) Metrics {
 		if last.status != OutcomeOK {
 			m.FirstFailure = FirstFailure(last.output)
 		}
-	case lastBash != nil && lastBash.Result.IsError:
+	case lastBash != nil && (lastBash.Result.IsError || lastBash.Result.FromHint):
 		m.FirstFailure = FirstFailure(lastBash.Result.Text)
 	}
 	m.ErrorHash = ErrorHash(m.FirstFailure)
@@ -162,6 +162,11 @@ func MetricsFrom(it transcript.Iteration) Metrics {
 func classifyRun(c *transcript.ToolCall) run {
 	r := run{kind: ClassifyCommand(c.Command), output: c.Result.Text, isError: c.Result.IsError}
 	r.tests, r.hasTest = ParseTestSummary(r.output)
+	if c.Result.FromHint && !r.hasTest {
+		// Output written into the call (seed 004's output_hint) has no
+		// exit status: it failed if it names a failure.
+		r.isError = FirstFailure(r.output) != ""
+	}
 	if r.hasTest && r.kind == CommandOther {
 		r.kind = CommandTest // make check, a script that runs the tests
 	}
