@@ -15,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/test/seed004"
 )
 
 func (p *proj) loopStatus(id string) api.LoopStatus {
@@ -51,7 +52,9 @@ func TestLoopEndsOnItsPromiseOnly(t *testing.T) {
 		"I will not output <promise>ALL DONE</promise> yet.",
 		"```\n<promise>ALL DONE</promise>\n```",
 		"> <promise>ALL DONE</promise>",
-		"ALL DONE",
+		"> The instructions say:\n<promise>ALL DONE</promise>",
+		"Write `<promise>ALL DONE</promise>` once every test passes.",
+		"all done",
 	} {
 		h := p.hook(hook.Stop, loopStop(id, msg))
 		if !h.IsBlock() || !strings.Contains(h.Reason, "make the parser handle unicode") {
@@ -61,10 +64,11 @@ func TestLoopEndsOnItsPromiseOnly(t *testing.T) {
 			t.Errorf("the first continuation is not routed to the developer:\n%s", h.Reason)
 		}
 	}
-	if st := p.loopStatus(id); !st.Active || st.Iteration != 6 {
-		t.Fatalf("after five false signals: %+v", st)
+	if st := p.loopStatus(id); !st.Active || st.Iteration != 8 {
+		t.Fatalf("after seven false signals: %+v", st)
 	}
-	h := p.hook(hook.Stop, loopStop(id, "All tests pass.\n<promise>all   done</promise>\n"))
+	// Issue 12: the tag at the end of a sentence is explicit.
+	h := p.hook(hook.Stop, loopStop(id, "All tests pass. <promise>all   done</promise>\n"))
 	if h.IsBlock() {
 		t.Fatalf("the kept promise did not end the loop: %+v", h)
 	}
@@ -73,6 +77,68 @@ func TestLoopEndsOnItsPromiseOnly(t *testing.T) {
 	}
 	if h := p.hook(hook.Stop, loopStop(id, "anything")); h.IsBlock() {
 		t.Errorf("a stop after the loop ended blocked: %+v", h)
+	}
+}
+
+// TestLoopSeedPromiseMatch replays seed 004's stop-hook-promise-match-03
+// as its runner does: the loop's state (task, iteration 2 of 5, promise
+// DONE), a Stop whose input has no last_assistant_message, only the
+// transcript the runner writes, ending "The task is complete.
+// <promise>DONE</promise>". The tag at the end of the sentence ends the
+// loop; so does the bare phrase alone on its line, and a negated tag does
+// not.
+func TestLoopSeedPromiseMatch(t *testing.T) {
+	p := newProj(t)
+	dir, err := seed004.Dir("stop-hook-promise-match-03")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedTranscript := filepath.Join(dir, "transcript.jsonl")
+	var state struct {
+		Task              string `json:"task"`
+		Iteration         int    `json:"iteration"`
+		MaxIterations     int    `json:"max_iterations"`
+		CompletionPromise string `json:"completion_promise"`
+	}
+	if err := readJSONFile(filepath.Join(dir, ".claude", "dev-loop.local.json"), &state); err != nil {
+		t.Fatal(err)
+	}
+	writeTranscript := func(text string) string {
+		b, _ := json.Marshal(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}}})
+		path := filepath.Join(t.TempDir(), "transcript.jsonl")
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for i, tc := range []struct {
+		name, transcript string
+		ends             bool
+	}{
+		{"seed 004 promise-match-03, its transcript unchanged", seedTranscript, true},
+		{"the bare phrase alone on its line", writeTranscript("The task is complete.\nDONE"), true},
+		{"a negated tag", writeTranscript("I will not output <promise>DONE</promise> yet."), false},
+		{"the bare phrase inside a sentence", writeTranscript("The task is DONE"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "seed-promise-" + strconv.Itoa(i)
+			p.must("", "loop", "start", "--session", id, "--max-iterations", strconv.Itoa(state.MaxIterations), "--completion-promise", state.CompletionPromise, state.Task)
+			// The seed's state is at iteration 2: one stop without the
+			// promise gets there.
+			for range state.Iteration - 1 {
+				if h := p.hook(hook.Stop, loopStop(id, "Still working.")); !h.IsBlock() {
+					t.Fatalf("a stop without the promise ended the loop: %+v", h)
+				}
+			}
+			h := p.hook(hook.Stop, map[string]any{"session_id": id, "hook_event_name": "Stop", "transcript_path": tc.transcript})
+			st := p.loopStatus(id)
+			if tc.ends && (h.IsBlock() || st.Active || st.Outcome != "done" || st.Iteration != state.Iteration) {
+				t.Errorf("the promise did not end the loop at iteration %d: %+v, status %+v", state.Iteration, h, st)
+			}
+			if !tc.ends && (!h.IsBlock() || !st.Active) {
+				t.Errorf("no promise, but the loop ended: %+v, status %+v", h, st)
+			}
+		})
 	}
 }
 
