@@ -18,12 +18,15 @@ func (a *app) loopCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "loop",
 		Short: "Run one prompt in a loop until a completion promise, a budget, or convergence ends it",
-		Long: `loop re-feeds one prompt to the agent each time it tries to stop, until it
-ends a turn with <promise>PHRASE</promise> alone on a line (or writes the
-tracker's completion marker), a budget is spent, or drover sees the loop has
-converged or is stuck. Each iteration is reflected on, classified, and routed
-to the developer, debugger or architect role. The tracker is
-.drover/sessions/<session>/loop.md.`,
+		Long: `loop re-feeds one prompt to the agent each time it tries to stop, until
+the agent keeps its completion promise: <promise>PHRASE</promise> on a line of
+its own or in a sentence (never in a quotation, code, an HTML comment or a
+negation such as "I will not output it yet"), or PHRASE alone on a line; or
+it writes the tracker's completion marker; or a budget is spent; or drover
+sees the loop has converged or is stuck. Each iteration is reflected on,
+classified, and routed to the developer, debugger or architect role. The
+tracker is .drover/sessions/<session>/loop.md. In the /drover:loop slash
+command, a lone cancel or status is drover loop cancel or drover loop status.`,
 	}
 	cmd.AddCommand(a.loopStartCmd(g), a.loopCancelCmd(g), a.loopStatusCmd(g))
 	return cmd
