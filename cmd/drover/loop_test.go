@@ -512,7 +512,7 @@ func TestLoopSlashCommandCancelAndStatus(t *testing.T) {
 	const id = "slash"
 
 	out := p.slashLoop(id, "cancel")
-	if !strings.Contains(out, "no loop is running in session "+id) {
+	if !strings.Contains(out, "no loop is running in session "+id+": nothing to cancel") {
 		t.Errorf("/drover:loop cancel without a loop printed:\n%s", out)
 	}
 	out = p.slashLoop(id, "status")
