@@ -1,6 +1,7 @@
 package loop
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -160,37 +161,31 @@ func standsAsPromise(before, after string) bool {
 			return false
 		}
 	}
-	prev := lastSentence(before)
-	next := firstSentence(after)
-	words := append(wordsOf(prev), wordsOf(next)...)
-	for _, w := range words {
-		if negation(w) || deferral[w] {
+	prev, next := wordsOf(lastSentence(before)), wordsOf(firstSentence(after))
+	for _, w := range append(slices.Clip(prev), next...) {
+		if negation(w) || deferral(w) {
 			return false
 		}
 	}
-	if pw := wordsOf(prev); len(pw) > 0 && pw[len(pw)-1] == "no" {
-		return false // "no <promise>DONE</promise> yet"
+	if len(prev) > 0 && prev[len(prev)-1] == "no" {
+		return false // "no <promise>DONE</promise> here"
 	}
-	for _, w := range wordsOf(next) {
-		if deferralAfter[w] {
-			return false
-		}
-	}
-	return true
+	// After the tag, "after" defers it ("<promise>DONE</promise> after
+	// the tests pass"); before it, it reports work done ("All tests pass
+	// after the fix: <promise>DONE</promise>").
+	return !slices.Contains(next, "after")
 }
 
-// deferral holds the words that, in the tag's sentence, make it a promise
+// deferral reports whether w, in the tag's sentence, makes it a promise
 // for later: "I will output <promise>DONE</promise> once the tests pass",
 // "When finished I will print <promise>DONE</promise>".
-var deferral = map[string]bool{
-	"yet": true, "until": true, "till": true, "unless": true, "if": true, "when": true,
-	"whenever": true, "once": true, "before": true, "later": true, "eventually": true,
+func deferral(w string) bool {
+	switch w {
+	case "yet", "until", "till", "unless", "if", "when", "whenever", "once", "before", "later", "eventually":
+		return true
+	}
+	return false
 }
-
-// deferralAfter holds the words that defer the tag only after it:
-// "<promise>DONE</promise> after the tests pass". Before it ("All tests
-// pass after the fix: <promise>DONE</promise>") they report work done.
-var deferralAfter = map[string]bool{"after": true}
 
 // negation reports whether w denies: not, never, cannot, nor, or a
 // contraction ending in n't (don't, won't, isn't, ...).
