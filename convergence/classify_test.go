@@ -127,7 +127,7 @@ func TestThresholds(t *testing.T) {
 }
 
 func TestStatusesAndOutcomes(t *testing.T) {
-	if len(Statuses()) != 6 || len(Outcomes()) != 4 {
+	if len(Statuses()) != 6 || len(Outcomes()) != 5 {
 		t.Errorf("Statuses %v, Outcomes %v", Statuses(), Outcomes())
 	}
 }

@@ -16,11 +16,16 @@ const (
 	OutcomeOK          Outcome = "ok"           // the last run passed
 	OutcomeTestsFailed Outcome = "tests_failed" // the last run had failing tests, or a test command failed
 	OutcomeBuildFailed Outcome = "build_failed" // the last run did not compile
+	// OutcomeLintFailed is a lint run that failed. drover's own
+	// measurements count lint issues instead (Metrics.LintIssues); the
+	// outcome comes from routing inputs other tools write (seed 004's
+	// lint_fail), so that drover route and loop.routes can name it.
+	OutcomeLintFailed Outcome = "lint_failed"
 )
 
 // Outcomes lists every Outcome, for validating configuration.
 func Outcomes() []Outcome {
-	return []Outcome{OutcomeNone, OutcomeOK, OutcomeTestsFailed, OutcomeBuildFailed}
+	return []Outcome{OutcomeNone, OutcomeOK, OutcomeTestsFailed, OutcomeBuildFailed, OutcomeLintFailed}
 }
 
 // Metrics are the measurements of one iteration. Unknown numbers are -1;
@@ -147,7 +152,7 @@ func MetricsFrom(it transcript.Iteration) Metrics {
 		if last.status != OutcomeOK {
 			m.FirstFailure = FirstFailure(last.output)
 		}
-	case lastBash != nil && lastBash.Result.IsError:
+	case lastBash != nil && (lastBash.Result.IsError || lastBash.Result.FromHint):
 		m.FirstFailure = FirstFailure(lastBash.Result.Text)
 	}
 	m.ErrorHash = ErrorHash(m.FirstFailure)
@@ -157,6 +162,11 @@ func MetricsFrom(it transcript.Iteration) Metrics {
 func classifyRun(c *transcript.ToolCall) run {
 	r := run{kind: ClassifyCommand(c.Command), output: c.Result.Text, isError: c.Result.IsError}
 	r.tests, r.hasTest = ParseTestSummary(r.output)
+	if c.Result.FromHint && !r.hasTest {
+		// Output written into the call (seed 004's output_hint) has no
+		// exit status: it failed if it names a failure.
+		r.isError = FirstFailure(r.output) != ""
+	}
 	if r.hasTest && r.kind == CommandOther {
 		r.kind = CommandTest // make check, a script that runs the tests
 	}

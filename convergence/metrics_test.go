@@ -194,3 +194,42 @@ func TestMetricsJSON(t *testing.T) {
 		t.Error("a wrong type must be an error")
 	}
 }
+
+// TestMetricsFromOutputHint: seed 004's transcripts carry a command's
+// output in input.output_hint, with no result and so no exit status. The
+// output alone decides: a test summary gives the counts, a failure it
+// names makes the run fail, and quiet output passes.
+func TestMetricsFromOutputHint(t *testing.T) {
+	tests := []struct {
+		name, cmd, hint string
+		outcome         Outcome
+		failure         string
+		passRate        float64
+	}{
+		{"seed 004 reflect-test-failure-02", "bun test", "FAIL src/auth.test.ts > login > should validate email\nExpected: true\nReceived: false",
+			OutcomeTestsFailed, "FAIL src/auth.test.ts > login > should validate email\nExpected: true\nReceived: false", -1},
+		{"seed 004 reflect-thrash-detect-04", "bun test", "Cannot find module 'foo'", OutcomeTestsFailed, "Cannot find module 'foo'", -1},
+		{"a passing summary", "go test ./...", "=== RUN   TestA\n--- PASS: TestA (0.00s)\nPASS\nok  \tx\t0.01s", OutcomeOK, "", 1},
+		{"a failing summary", "go test ./...", "=== RUN   TestA\n--- FAIL: TestA (0.00s)\n    a_test.go:3: boom\nFAIL\nFAIL\tx\t0.01s", OutcomeTestsFailed, "--- FAIL: TestA (0.00s)\na_test.go:3: boom", 0},
+		{"quiet output passes", "bun test", "all good", OutcomeOK, "", -1},
+		{"not a test command: only the failure", "echo x", "Error: no such file", OutcomeNone, "Error: no such file", -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			line, err := json.Marshal(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{
+				map[string]any{"type": "tool_use", "name": "Bash", "input": map[string]any{"command": tt.cmd, "output_hint": tt.hint}},
+			}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			it, err := transcript.Summarize(context.Background(), bytes.NewReader(append(line, '\n')), transcript.SinceIteration)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := MetricsFrom(it)
+			if m.LastOutcome != tt.outcome || m.FirstFailure != tt.failure || m.TestPassRate != tt.passRate {
+				t.Errorf("outcome %s, failure %q, pass rate %v; want %s, %q, %v", m.LastOutcome, m.FirstFailure, m.TestPassRate, tt.outcome, tt.failure, tt.passRate)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -17,9 +18,10 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files")
 
 // seedCase is one unit case of seed 004's test-cases.json (reflection and
-// convergence categories), kept verbatim in testdata.
+// convergence categories), kept verbatim in test/seed004/testdata.
 type seedCase struct {
 	ID          string `json:"id"`
+	Layer       string `json:"layer"`
 	Category    string `json:"category"`
 	Description string `json:"description"`
 	StateFile   *struct {
@@ -36,7 +38,11 @@ type seedCase struct {
 
 func loadSeedCases(t *testing.T, category string) []seedCase {
 	t.Helper()
-	b, err := os.ReadFile("testdata/seed004_cases.json")
+	path, err := seed004.CasesFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +54,7 @@ func loadSeedCases(t *testing.T, category string) []seedCase {
 	}
 	var out []seedCase
 	for _, c := range doc.TestCases {
-		if c.Category == category {
+		if c.Layer == "unit" && c.Category == category {
 			out = append(out, c)
 		}
 	}
@@ -58,20 +64,41 @@ func loadSeedCases(t *testing.T, category string) []seedCase {
 	return out
 }
 
-// seedTranscript writes the case's transcript as seed 004's runner does.
+// seedTranscript returns the transcript seed 004's runner writes for the
+// case, as it writes it: each Bash output in the call's input.output_hint,
+// with no tool_result.
 func seedTranscript(t *testing.T, c seedCase) string {
 	t.Helper()
-	b, err := seed004.Transcript(c.FillerCount, c.Transcript, c.TranscriptText)
+	dir, err := seed004.Dir(c.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "transcript.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return string(b)
 }
 
-// TestSeedReflectionCases runs seed 004's reflection-generator cases
-// through Summarize, MetricsFrom and Reflect, and evaluates the seed's
-// checks on the reflection JSON. The JSON is also compared with a golden
-// file.
+// hintFailures returns the first line of each output_hint of the case's
+// transcript: the failure the seed put there for the reflection to report.
+func hintFailures(c seedCase) []string {
+	var out []string
+	for _, call := range c.Transcript {
+		if h, ok := call.Input["output_hint"].(string); ok {
+			first, _, _ := strings.Cut(h, "\n")
+			out = append(out, first)
+		}
+	}
+	return out
+}
+
+// TestSeedReflectionCases runs seed 004's reflection-generator cases,
+// from the transcripts its runner writes, unchanged, through Summarize,
+// MetricsFrom and Reflect, and evaluates the seed's checks on the
+// reflection JSON. A case whose transcript carries a command's output
+// (input.output_hint) must report that failure. The JSON is also compared
+// with a golden file.
 func TestSeedReflectionCases(t *testing.T) {
 	for _, c := range loadSeedCases(t, "reflection") {
 		t.Run(c.ID, func(t *testing.T) {
@@ -105,6 +132,11 @@ func TestSeedReflectionCases(t *testing.T) {
 					if msg := seed004.CheckReflection(check, want, ok, data); msg != "" {
 						t.Errorf("%s (%d tool calls)", msg, it.ToolCalls)
 					}
+				}
+			}
+			for _, f := range hintFailures(c) {
+				if !slices.ContainsFunc(r.Failures, func(s string) bool { return strings.Contains(s, f) }) {
+					t.Errorf("the reflection's failures %q do not report the transcript's %q", r.Failures, f)
 				}
 			}
 			if ok {

@@ -116,49 +116,79 @@ func normalize(in Input) Input {
 	return in
 }
 
-// Aliases: the words other tools use for drover's phases and outcomes,
-// seed 004's among them (its loop state says "implementing", its
-// router input "test_fail").
-var (
-	phaseAliases = map[string]string{
-		"implementing": PhaseIterating,
+// phaseAliases are the words other tools use for drover's phases, seed
+// 004's among them (its loop state says "implementing").
+var phaseAliases = map[string]string{
+	"implementing": PhaseIterating,
+}
+
+// outcomeAlias returns drover's outcome for a word other tools write for
+// how a test, build or lint run went: SUBJECT_RESULT with SUBJECT test,
+// tests, build or lint and RESULT a pass (pass, passed, passes, passing,
+// success, ok) or a failure (fail, failed, fails, failing, failure,
+// error). Seed 004 writes test_fail; its tooling writes test_pass,
+// build_fail, build_pass, lint_fail, lint_pass. A pass of any subject is
+// ok; a failure is tests_failed, build_failed or lint_failed. Bare pass,
+// passed and success are ok too.
+func outcomeAlias(w string) (string, bool) {
+	w = strings.NewReplacer("-", "_", " ", "_").Replace(w)
+	switch w {
+	case "pass", "passed", "success":
+		return string(convergence.OutcomeOK), true
 	}
-	outcomeAliases = map[string]string{
-		"test_fail":     string(convergence.OutcomeTestsFailed),
-		"test_failed":   string(convergence.OutcomeTestsFailed),
-		"test_failure":  string(convergence.OutcomeTestsFailed),
-		"tests_fail":    string(convergence.OutcomeTestsFailed),
-		"build_fail":    string(convergence.OutcomeBuildFailed),
-		"build_failure": string(convergence.OutcomeBuildFailed),
-		"pass":          string(convergence.OutcomeOK),
-		"passed":        string(convergence.OutcomeOK),
-		"success":       string(convergence.OutcomeOK),
+	subject, result, ok := strings.Cut(w, "_")
+	if !ok {
+		return "", false
 	}
-)
+	var failed convergence.Outcome
+	switch subject {
+	case "test", "tests":
+		failed = convergence.OutcomeTestsFailed
+	case "build":
+		failed = convergence.OutcomeBuildFailed
+	case "lint":
+		failed = convergence.OutcomeLintFailed
+	default:
+		return "", false
+	}
+	switch result {
+	case "pass", "passed", "passes", "passing", "success", "ok":
+		return string(convergence.OutcomeOK), true
+	case "fail", "failed", "fails", "failing", "failure", "error":
+		return string(failed), true
+	}
+	return "", false
+}
 
 // ParseInput reads a routing input written by a script or another tool:
 // each word is trimmed and lower-cased and an alias becomes drover's word
 // (seed 004's phase "implementing" is "iterating", its "test_fail" is
-// "tests_failed"); an empty outcome or status means none yet. A missing
-// phase, or a value that is neither drover's word nor an alias, is an
-// error naming its field and the accepted words, never routed silently
-// to the catch-all rule.
+// "tests_failed", and the pass/fail words of tests, build and lint are
+// outcomes; see outcomeAlias); an empty outcome or status means none yet.
+// A missing phase, or a value that is neither drover's word nor an alias,
+// is an error naming its field and the accepted words, never routed
+// silently to the catch-all rule.
 func ParseInput(phase, lastOutcome, status string) (Input, error) {
 	var errs []error
-	word := func(field, v string, known []string, aliases map[string]string) string {
+	word := func(field, v string, known []string, alias func(string) (string, bool), also string) string {
 		v = strings.ToLower(strings.TrimSpace(v))
-		if a, ok := aliases[v]; ok {
+		if v == "" || slices.Contains(known, v) {
+			return v
+		}
+		if a, ok := alias(v); ok {
 			return a
 		}
-		if v != "" && !slices.Contains(known, v) {
-			errs = append(errs, fmt.Errorf("unknown %s %q (known: %s)", field, v, strings.Join(known, ", ")))
-		}
+		errs = append(errs, fmt.Errorf("unknown %s %q (known: %s%s)", field, v, strings.Join(known, ", "), also))
 		return v
 	}
+	none := func(string) (string, bool) { return "", false }
 	in := Input{
-		Phase:       word("phase", phase, Phases(), phaseAliases),
-		LastOutcome: word("last_outcome", lastOutcome, outcomes(), outcomeAliases),
-		Status:      word("convergence_status", status, statuses(), nil),
+		Phase: word("phase", phase, Phases(), func(v string) (string, bool) {
+			a, ok := phaseAliases[v]
+			return a, ok
+		}, ""),
+		LastOutcome: word("last_outcome", lastOutcome, outcomes(), outcomeAlias, "; or test_, build_ or lint_ then pass or fail"),
+		Status:      word("convergence_status", status, statuses(), none, ""),
 	}
 	if in.Phase == "" {
 		errs = append(errs, fmt.Errorf("no phase (known: %s)", strings.Join(Phases(), ", ")))

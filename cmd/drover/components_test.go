@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,23 +12,21 @@ import (
 	"github.com/drover-dev/drover/test/seed004"
 )
 
-// seedComponentCase is one unit case of seed 004's test-cases.json for the
-// reflection generator, the convergence detector or the agent router, as
-// the convergence and router packages keep them in their testdata.
+// seedComponentCase is one unit case of seed 004's test-cases.json.
 type seedComponentCase struct {
-	ID             string            `json:"id"`
-	Target         string            `json:"target"`
-	StateFile      json.RawMessage   `json:"state_file"`
-	FillerCount    *int              `json:"filler_count"`
-	Transcript     []seed004.Call    `json:"transcript"`
-	PreReflections []json.RawMessage `json:"pre_reflections"`
-	MetricsHistory json.RawMessage   `json:"metrics_history"`
-	RoutingInput   json.RawMessage   `json:"routing_input"`
-	Checks         map[string]any    `json:"checks"`
+	ID        string          `json:"id"`
+	Layer     string          `json:"layer"`
+	Target    string          `json:"target"`
+	StateFile json.RawMessage `json:"state_file"`
+	Checks    map[string]any  `json:"checks"`
 }
 
-func loadSeedComponentCases(t *testing.T, path string) []seedComponentCase {
+func loadSeedComponentCases(t *testing.T) []seedComponentCase {
 	t.Helper()
+	path, err := seed004.CasesFile()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var doc struct {
 		TestCases []seedComponentCase `json:"test_cases"`
 	}
@@ -37,73 +36,76 @@ func loadSeedComponentCases(t *testing.T, path string) []seedComponentCase {
 	return doc.TestCases
 }
 
+// copySeedCase copies the files seed 004's runner writes for case id into
+// a new test directory, as the runner's mktemp directory holds them, with
+// the reflections folder it always makes.
+func copySeedCase(t *testing.T, id string) string {
+	t.Helper()
+	src, err := seed004.Dir(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	err = filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dst, "reflections"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
 // TestSeedComponentCases replays seed 004's reflection, convergence and
-// routing cases through drover reflect, drover converge and drover route,
-// laying out the files as the seed's runner does (a state file only when
-// the case has one, prior reflections as iteration-N.json), and evaluates
-// the seed's checks on what the commands write.
+// routing cases through drover reflect, drover converge and drover route
+// on the very files the seed's runner writes (its transcript.jsonl with
+// each command's output in input.output_hint, its state file only when the
+// case has one, prior reflections as iteration-N.json), with the runner's
+// arguments, and evaluates the seed's checks on what the commands write.
 func TestSeedComponentCases(t *testing.T) {
-	cases := loadSeedComponentCases(t, filepath.Join("..", "..", "convergence", "testdata", "seed004_cases.json"))
-	cases = append(cases, loadSeedComponentCases(t, filepath.Join("..", "..", "router", "testdata", "seed004_cases.json"))...)
 	p := newProj(t)
 	ran := map[string]int{}
-	for _, c := range cases {
-		if c.Target != "reflection-generator" && c.Target != "convergence-detector" && c.Target != "agent-router" {
+	for _, c := range loadSeedComponentCases(t) {
+		if c.Layer != "unit" || c.Target != "reflection-generator" && c.Target != "convergence-detector" && c.Target != "agent-router" {
 			continue
 		}
 		t.Run(c.ID, func(t *testing.T) {
-			dir := t.TempDir()
-			write := func(name string, data []byte) string {
-				path := filepath.Join(dir, name)
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, data, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return path
-			}
+			dir := copySeedCase(t, c.ID)
 			state := filepath.Join(dir, ".claude", "dev-loop.local.json")
-			if len(c.StateFile) > 0 && string(c.StateFile) != "null" {
-				write(filepath.Join(".claude", "dev-loop.local.json"), c.StateFile)
-			}
 			reflections := filepath.Join(dir, "reflections")
-			if err := os.MkdirAll(reflections, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range c.PreReflections {
-				var it struct {
-					Iteration int `json:"iteration"`
-				}
-				if err := json.Unmarshal(r, &it); err != nil {
-					t.Fatal(err)
-				}
-				write(filepath.Join("reflections", fmt.Sprintf("iteration-%d.json", it.Iteration)), r)
-			}
 
 			var r result
 			var out map[string]any
 			switch c.Target {
 			case "reflection-generator":
-				jsonl, err := seed004.Transcript(c.FillerCount, c.Transcript, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				transcript := write("transcript.jsonl", jsonl)
-				r = p.drover("", "reflect", "--transcript", transcript, "--state", state, "--reflections-dir", reflections)
+				r = p.drover("", "reflect", "--transcript", filepath.Join(dir, "transcript.jsonl"), "--state", state, "--reflections-dir", reflections)
 			case "convergence-detector":
-				metrics := write("metrics-history.json", c.MetricsHistory)
 				outPath := filepath.Join(dir, "convergence-output.json")
-				r = p.drover("", "converge", "--metrics", metrics, "--state", state, "--output", outPath)
+				r = p.drover("", "converge", "--metrics", filepath.Join(dir, "metrics-history.json"), "--state", state, "--output", outPath)
 				if r.code == 0 {
 					if err := readJSONFile(outPath, &out); err != nil {
 						t.Fatal(err)
 					}
 				}
 			case "agent-router":
-				in := write("routing-input.json", c.RoutingInput)
 				outPath := filepath.Join(dir, "router-output.json")
-				r = p.drover("", "route", "--input", in, "--output", outPath)
+				r = p.drover("", "route", "--input", filepath.Join(dir, "routing-input.json"), "--output", outPath)
 				if r.code == 0 {
 					if err := readJSONFile(outPath, &out); err != nil {
 						t.Fatal(err)
@@ -146,6 +148,18 @@ func TestSeedComponentCases(t *testing.T) {
 					if msg := seed004.CheckReflection(check, want, statErr == nil, refl); msg != "" {
 						t.Errorf("%s (%s; stdout %q)", msg, reflPath, r.stdout)
 					}
+				}
+			}
+			// What the seed's descriptions ask beyond its checks: the
+			// test failure is captured, the repeated error is thrashing.
+			switch c.ID {
+			case "reflect-test-failure-02":
+				if f, _ := refl["failures"].([]any); len(f) == 0 || !strings.Contains(fmt.Sprint(f), "FAIL src/auth.test.ts > login > should validate email") {
+					t.Errorf("failures %v do not capture the failing test", refl["failures"])
+				}
+			case "reflect-thrash-detect-04":
+				if f, _ := refl["failures"].([]any); !strings.Contains(fmt.Sprint(f), "Cannot find module 'foo'") {
+					t.Errorf("failures %v do not name the repeated error", refl["failures"])
 				}
 			}
 		})

@@ -18,12 +18,15 @@ func (a *app) loopCmd(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "loop",
 		Short: "Run one prompt in a loop until a completion promise, a budget, or convergence ends it",
-		Long: `loop re-feeds one prompt to the agent each time it tries to stop, until it
-ends a turn with <promise>PHRASE</promise> alone on a line (or writes the
-tracker's completion marker), a budget is spent, or drover sees the loop has
-converged or is stuck. Each iteration is reflected on, classified, and routed
-to the developer, debugger or architect role. The tracker is
-.drover/sessions/<session>/loop.md.`,
+		Long: `loop re-feeds one prompt to the agent each time it tries to stop, until
+the agent keeps its completion promise: <promise>PHRASE</promise> on a line of
+its own or in a sentence (never in a quotation, code, an HTML comment or a
+negation such as "I will not output it yet"), or PHRASE alone on a line; or
+it writes the tracker's completion marker; or a budget is spent; or drover
+sees the loop has converged or is stuck. Each iteration is reflected on,
+classified, and routed to the developer, debugger or architect role. The
+tracker is .drover/sessions/<session>/loop.md. In the /drover:loop slash
+command, a lone cancel or status is drover loop cancel or drover loop status.`,
 	}
 	cmd.AddCommand(a.loopStartCmd(g), a.loopCancelCmd(g), a.loopStatusCmd(g))
 	return cmd
@@ -40,12 +43,19 @@ for the agent. A loop already running in the session is replaced, with its
 checks and checkpoint review. With --args - the whole argument string
 (prompt and flags, as a shell would split them, nothing expanded) is read
 from stdin: that is how the /drover:loop slash command passes what the user
-typed.`,
+typed. There, a lone unquoted cancel or status is drover loop cancel or
+drover loop status, not a prompt.`,
 		RunE: func(cmd *cobra.Command, rest []string) error {
 			if argsFrom == "-" {
 				data, err := io.ReadAll(io.LimitReader(a.stdin, maxPromptBytes+1))
 				if err != nil {
 					return fmt.Errorf("reading arguments from stdin: %w", err)
+				}
+				if verb, ok := loopSubcommand(string(data)); ok {
+					// The slash command hands everything the user typed
+					// to start: a lone cancel or status is that command,
+					// as in seed 004's /dev:loop cancel, not a prompt.
+					return a.loopCall(cmd.Context(), g, verb, nil, false)
 				}
 				words, err := argsplit.Split(string(data))
 				if err != nil {
@@ -78,6 +88,20 @@ typed.`,
 	f.BoolVar(&args.RequireChecks, "require-checks", false, "the promise also needs loop.check_command to pass")
 	f.StringVar(&argsFrom, "args", "", "read the prompt and flags from stdin (-)")
 	return cmd
+}
+
+// loopSubcommand returns "cancel" or "status" when args, the argument
+// string the /drover:loop slash command passes, is that word alone and
+// unquoted (any case): the user asked for the command. A quoted "cancel"
+// stays a prompt, for whoever really wants a loop on that word.
+func loopSubcommand(args string) (string, bool) {
+	w := strings.TrimSpace(args)
+	for _, verb := range []string{"cancel", "status"} {
+		if strings.EqualFold(w, verb) {
+			return verb, true
+		}
+	}
+	return "", false
 }
 
 func (a *app) loopCancelCmd(g *globalFlags) *cobra.Command {

@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -13,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/test/seed004"
 )
 
 func (p *proj) loopStatus(id string) api.LoopStatus {
@@ -49,7 +52,9 @@ func TestLoopEndsOnItsPromiseOnly(t *testing.T) {
 		"I will not output <promise>ALL DONE</promise> yet.",
 		"```\n<promise>ALL DONE</promise>\n```",
 		"> <promise>ALL DONE</promise>",
-		"ALL DONE",
+		"> The instructions say:\n<promise>ALL DONE</promise>",
+		"Write `<promise>ALL DONE</promise>` once every test passes.",
+		"all done",
 	} {
 		h := p.hook(hook.Stop, loopStop(id, msg))
 		if !h.IsBlock() || !strings.Contains(h.Reason, "make the parser handle unicode") {
@@ -59,10 +64,11 @@ func TestLoopEndsOnItsPromiseOnly(t *testing.T) {
 			t.Errorf("the first continuation is not routed to the developer:\n%s", h.Reason)
 		}
 	}
-	if st := p.loopStatus(id); !st.Active || st.Iteration != 6 {
-		t.Fatalf("after five false signals: %+v", st)
+	if st := p.loopStatus(id); !st.Active || st.Iteration != 8 {
+		t.Fatalf("after seven false signals: %+v", st)
 	}
-	h := p.hook(hook.Stop, loopStop(id, "All tests pass.\n<promise>all   done</promise>\n"))
+	// Issue 12: the tag at the end of a sentence is explicit.
+	h := p.hook(hook.Stop, loopStop(id, "All tests pass. <promise>all   done</promise>\n"))
 	if h.IsBlock() {
 		t.Fatalf("the kept promise did not end the loop: %+v", h)
 	}
@@ -71,6 +77,68 @@ func TestLoopEndsOnItsPromiseOnly(t *testing.T) {
 	}
 	if h := p.hook(hook.Stop, loopStop(id, "anything")); h.IsBlock() {
 		t.Errorf("a stop after the loop ended blocked: %+v", h)
+	}
+}
+
+// TestLoopSeedPromiseMatch replays seed 004's stop-hook-promise-match-03
+// as its runner does: the loop's state (task, iteration 2 of 5, promise
+// DONE), a Stop whose input has no last_assistant_message, only the
+// transcript the runner writes, ending "The task is complete.
+// <promise>DONE</promise>". The tag at the end of the sentence ends the
+// loop; so does the bare phrase alone on its line, and a negated tag does
+// not.
+func TestLoopSeedPromiseMatch(t *testing.T) {
+	p := newProj(t)
+	dir, err := seed004.Dir("stop-hook-promise-match-03")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seedTranscript := filepath.Join(dir, "transcript.jsonl")
+	var state struct {
+		Task              string `json:"task"`
+		Iteration         int    `json:"iteration"`
+		MaxIterations     int    `json:"max_iterations"`
+		CompletionPromise string `json:"completion_promise"`
+	}
+	if err := readJSONFile(filepath.Join(dir, ".claude", "dev-loop.local.json"), &state); err != nil {
+		t.Fatal(err)
+	}
+	writeTranscript := func(text string) string {
+		b, _ := json.Marshal(map[string]any{"type": "assistant", "message": map[string]any{"content": []any{map[string]any{"type": "text", "text": text}}}})
+		path := filepath.Join(t.TempDir(), "transcript.jsonl")
+		if err := os.WriteFile(path, append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	for i, tc := range []struct {
+		name, transcript string
+		ends             bool
+	}{
+		{"seed 004 promise-match-03, its transcript unchanged", seedTranscript, true},
+		{"the bare phrase alone on its line", writeTranscript("The task is complete.\nDONE"), true},
+		{"a negated tag", writeTranscript("I will not output <promise>DONE</promise> yet."), false},
+		{"the bare phrase inside a sentence", writeTranscript("The task is DONE"), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "seed-promise-" + strconv.Itoa(i)
+			p.must("", "loop", "start", "--session", id, "--max-iterations", strconv.Itoa(state.MaxIterations), "--completion-promise", state.CompletionPromise, state.Task)
+			// The seed's state is at iteration 2: one stop without the
+			// promise gets there.
+			for range state.Iteration - 1 {
+				if h := p.hook(hook.Stop, loopStop(id, "Still working.")); !h.IsBlock() {
+					t.Fatalf("a stop without the promise ended the loop: %+v", h)
+				}
+			}
+			h := p.hook(hook.Stop, map[string]any{"session_id": id, "hook_event_name": "Stop", "transcript_path": tc.transcript})
+			st := p.loopStatus(id)
+			if tc.ends && (h.IsBlock() || st.Active || st.Outcome != "done" || st.Iteration != state.Iteration) {
+				t.Errorf("the promise did not end the loop at iteration %d: %+v, status %+v", state.Iteration, h, st)
+			}
+			if !tc.ends && (!h.IsBlock() || !st.Active) {
+				t.Errorf("no promise, but the loop ended: %+v, status %+v", h, st)
+			}
+		})
 	}
 }
 
@@ -235,6 +303,13 @@ func TestRouteCommand(t *testing.T) {
 		{`{"phase":"implementing","last_outcome":"test_fail","convergence_status":"stuck_plateau"}`, "dev:architect"},
 		{`{"phase":"initial","last_outcome":null,"convergence_status":null}`, "dev:developer"},
 		{`{"phase":"iterating","last_outcome":"build_failure"}`, "dev:debugger"},
+		// The counterparts seed 004's tooling writes.
+		{`{"phase":"implementing","last_outcome":"test_pass","convergence_status":null}`, "dev:developer"},
+		{`{"phase":"implementing","last_outcome":"build_fail","convergence_status":null}`, "dev:debugger"},
+		{`{"phase":"implementing","last_outcome":"build_pass","convergence_status":null}`, "dev:developer"},
+		{`{"phase":"implementing","last_outcome":"lint_fail","convergence_status":null}`, "dev:developer"},
+		{`{"phase":"implementing","last_outcome":"lint_pass","convergence_status":null}`, "dev:developer"},
+		{`{"phase":"implementing","last_outcome":"lint_fail","convergence_status":"thrashing"}`, "dev:architect"},
 	} {
 		if got, r := route(c.input); r.code != 0 || got["agent"] != c.agent {
 			t.Errorf("route %s = %v (exit %d %q), want %s", c.input, got, r.code, r.stderr, c.agent)
@@ -242,6 +317,7 @@ func TestRouteCommand(t *testing.T) {
 	}
 	for _, c := range []struct{ input, says string }{
 		{`{"phase":"implementing","last_outcome":"tests_flaked"}`, `unknown last_outcome "tests_flaked"`},
+		{`{"phase":"implementing","last_outcome":"deploy_fail"}`, `unknown last_outcome "deploy_fail"`},
 		{`{"phase":"testing"}`, `unknown phase "testing"`},
 		{`{"phase":"iterating","convergence_status":"stuck"}`, `unknown convergence_status "stuck"`},
 		{`{"last_outcome":"test_fail"}`, "no phase"},
@@ -254,12 +330,15 @@ func TestRouteCommand(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := "loop:\n  routes: 'last_outcome=tests_failed -> tester; anything -> developer'\n"
+	cfg := "loop:\n  routes: 'last_outcome=tests_failed -> tester; last_outcome=lint_failed -> linter; anything -> developer'\n"
 	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got, r := route(`{"phase":"implementing","last_outcome":"test_fail"}`); r.code != 0 || got["role"] != "tester" || got["agent"] != "dev:tester" {
 		t.Errorf("route with loop.routes = %v (exit %d %q), want the tester", got, r.code, r.stderr)
+	}
+	if got, r := route(`{"phase":"implementing","last_outcome":"lint_fail"}`); r.code != 0 || got["role"] != "linter" {
+		t.Errorf("lint_fail with loop.routes = %v (exit %d %q), want the linter", got, r.code, r.stderr)
 	}
 }
 
@@ -390,5 +469,82 @@ func TestLoopStatusWithoutALoop(t *testing.T) {
 	p.must("", "loop", "cancel", "--session", "never")
 	if out := p.must("", "loop", "status", "--session", "never"); !strings.Contains(out, "ended: cancelled") {
 		t.Errorf("status of a cancelled loop:\n%s", out)
+	}
+}
+
+// slashLoop runs the shell block of the plugin's /drover:loop command as
+// Claude Code does: $ARGUMENTS replaced by what the user typed after the
+// command, in the session's environment, with drover on PATH.
+func (p *proj) slashLoop(id, arguments string) string {
+	p.t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "plugin", "commands", "loop.md"))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(b), "```!\n")
+	if ok {
+		block, _, ok = strings.Cut(block, "\n```")
+	}
+	if !ok {
+		p.t.Fatalf("loop.md has no ```! block:\n%s", b)
+	}
+	cmd := exec.Command("bash", "-c", strings.ReplaceAll(block, "$ARGUMENTS", arguments))
+	cmd.Dir = p.root
+	cmd.Env = append(slices.Clone(p.env), "CLAUDE_PROJECT_DIR="+p.root, "CLAUDE_CODE_SESSION_ID="+id)
+	for i, e := range cmd.Env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			cmd.Env[i] = "PATH=" + filepath.Dir(droverBin) + string(os.PathListSeparator) + v
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("the /drover:loop block failed: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// TestLoopSlashCommandCancelAndStatus: /drover:loop cancel and
+// /drover:loop status, as seed 004's /dev:loop cancel, are the commands,
+// with a loop running and without one; they never start a loop on the
+// prompt "cancel". A quoted "cancel" is still a prompt.
+func TestLoopSlashCommandCancelAndStatus(t *testing.T) {
+	p := newProj(t)
+	const id = "slash"
+
+	out := p.slashLoop(id, "cancel")
+	if !strings.Contains(out, "no loop is running in session "+id+": nothing to cancel") {
+		t.Errorf("/drover:loop cancel without a loop printed:\n%s", out)
+	}
+	out = p.slashLoop(id, "status")
+	if !strings.Contains(out, "session "+id+" has no loop") {
+		t.Errorf("/drover:loop status without a loop printed:\n%s", out)
+	}
+	if st := p.loopStatus(id); st.Active || !st.StartedAt.IsZero() {
+		t.Fatalf("cancel or status without a loop started one: %+v", st)
+	}
+
+	p.slashLoop(id, `"fix the parser" --max-iterations 3`)
+	out = p.slashLoop(id, " status ")
+	if !strings.Contains(out, "loop of session "+id+": active, iteration 1 of 3") {
+		t.Errorf("/drover:loop status printed:\n%s", out)
+	}
+	out = p.slashLoop(id, "Cancel")
+	if !strings.Contains(out, "Cancelled the loop of session "+id) {
+		t.Errorf("/drover:loop Cancel printed:\n%s", out)
+	}
+	if st := p.loopStatus(id); st.Active || st.Outcome != "cancelled" || st.Prompt != "fix the parser" || st.MaxIterations != 3 {
+		t.Errorf("after /drover:loop cancel: %+v; want the loop on \"fix the parser\" cancelled", st)
+	}
+	if h := p.hook(hook.Stop, loopStop(id, "x")); h.IsBlock() {
+		t.Errorf("a stop after /drover:loop cancel blocked: %+v", h)
+	}
+	out = p.slashLoop(id, "cancel")
+	if !strings.Contains(out, "no loop is running in session "+id) {
+		t.Errorf("a second /drover:loop cancel printed:\n%s", out)
+	}
+
+	p.slashLoop(id, `"cancel"`)
+	if st := p.loopStatus(id); !st.Active || st.Prompt != "cancel" {
+		t.Errorf("a quoted \"cancel\" did not start a loop on it: %+v", st)
 	}
 }

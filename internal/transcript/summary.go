@@ -115,8 +115,12 @@ type ToolCall struct {
 	// FilePath is the input's file_path or notebook_path, when present.
 	FilePath string
 	Line     int
-	// Result is nil until the call's result is in the transcript.
+	// Result is nil until the call's result is in the transcript. A call
+	// that never got one but carries input.output_hint (seed 004's test
+	// transcripts) has that text as its result, marked FromHint.
 	Result *Result
+
+	hint string // input.output_hint, until a result arrives
 }
 
 // Result is the result of a tool call.
@@ -126,6 +130,11 @@ type Result struct {
 	Text    string
 	Clipped bool
 	IsError bool
+	// FromHint is true when Text is the call's input.output_hint, as seed
+	// 004's test runner writes a call's output, and no tool_result was in
+	// the transcript: there is no exit status, so IsError is false and
+	// the text alone says whether the command failed.
+	FromHint bool
 }
 
 // Commands returns the Bash commands of the kept calls, in order.
@@ -225,6 +234,7 @@ func (a *accumulator) addCall(ev Event) {
 	}
 	a.it.Calls = append(a.it.Calls, ToolCall{
 		ID: ev.ToolUseID, Name: ev.ToolName, Command: ev.Command, FilePath: ev.FilePath, Line: ev.Line,
+		hint: ev.OutputHint,
 	})
 	if changesFile(ev.ToolName) && ev.FilePath != "" {
 		if _, ok := a.files[ev.FilePath]; !ok && len(a.files) < MaxFiles {
@@ -254,12 +264,18 @@ func (a *accumulator) addResult(ev Event) {
 		return
 	}
 	c := &a.it.Calls[idx]
+	text, clipped := clipResult(c.Name, ev.Text)
+	c.Result = &Result{Text: text, Clipped: clipped, IsError: ev.IsError}
+	c.hint = ""
+}
+
+// clipResult clips the result text of a call to tool.
+func clipResult(tool, text string) (string, bool) {
 	limit := MaxOtherResult
-	if c.Name == "Bash" {
+	if tool == "Bash" {
 		limit = MaxBashResult
 	}
-	text, clipped := clip(ev.Text, limit/4, limit-limit/4)
-	c.Result = &Result{Text: text, Clipped: clipped, IsError: ev.IsError}
+	return clip(text, limit/4, limit-limit/4)
 }
 
 // trim drops the oldest calls beyond MaxCalls. It runs once per MaxCalls
@@ -283,6 +299,17 @@ func (a *accumulator) trim() {
 
 func (a *accumulator) finish() Iteration {
 	a.trim()
+	// Only now is it sure that no tool_result answers a call: a result
+	// without an id answers the call just before it, which a hint taken
+	// as its result at once would have shut out.
+	for i := range a.it.Calls {
+		c := &a.it.Calls[i]
+		if c.Result == nil && c.hint != "" {
+			text, clipped := clipResult(c.Name, c.hint)
+			c.Result = &Result{Text: text, Clipped: clipped, FromHint: true}
+		}
+		c.hint = ""
+	}
 	return a.it
 }
 

@@ -264,3 +264,45 @@ func TestClip(t *testing.T) {
 		}
 	}
 }
+
+// TestSummarizeOutputHint: seed 004's runner writes a Bash call's output
+// into its input.output_hint and no tool_result. Where no result answers a
+// call, the hint is its result (no exit status: not an error); a real
+// result, with an id or without, wins over it.
+func TestSummarizeOutputHint(t *testing.T) {
+	const hinted = `{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"bun test","output_hint":"FAIL src/auth.test.ts > login\nExpected: true"}}]}}` + "\n"
+	tests := []struct {
+		name  string
+		input string
+		want  *Result
+	}{
+		{"seed 004: the hint and no result", hinted,
+			&Result{Text: "FAIL src/auth.test.ts > login\nExpected: true", FromHint: true}},
+		{"seed 004: later calls do not take the hint",
+			hinted + `{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Read","input":{"file_path":"/project/auth.test.ts"}}]}}` + "\n",
+			&Result{Text: "FAIL src/auth.test.ts > login\nExpected: true", FromHint: true}},
+		{"a result without an id answers the call",
+			hinted + `{"type":"user","message":{"content":[{"type":"tool_result","content":"Exit code 1\nreal output","is_error":true}]}}` + "\n",
+			&Result{Text: "Exit code 1\nreal output", IsError: true}},
+		{"a result with the call's id answers it",
+			`{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"bun test","output_hint":"hint"}}]}}` + "\n" +
+				`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"real"}]}}` + "\n",
+			&Result{Text: "real"}},
+		{"no hint and no result", `{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"bun test"}}]}}` + "\n", nil},
+		{"an empty hint is no output", `{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Bash","input":{"command":"bun test","output_hint":""}}]}}` + "\n", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			it := summarize(t, tt.input, SinceIteration)
+			if len(it.Calls) == 0 {
+				t.Fatal("no calls")
+			}
+			if got := it.Calls[0].Result; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("result = %+v, want %+v", got, tt.want)
+			}
+			if it.ToolErrors != 0 && tt.want != nil && !tt.want.IsError {
+				t.Errorf("tool errors = %d", it.ToolErrors)
+			}
+		})
+	}
+}

@@ -110,6 +110,10 @@ type Event struct {
 	// FilePath is input.file_path (or notebook_path) of a ToolUse, when
 	// present.
 	FilePath string
+	// OutputHint is input.output_hint of a ToolUse: not a field Claude
+	// Code writes, but where seed 004's test runner puts a call's output in
+	// the transcripts it writes, with no tool_result after the call.
+	OutputHint string
 	// IsError is the is_error flag of a ToolResult.
 	IsError bool
 }
@@ -352,6 +356,7 @@ type toolInput struct {
 	Command      string `json:"command"`
 	FilePath     string `json:"file_path"`
 	NotebookPath string `json:"notebook_path"`
+	OutputHint   string `json:"output_hint"`
 }
 
 // decodeLine turns one line into events. It returns false when emit
@@ -435,6 +440,7 @@ func assistantEvents(base Event, m *message, st *Stats, d *deduper, emit func(Ev
 				if ev.FilePath == "" {
 					ev.FilePath = in.NotebookPath
 				}
+				ev.OutputHint = in.OutputHint
 			}
 		default:
 			st.Skipped++

@@ -1,14 +1,22 @@
 // Package seed004 replays the unit cases of seed 004 (dev:loop) for the
 // tests that run them: the convergence package's pure functions and the
-// drover reflect, converge and route commands. It writes the transcript
-// the seed's runner generates and evaluates the seed's reflection checks,
-// so both layers judge a case the same way.
+// drover reflect, converge, route and hook commands. Its testdata holds the
+// seed's test-cases.json, verbatim, and for each unit case the files the
+// seed's runner (run-unit.sh) writes before it runs the case's target,
+// written by the runner's own lines (testdata/generate.sh): the
+// transcript.jsonl, whose Bash output sits in a tool call's
+// input.output_hint with no tool_result; the state file
+// .claude/dev-loop.local.json; prior reflections/iteration-N.json;
+// metrics-history.json; routing-input.json. Tests read them unchanged.
+// CheckReflection evaluates the seed's reflection checks, so every layer
+// judges a case the same way.
 package seed004
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 )
 
 // Call is one tool call of a case's transcript.
@@ -17,41 +25,36 @@ type Call struct {
 	Input map[string]any `json:"input"`
 }
 
-// Transcript returns the JSONL that seed 004's run-unit.sh generates:
-// filler (10 when nil) Write calls, then calls, then texts, each an
-// assistant entry with one block and no ids. The seed smuggles a Bash
-// call's output in input.output_hint; here it becomes the call's
-// tool_result, flagged is_error, as Claude Code writes a failing command.
-func Transcript(filler *int, calls []Call, texts []string) ([]byte, error) {
-	var buf bytes.Buffer
-	var err error
-	line := func(v any) {
-		b, merr := json.Marshal(v)
-		if merr != nil && err == nil {
-			err = fmt.Errorf("writing a seed 004 transcript line: %w", merr)
-		}
-		buf.Write(append(b, '\n'))
+// testdata is this package's testdata folder.
+func testdata() (string, error) {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", fmt.Errorf("locating the seed 004 fixtures: no caller information")
 	}
-	block := func(role string, b map[string]any) {
-		line(map[string]any{"type": role, "message": map[string]any{"content": []any{b}}})
+	return filepath.Join(filepath.Dir(file), "testdata"), nil
+}
+
+// CasesFile returns the path of the seed's test-cases.json.
+func CasesFile() (string, error) {
+	dir, err := testdata()
+	if err != nil {
+		return "", err
 	}
-	n := 10
-	if filler != nil {
-		n = *filler
+	return filepath.Join(dir, "test-cases.json"), nil
+}
+
+// Dir returns the folder of the files the seed's runner writes for the
+// unit case id, laid out as in the runner's test directory.
+func Dir(id string) (string, error) {
+	dir, err := testdata()
+	if err != nil {
+		return "", err
 	}
-	for i := range n {
-		block("assistant", map[string]any{"type": "tool_use", "name": "Write", "input": map[string]any{"file_path": fmt.Sprintf("/project/filler%d.ts", i), "content": "// filler"}})
+	d := filepath.Join(dir, "cases", id)
+	if _, err := os.Stat(filepath.Join(d, "transcript.jsonl")); err != nil {
+		return "", fmt.Errorf("seed 004 case %q: %w", id, err)
 	}
-	for _, c := range calls {
-		block("assistant", map[string]any{"type": "tool_use", "name": c.Tool, "input": c.Input})
-		if hint, ok := c.Input["output_hint"].(string); ok {
-			block("user", map[string]any{"type": "tool_result", "content": "Exit code 1\n" + hint, "is_error": true})
-		}
-	}
-	for _, text := range texts {
-		block("assistant", map[string]any{"type": "text", "text": text})
-	}
-	return buf.Bytes(), err
+	return d, nil
 }
 
 // CheckReflection evaluates one of the seed's reflection checks with its

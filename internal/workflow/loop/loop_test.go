@@ -183,8 +183,8 @@ func TestStop(t *testing.T) {
 			want: running(2, 5, inactive(Done)), kind: "allow", has: []string{"Loop done in session s1 after 2 iteration(s)", "(promise)"},
 		},
 		{
-			name: "seed 004 promise-match-03 as written: tag after a sentence is no promise", in: running(2, 5), facts: facts(said("The task is complete. <promise>DONE</promise>")),
-			want: running(3, 5), kind: "block", has: []string{"alone on its line"},
+			name: "seed 004 promise-match-03 as written: the tag after a sentence ends the loop", in: running(2, 5), facts: facts(said("The task is complete. <promise>DONE</promise>")),
+			want: running(2, 5, inactive(Done)), kind: "allow", has: []string{"Loop done in session s1 after 2 iteration(s)", "(promise)"},
 		},
 		{
 			name: "seed 004 max-iter-04: the last iteration ends the loop", in: running(5, 5), facts: facts(said("still trying")),
@@ -239,7 +239,11 @@ func TestStop(t *testing.T) {
 			want: running(3, 5), kind: "block",
 		},
 		{
-			name: "bare phrase is no promise", in: running(2, 5), facts: facts(said("DONE")),
+			name: "bare phrase alone on its line ends the loop", in: running(2, 5), facts: facts(said("All tests pass.\nDONE")),
+			want: running(2, 5, inactive(Done)), kind: "allow", has: []string{"(promise)"},
+		},
+		{
+			name: "bare phrase in a sentence is no promise", in: running(2, 5), facts: facts(said("I am DONE")),
 			want: running(3, 5), kind: "block",
 		},
 		{
