@@ -42,6 +42,7 @@ func NewPlan(s State, f Facts, t templates.Set, maxReviews int) (State, []Effect
 		Phase:      PhaseNewPlan,
 		NextPhase:  PhasePlanReview,
 		MaxReviews: maxReviews,
+		Owner:      f.SessionID,
 	}
 	n.Ledger.Cycle = 1
 	return n, viewEffects(n, f), nil

@@ -171,6 +171,19 @@ type State struct {
 	// leaves out those already logged).
 	LastRun *api.PlanReviewRun  `json:"last_run,omitempty"`
 	Runs    []api.PlanReviewRun `json:"runs,omitempty"`
+
+	// Owner is the session that drives the plan (it started the plan or
+	// took it up); state.json names it as session_id, which is how another
+	// session that drove the plan before learns that it was taken over.
+	Owner string `json:"owner,omitempty"`
+	// LastView is the state.json drover last wrote (see Wrote): a
+	// state.json that is neither this nor the view of the state was
+	// edited by hand (ReadEdit), and the edit is judged against it.
+	LastView string `json:"last_view,omitempty"`
+	// TakenBy is the session that took the plan over (drover plan
+	// continue in another session). The plan is no longer this session's:
+	// the next stop says so and lets the agent go (TakenOver).
+	TakenBy string `json:"taken_by,omitempty"`
 }
 
 // DropAnswer returns next without an Answer unless it is prev unchanged: an

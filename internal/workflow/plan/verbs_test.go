@@ -137,7 +137,7 @@ func TestAdopt(t *testing.T) {
 	}{
 		{"no view", State{}, planID, nil, "plan p1 has no state.json in " + planDir},
 		{"bad id", State{}, "../p", view, `"../p" is not a valid plan id`},
-		{"review running", st(func(s *State) { s.Review = &InFlight{Kind: KindPlan, Iteration: 1} }), planID, view, "a review is running"},
+		{"review running", st(func(s *State) { s.PlanID, s.Review = "other", &InFlight{Kind: KindPlan, Iteration: 1} }), planID, view, "a review is running"},
 		{"unknown phase", State{}, planID, []byte(`{"phase":"x"}`), "has no known phase"},
 	} {
 		if _, _, _, err := Adopt(c.in, f, tm, c.id, c.view); !errors.As(err, new(*Refusal)) || !strings.Contains(err.Error(), c.want) {
