@@ -451,7 +451,9 @@ func Adopt(s State, f Facts, t templates.Set, id string, view []byte) (State, De
 	if err != nil {
 		return s, Decision{}, nil, fmt.Errorf("plan continue: %w", err)
 	}
-	return next, Decision{Message: msg, Changed: true}, []Effect{CancelReview{}}, nil
+	// The view is written at once: it names this session as the plan's,
+	// which is how the session that drove it before learns of it.
+	return next, Decision{Message: msg, Changed: true}, append([]Effect{CancelReview{}}, viewEffects(next, f)...), nil
 }
 
 // MakeFolder creates the plan folder (and .drover) when it is missing.

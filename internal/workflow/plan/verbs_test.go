@@ -125,7 +125,7 @@ func TestAdopt(t *testing.T) {
 	if next.Phase != PhaseCodeReview || next.NextPhase != PhasePostCodeReview || next.CurrentTask != "2" || next.MaxReviews != 8 || next.ModelIndex != 1 || next.BudgetUSD != 3 || !d.Changed {
 		t.Errorf("adopted %s budget %v changed %v", formatState(next), next.BudgetUSD, d.Changed)
 	}
-	if d.Message != "[drover] Session s2 now drives plan p1, picked up from its state.json." || effectNames(effects) != "CancelReview" {
+	if d.Message != "[drover] Session s2 now drives plan p1, picked up from its state.json." || effectNames(effects) != "CancelReview WriteView" || next.Owner != "s2" {
 		t.Errorf("message %q, effects %s", d.Message, effectNames(effects))
 	}
 	for _, c := range []struct {
