@@ -94,10 +94,37 @@ func ReadEdit(s State, f Facts) (ViewEdit, bool) {
 	if got.SessionID != "" && f.SessionID != "" && got.SessionID != f.SessionID {
 		return ViewEdit{Owner: got.SessionID}, true
 	}
-	was, ok := parseView([]byte(s.LastView))
-	if !ok {
-		was, _ = parseView(own)
+	// The edit is judged against the file it was made to: drover's last
+	// write, or, when that write is newer than the saved state (it is
+	// saved with the next change), the view of the state. Whichever
+	// explains the edit with fewer changes is the one.
+	ownView, _ := parseView(own)
+	e := diffView(ownView, got)
+	if last, ok := parseView([]byte(s.LastView)); ok {
+		if alt := diffView(last, got); alt.size() < e.size() {
+			e = alt
+		}
 	}
+	if e.size() == 0 {
+		return ViewEdit{}, false
+	}
+	return e, true
+}
+
+// size is how many changes e holds.
+func (e ViewEdit) size() int {
+	n := len(e.Refused)
+	if e.NextPhaseNull {
+		n++
+	}
+	if e.MaxReviews != nil {
+		n++
+	}
+	return n
+}
+
+// diffView is the edit that turns view was into got.
+func diffView(was, got view) ViewEdit {
 	var e ViewEdit
 	switch {
 	case reflect.DeepEqual(was.NextPhase, got.NextPhase):
@@ -132,10 +159,7 @@ func ReadEdit(s State, f Facts) (ViewEdit, bool) {
 			e.Refused = append(e.Refused, c.name)
 		}
 	}
-	if !e.NextPhaseNull && e.MaxReviews == nil && len(e.Refused) == 0 {
-		return ViewEdit{}, false
-	}
-	return e, true
+	return e
 }
 
 // parseView reads a state.json that holds every field rule 8 requires.

@@ -77,6 +77,17 @@ func TestStopTakesHandEdits(t *testing.T) {
 			want: func(s State) bool { return !s.Active() && s.TakenBy == "other" && s.PlanID == planID },
 		},
 		{
+			name: "an edit of the state's view when the saved last file is older",
+			in: func() State {
+				s := post
+				s.LastView = string(View(st(phase(PhaseCompleteTask, PhaseCodeReview), task("1")), nil))
+				return s
+			}(),
+			facts: facts(edited(post, replace(`"next_phase": "code-review"`, `"next_phase": null`))),
+			has:   []string{"next_phase to null"}, not: []string{"edited by hand ("},
+			want: func(s State) bool { return s.NextPhase == PhaseNone && s.Iteration == 1 },
+		},
+		{
 			name: "drover's own last file is no edit", in: func() State { s := post; s.LastView = `{"old": "view"}`; return s }(),
 			facts: facts(viewOf(`{"old": "view"}`)), block: true, started: true, view: true, not: []string{"by hand"},
 			want: func(s State) bool { return s.Review != nil },
