@@ -629,3 +629,58 @@ func (p *proj) useReviewer(script string) {
 		p.t.Fatal(err)
 	}
 }
+
+// TestPlanStateEditsAndTakeoverThroughTheHook is what a user of seed 001
+// meets from the terminal: setting next_phase to null in state.json (the
+// escape hatch) lets the next stop through with a message saying so and
+// runs no reviewer; and after drover plan continue in a second session,
+// the first session's stop lets go, naming the session that took the plan.
+func TestPlanStateEditsAndTakeoverThroughTheHook(t *testing.T) {
+	p := newProj(t)
+	writePlanReviewer(t, p)
+	const a, b = "dddddddd-2222-3333-4444-555555555555", "eeeeeeee-2222-3333-4444-555555555555"
+	dir := filepath.Join(p.root, ".drover", "plans", "hatch")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Hatch\n\n## Overview\n\nOne step.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.must("", "plan", "new", "--session", a, "hatch")
+
+	view := filepath.Join(dir, "state.json")
+	data, err := os.ReadFile(view)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := strings.Replace(string(data), `"next_phase": "plan-review"`, `"next_phase": null`, 1)
+	if edited == string(data) {
+		t.Fatalf("state.json has no next_phase to edit:\n%s", data)
+	}
+	if err := os.WriteFile(view, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	h := p.hook(hook.Stop, stopInput(a))
+	if h.IsBlock() || !strings.Contains(h.SystemMessage, "next_phase to null") || !strings.Contains(h.SystemMessage, "drover plan set next_phase=null") {
+		t.Fatalf("stop after next_phase null in state.json: %+v", h)
+	}
+	var st api.PlanStatus
+	if err := json.Unmarshal([]byte(p.must("", "plan", "status", "--session", a, "--json")), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.NextPhase != nil || st.ReviewRunning || st.Totals.Runs != 0 {
+		t.Errorf("status after the escape hatch: %+v", st)
+	}
+
+	// Session b takes the plan over; a lets go at its next stop.
+	if out := p.must("", "plan", "continue", "--session", b, "hatch"); !strings.Contains(out, "Session "+b+" now drives plan hatch") {
+		t.Fatalf("plan continue in session b printed:\n%s", out)
+	}
+	h = p.hook(hook.Stop, stopInput(a))
+	if h.IsBlock() || !strings.Contains(h.SystemMessage, "now driven by session "+b) {
+		t.Fatalf("session a's stop after the takeover: %+v", h)
+	}
+	if out := p.must("", "plan", "status", "--session", a); !strings.Contains(out, "taken over by session "+b) {
+		t.Errorf("plan status in session a:\n%s", out)
+	}
+}
