@@ -319,7 +319,7 @@ func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, arg
 			return api.PlanStatus{}, err
 		}
 		note = d.Message + "\n"
-		if prev := plan.ViewOwner(f.View); prev != "" && prev != a.id && actx != nil {
+		if prev := plan.ViewOwner(f.View); hook.ValidSessionID(prev) && prev != a.id && actx != nil {
 			// The session that drove the plan lets go now rather than
 			// at its next stop: its reviewer is stopped before it can
 			// write a review file this session's reviewer writes too.

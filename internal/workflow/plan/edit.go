@@ -91,7 +91,7 @@ func ReadEdit(s State, f Facts) (ViewEdit, bool) {
 	if !ok {
 		return ViewEdit{}, false
 	}
-	if got.SessionID != "" && f.SessionID != "" && got.SessionID != f.SessionID {
+	if hook.ValidSessionID(got.SessionID) && f.SessionID != "" && got.SessionID != f.SessionID {
 		return ViewEdit{Owner: got.SessionID}, true
 	}
 	// The edit is judged against the file it was made to: drover's last
