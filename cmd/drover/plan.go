@@ -399,7 +399,8 @@ func (a *app) planContinueCmd(g *globalFlags) *cobra.Command {
 done), and says which action comes next and which command reports it
 done. In a session without a plan (a new session after a crash or a
 restart) it takes over PLAN-ID, or the plan whose state.json changed
-last, from its state.json.`,
+last, from its state.json. A plan has one session: the session that drove
+it before starts no more reviewers for it and lets go at its next stop.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, rest []string) error {
 			var args api.PlanArgs

@@ -114,9 +114,9 @@ func (a *app) planViews(g *globalFlags, only string, asJSON bool) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLAN\tPHASE\tNEXT\tTASK\tITERATION\tMAX\tMODEL\tCLEAN\tREVIEWING")
+	fmt.Fprintln(tw, "PLAN\tPHASE\tNEXT\tTASK\tITERATION\tMAX\tMODEL\tCLEAN\tREVIEWING\tSESSION")
 	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(v, "plan_id"), field(v, "phase"), field(v, "next_phase"), field(v, "current_task"), field(v, "phase_iteration"), field(v, "max_reviews"), field(v, "review_model"), field(v, "consecutive_clean"), field(v, "review_running"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(v, "plan_id"), field(v, "phase"), field(v, "next_phase"), field(v, "current_task"), field(v, "phase_iteration"), field(v, "max_reviews"), field(v, "review_model"), field(v, "consecutive_clean"), field(v, "review_running"), field(v, "session_id"))
 	}
 	return tw.Flush()
 }
