@@ -39,8 +39,17 @@ import (
 //     instructions.
 //   - A plan budget (State.BudgetUSD) that Facts.SpentUSD reached stops
 //     like max_reviews: no review starts, the stop is allowed.
+//   - A standalone review's answer (StandaloneReview) writes the review
+//     file and allows the stop with next_phase null, whatever the verdict:
+//     it is one review, with no post-review.
 //   - Anything else: the folder rules (Validate) block when broken, unless
 //     the agent is already continuing from a block (stop_hook_active).
+//
+// Before any of this, state.json is read back (edit.go): a state.json that
+// names another session means that session took the plan over, and the
+// stop lets go of it (allowed, with a message naming that session; no
+// reviewer starts). A hand edit of next_phase to null or of max_reviews is
+// taken, other edits are undone, and the answer says which.
 //
 // Rule 8 runs on every decision: a state.json that is not a valid view is
 // rewritten, with a warning. Any state change, or a view that differs from

@@ -13,9 +13,11 @@
 // rendered from the templates, and then performs the Effects (start or
 // cancel a reviewer, write the review file, log the reviewer runs, write
 // state.json, create the plan folder). Pending re-derives from a stored
-// State the effects a crash may have cut short. The agent never edits state.json:
-// it is a view drover writes (View) and reads back only to take a plan up
-// in another session (StateFromView), one field list for both; the agent
+// State the effects a crash may have cut short. The agent does not edit
+// state.json: it is a view drover writes (View) and reads back to take a
+// plan up in another session (StateFromView), one field list for both, and
+// to find a hand edit (ReadEdit: seed 001's escape hatches are taken, the
+// rest undone) or another session that took the plan over; the agent
 // reports progress with `drover plan ...` commands, each of which is a
 // function here. Status and Findings describe the state for the API.
 //
@@ -133,10 +135,10 @@ type State struct {
 	ModelIndex       int  `json:"model_index"`
 	ConsecutiveClean int  `json:"consecutive_clean"`
 	TDD              bool `json:"tdd"`
-	// Standalone marks a review cycle started on its own (drover plan
-	// code-review and friends, seed 001's standalone commands): when it
-	// passes or reaches max_reviews, next_phase becomes null instead of
-	// the plan advancing. Every new cycle clears it.
+	// Standalone marks a review started on its own (drover plan
+	// code-review and friends, seed 001's standalone commands): it is one
+	// review, after which next_phase becomes null instead of a post-review
+	// or the plan advancing. Every new cycle clears it.
 	Standalone bool `json:"standalone,omitempty"`
 	// BudgetUSD is the plan's own reviewer budget in dollars (0: none):
 	// no review starts once the plan's recorded reviewer runs cost this

@@ -394,8 +394,8 @@ func stopReviews(s State, f Facts, t templates.Set) (State, Decision, []Effect, 
 }
 
 // standaloneReview is `drover plan review KIND [TASK]` (`drover plan
-// code-review [ID]` and friends): a review cycle of that kind starts at the
-// next stop and leaves next_phase null when it ends.
+// code-review [ID]` and friends): one review of that kind runs at the next
+// stop and leaves next_phase null.
 func standaloneReview(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decision, []Effect, error) {
 	kind, ok := Phase(args.Phase).ReviewKind()
 	if !ok {
