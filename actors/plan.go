@@ -222,7 +222,16 @@ func (a *sessionActor) planDecide(actx actor.Context, ctx context.Context, verb 
 	}
 	next, d, effects, err := plan.Command(s, f, tmpl, verb, args)
 	if err != nil {
-		return api.PlanStatus{}, planErr(err)
+		if note == "" {
+			return api.PlanStatus{}, planErr(err)
+		}
+		// The command is refused, the edit is still taken (a refusal
+		// is often the edit's doing: next_phase null leaves no
+		// post-review to report).
+		if cerr := a.commitThen(actx, ctx, a.planRecord(s, false), asEffects(append(undone, plan.WriteView{}))); cerr != nil {
+			return api.PlanStatus{}, cerr
+		}
+		return api.PlanStatus{}, fmt.Errorf("%w\n%s", planErr(err), note)
 	}
 	if note != "" {
 		d.Changed = true

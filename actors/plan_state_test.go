@@ -258,3 +258,35 @@ func TestPlanTakenOverBySecondSession(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// TestPlanEditTakenByACommand: a hand edit is taken by whichever decision
+// reads state.json first, here the agent's drover plan post-review-done
+// after the user set next_phase to null. The command is refused (no
+// post-review is waited for any more) and says why; the stop after is an
+// ordinary one, with no reviewer.
+func TestPlanEditTakenByACommand(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-edit-command"
+	f.write("cmd", "plan.md", "# Cmd\n")
+	f.fakeScript("verdicts", "FAIL\n")
+	f.mustPlan(sid, "new", api.PlanArgs{PlanID: "cmd"})
+	f.stop(sid, "stop-1")
+	f.waitReview(sid)
+	if r := f.stop(sid, "stop-2"); !r.Output.IsBlock() {
+		t.Fatalf("stop after the failing review: %+v", r)
+	}
+	f.editView("cmd", func(m map[string]any) { m["next_phase"] = nil; m["tdd"] = true })
+	_, err := f.plan(sid, "advance", api.PlanArgs{Phase: "post-review"})
+	if err == nil || !strings.Contains(err.Error(), "next_phase to null") || !strings.Contains(err.Error(), "edited by hand (tdd)") {
+		t.Fatalf("post-review-done after the edit: %v", err)
+	}
+	if rec := f.storedPlan(sid); rec.Plan.NextPhase != plan.PhaseNone || rec.Plan.TDD {
+		t.Errorf("stored plan: %+v", rec.Plan)
+	}
+	if v := f.readView("cmd"); v["next_phase"] != nil || v["tdd"] != false {
+		t.Errorf("state.json: %v", v)
+	}
+	if r := f.stop(sid, "stop-3"); r.Output.IsBlock() || strings.Contains(r.Output.SystemMessage, "by hand") || f.fakeFile("count") != "1" {
+		t.Errorf("the stop after: %+v, %s reviewer runs", r, f.fakeFile("count"))
+	}
+}
