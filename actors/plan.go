@@ -62,6 +62,9 @@ func (a *sessionActor) planMessage(actx actor.Context, msg any) bool {
 	case *reviewFiled:
 		a.reviewFiled(actx, m)
 		return true
+	case *planTakenOver:
+		a.planTakenOver(actx, m)
+		return true
 	case *actor.Stopping:
 		// The review child is stopped with this actor, which kills the
 		// reviewer.
@@ -121,7 +124,8 @@ func (a *sessionActor) decidePlan(actx actor.Context, ctx context.Context, m *Ha
 }
 
 // planRouteText is what `drover plan continue` would say, without acting
-// on it: the reminder given after a compaction or on resume.
+// on it: the reminder given after a compaction or on resume. A plan that
+// another session took over has none.
 func (a *sessionActor) planRouteText(ctx context.Context, s plan.State) (string, error) {
 	tmpl, err := a.env.Templates()
 	if err != nil {
@@ -130,6 +134,9 @@ func (a *sessionActor) planRouteText(ctx context.Context, s plan.State) (string,
 	f, err := a.planFacts(ctx, s, s.PlanID, needWork)
 	if err != nil {
 		return "", err
+	}
+	if plan.TakenBy(s, f) != "" {
+		return "", nil
 	}
 	_, route, _, err := plan.Next(s, f, tmpl)
 	if err != nil {
@@ -200,9 +207,36 @@ func (a *sessionActor) planDecide(actx actor.Context, ctx context.Context, verb 
 	if err != nil {
 		return api.PlanStatus{}, err
 	}
-	next, d, effects, err := plan.Command(s, f, a.verbTemplates(), verb, args)
+	tmpl := a.verbTemplates()
+	var (
+		note   string
+		undone []plan.Effect
+	)
+	if id == s.PlanID {
+		// A hand edit of state.json is taken (or undone) before the
+		// command acts, as at a stop, so that the view the command
+		// writes does not drop it unsaid.
+		if s, note, undone, err = plan.TakeEdit(s, f, tmpl); err != nil {
+			return api.PlanStatus{}, err
+		}
+	}
+	next, d, effects, err := plan.Command(s, f, tmpl, verb, args)
 	if err != nil {
-		return api.PlanStatus{}, planErr(err)
+		if note == "" {
+			return api.PlanStatus{}, planErr(err)
+		}
+		// The command is refused, the edit is still taken (a refusal
+		// is often the edit's doing: next_phase null leaves no
+		// post-review to report).
+		if cerr := a.commitThen(actx, ctx, a.planRecord(s, false), asEffects(append(undone, plan.WriteView{}))); cerr != nil {
+			return api.PlanStatus{}, cerr
+		}
+		return api.PlanStatus{}, fmt.Errorf("%w\n%s", planErr(err), note)
+	}
+	if note != "" {
+		d.Changed = true
+		d.Message = joinLines(note, d.Message)
+		effects = append(undone, effects...)
 	}
 	if d.Changed {
 		if err := a.commitThen(actx, ctx, a.planRecord(next, verb == "new"), asEffects(effects)); err != nil {
@@ -252,11 +286,25 @@ func (a *sessionActor) newPlan(actx actor.Context, ctx context.Context, args api
 // state.json, then hears what to do next.
 func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, args api.PlanArgs) (api.PlanStatus, error) {
 	var note string
-	if s := a.rec.Plan; !s.Active() || (args.PlanID != "" && args.PlanID != s.PlanID) {
+	s := a.rec.Plan
+	takeBack := false
+	if s.Active() && (args.PlanID == "" || args.PlanID == s.PlanID) {
+		// The session's own plan, unless another session took it over:
+		// then continue takes it back, as it took it.
+		f, err := a.planFacts(ctx, s, s.PlanID, 0)
+		if err != nil {
+			return api.PlanStatus{}, err
+		}
+		takeBack = plan.TakenBy(s, f) != ""
+	}
+	if !s.Active() || takeBack || (args.PlanID != "" && args.PlanID != s.PlanID) {
 		if err := a.checkStart(session.Plan); err != nil {
 			return api.PlanStatus{}, err
 		}
 		id := args.PlanID
+		if id == "" && (takeBack || s.TakenBy != "") {
+			id = s.PlanID
+		}
 		if id == "" {
 			newest, err := newestPlan(a.plansDir())
 			if err != nil {
@@ -280,6 +328,14 @@ func (a *sessionActor) continuePlan(actx actor.Context, ctx context.Context, arg
 			return api.PlanStatus{}, err
 		}
 		note = d.Message + "\n"
+		if prev := plan.ViewOwner(f.View); hook.ValidSessionID(prev) && prev != a.id && actx != nil {
+			// The session that drove the plan lets go now rather than
+			// at its next stop: its reviewer is stopped before it can
+			// write a review file this session's reviewer writes too.
+			// Should this message be lost, that session still finds
+			// this one named in state.json.
+			actx.Send(actx.Parent(), &ToSession{SessionID: prev, Msg: &planTakenOver{planID: id, by: a.id}})
+		}
 	}
 	st, err := a.planDecide(actx, ctx, "continue", args, a.rec.Plan.PlanID, needWork)
 	if err != nil {
@@ -336,4 +392,31 @@ func (a *sessionActor) planStopCommand(actx actor.Context) *CommandResult {
 		return &CommandResult{Err: err}
 	}
 	return &CommandResult{Response: api.CommandResponse{State: st.Phase, Iteration: st.PhaseIteration, Message: st.Message}}
+}
+
+// planTakenOver tells a session actor that session by took plan planID
+// over (drover plan continue there).
+type planTakenOver struct {
+	planID, by string
+}
+
+// planTakenOver records that another session took the session's plan
+// over: its reviewer is stopped, and its next stop says who drives the
+// plan now (plan.TakenOver, then plan.Stop).
+func (a *sessionActor) planTakenOver(actx actor.Context, m *planTakenOver) {
+	s := a.rec.Plan
+	if a.rec.Workflow != session.Plan || s.PlanID != m.planID || m.by == a.id {
+		return
+	}
+	next, effects := plan.TakenOver(s, m.by)
+	if next.TakenBy == s.TakenBy {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	if err := a.commitThen(actx, ctx, a.planRecord(next, false), asEffects(effects)); err != nil {
+		a.log.Error("saving a plan taken over; the next stop finds it in state.json", zap.Error(err))
+		return
+	}
+	a.log.Info("plan taken over by another session", zap.String("plan", m.planID), zap.String("by", m.by))
 }

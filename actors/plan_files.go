@@ -159,9 +159,14 @@ func readCapped(path string, limit int64) ([]byte, bool, error) {
 
 // writePlanView writes state.json from the saved state, when the plan
 // folder exists and the file differs.
+//
+// The bytes written are kept in the state (plan.Wrote), in memory until
+// the next commit saves them, so that a later stop tells a hand edit from
+// drover's own file. A plan another session took over is that session's:
+// nothing is written.
 func (a *sessionActor) writePlanView() {
 	s := a.rec.Plan
-	if s.PlanID == "" {
+	if s.PlanID == "" || s.TakenBy != "" {
 		return
 	}
 	dir := a.planDir(s.PlanID)
@@ -171,11 +176,14 @@ func (a *sessionActor) writePlanView() {
 	path := filepath.Join(dir, plan.ViewFile)
 	data := plan.View(s, a.env.Config().ReviewModels())
 	if old, ok, _ := readCapped(path, maxPlanFileRead); ok && bytes.Equal(old, data) {
+		a.rec.Plan = plan.Wrote(s, data)
 		return
 	}
 	if err := writeFileAtomic(path, data); err != nil {
 		a.log.Error("writing plan view", zap.String("path", path), zap.Error(err))
+		return
 	}
+	a.rec.Plan = plan.Wrote(s, data)
 }
 
 // writeFileAtomic writes data to path through a temporary file in the same

@@ -41,10 +41,9 @@ const (
 	PlanReviewMissing = "plan_review_missing"
 	PlanPassed        = "plan_passed"
 	PlanMaxReviews    = "plan_max_reviews"
-	// PlanPassedStandalone and PlanMaxReviewsStandalone end a standalone
-	// review cycle (/drover:plan code-review and friends), after which
-	// the plan does not move on.
-	PlanPassedStandalone     = "plan_passed_standalone"
+	// PlanMaxReviewsStandalone ends a standalone review (/drover:plan
+	// code-review and friends) that reached max_reviews, after which the
+	// plan does not move on.
 	PlanMaxReviewsStandalone = "plan_max_reviews_standalone"
 	PlanReviewsOff           = "plan_reviews_off"
 	PlanViewRewritten        = "plan_view_rewritten"
@@ -199,4 +198,23 @@ const (
 	PlanRefuseBadBudget        = "plan_refuse_bad_budget"
 	PlanRefuseWaitsFor         = "plan_refuse_waits_for"
 	PlanRefuseReviewRunning    = "plan_refuse_review_running"
+)
+
+// A state.json edited by hand (internal/workflow/plan's ReadEdit), a plan
+// another session took over, and the answer of a standalone review, which
+// is one review (seed 001's standalone review commands).
+const (
+	// PlanViewEditNextPhase and PlanViewEditMaxReviews say that the seed's
+	// escape hatches were taken; PlanViewEditCancelled is the former's
+	// {{cancelled}} when a review was running. PlanViewEditRefused says
+	// which other edits drover undid and names drover plan set.
+	PlanViewEditNextPhase  = "plan_view_edit_next_phase"
+	PlanViewEditCancelled  = "plan_view_edit_cancelled"
+	PlanViewEditMaxReviews = "plan_view_edit_max_reviews"
+	PlanViewEditRefused    = "plan_view_edit_refused"
+	// PlanTakenOver tells a session that another one ({{owner}}) drives
+	// its plan now.
+	PlanTakenOver = "plan_taken_over"
+	// PlanStandaloneReviewed answers a standalone review.
+	PlanStandaloneReviewed = "plan_standalone_reviewed"
 )

@@ -32,12 +32,16 @@ turn) review it; the agent gets the review and performs a post-review; two
 clean reviews in a row advance the plan; review.max_reviews bounds each
 cycle. The agent reports finished steps with drover plan advance (the
 block messages name the exact command). state.json in the plan folder is a
-view drover writes: read it, never edit it.
+view drover writes: read it, change the plan with drover plan set. Of a
+hand edit, drover takes next_phase null (ends the review loop) and
+max_reviews, says so at the next stop, and undoes the rest. A plan has one
+session: drover plan continue ID in another session takes it over, and the
+session that drove it lets go at its next stop.
 
 code-review, plan-review, tasks-review and all-code-review start a
-standalone review cycle at the next stop: it runs like the others, and when
-it passes (or reaches max_reviews) the plan stays where it was, with
-next_phase null.
+standalone review at the next stop: one review, as seed 001's review
+commands perform, with no post-review after it; the plan stays where it
+was, with next_phase null.
 
 With --args - the subcommand and its arguments are read from stdin and
 split as a shell would (nothing expanded): that is how /drover:plan passes
@@ -72,10 +76,10 @@ that reports it done.`,
 		a.planPhaseCmd(g, "next-task", "next-task", "Report a task implemented without a review loop (next_phase null)", true),
 		a.planPhaseCmd(g, "continue-task", "continue-task", "Report an interrupted task resumed; its review loop, if any, stays as it was", false),
 		a.planPhaseCmd(g, "complete", "complete", "Mark the plan complete (for example to skip the all-code review of a small plan)", false),
-		a.planReviewCmd(g, "code-review", "Start a standalone code review cycle of task ID (default: the current task) at the next stop"),
-		a.planReviewCmd(g, "plan-review", "Start a standalone plan review cycle at the next stop"),
-		a.planReviewCmd(g, "tasks-review", "Start a standalone tasks review cycle at the next stop"),
-		a.planReviewCmd(g, "all-code-review", "Start a standalone review cycle of all the plan's code at the next stop"),
+		a.planReviewCmd(g, "code-review", "Have task ID's code (default: the current task) reviewed once at the next stop"),
+		a.planReviewCmd(g, "plan-review", "Have the plan reviewed once at the next stop"),
+		a.planReviewCmd(g, "tasks-review", "Have the tasks reviewed once at the next stop"),
+		a.planReviewCmd(g, "all-code-review", "Have all the plan's code reviewed once at the next stop"),
 	)
 	return cmd
 }
@@ -92,11 +96,11 @@ func (a *app) planReviewCmd(g *globalFlags, name, short string) *cobra.Command {
 		Short: short,
 		Long: short + `.
 
-The cycle runs like the automated ones (a reviewer at each stop, a
-post-review after each review that is not clean, the model alternating,
-review.max_reviews per cycle), but it is standalone: when it passes, or
-reaches max_reviews, next_phase becomes null and the plan does not move
-on. Then drover plan continue says what comes next.`,
+It is standalone, as seed 001's review commands are: an independent
+reviewer reviews once and drover writes the review file; no post-review
+follows whatever the verdict, next_phase becomes null and the plan does not
+move on (review cycles belong to new, create-tasks and complete-task).
+Then drover plan continue says what comes next.`,
 		Args: args,
 		RunE: func(cmd *cobra.Command, rest []string) error {
 			pa := api.PlanArgs{Phase: name}
@@ -395,7 +399,8 @@ func (a *app) planContinueCmd(g *globalFlags) *cobra.Command {
 done), and says which action comes next and which command reports it
 done. In a session without a plan (a new session after a crash or a
 restart) it takes over PLAN-ID, or the plan whose state.json changed
-last, from its state.json.`,
+last, from its state.json. A plan has one session: the session that drove
+it before starts no more reviewers for it and lets go at its next stop.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, rest []string) error {
 			var args api.PlanArgs

@@ -24,10 +24,16 @@ func (a *app) printPlanStatus(st api.PlanStatus) {
 		fmt.Fprintf(w, "session %s has no plan; drover plan new <plan-id> starts one.\n", st.SessionID)
 		return
 	}
+	if st.TakenBy != "" {
+		fmt.Fprintf(w, "plan %s was taken over by session %s, which drives it now; drover plan continue %s takes it back.\n", st.PlanID, st.TakenBy, st.PlanID)
+		if !st.Active {
+			return
+		}
+	}
 	fmt.Fprintf(w, "plan %s (session %s): phase %s, next %s, current task %s\n", st.PlanID, st.SessionID, st.Phase, deref(st.NextPhase), deref(st.CurrentTask))
 	fmt.Fprintf(w, "reviews: iteration %d of at most %d, %d clean in a row (%d end a cycle), next model %s, cycle %d, %d open finding(s)", st.PhaseIteration, st.MaxReviews, st.ConsecutiveClean, st.CleanStreak, st.ReviewModel, st.Cycle, st.OpenFindings)
 	if st.Standalone {
-		fmt.Fprint(w, ", standalone cycle")
+		fmt.Fprint(w, ", standalone review")
 	}
 	if st.TDD {
 		fmt.Fprint(w, ", tdd")
@@ -108,9 +114,9 @@ func (a *app) planViews(g *globalFlags, only string, asJSON bool) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PLAN\tPHASE\tNEXT\tTASK\tITERATION\tMAX\tMODEL\tCLEAN\tREVIEWING")
+	fmt.Fprintln(tw, "PLAN\tPHASE\tNEXT\tTASK\tITERATION\tMAX\tMODEL\tCLEAN\tREVIEWING\tSESSION")
 	for _, v := range views {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(v, "plan_id"), field(v, "phase"), field(v, "next_phase"), field(v, "current_task"), field(v, "phase_iteration"), field(v, "max_reviews"), field(v, "review_model"), field(v, "consecutive_clean"), field(v, "review_running"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", field(v, "plan_id"), field(v, "phase"), field(v, "next_phase"), field(v, "current_task"), field(v, "phase_iteration"), field(v, "max_reviews"), field(v, "review_model"), field(v, "consecutive_clean"), field(v, "review_running"), field(v, "session_id"))
 	}
 	return tw.Flush()
 }

@@ -34,6 +34,9 @@ type PlanStatus struct {
 	PlanID    string `json:"plan_id,omitempty"`
 	PlanDir   string `json:"plan_dir,omitempty"`
 	Active    bool   `json:"active"`
+	// TakenBy is the session that took this session's plan over (drover
+	// plan continue there); this session no longer drives it.
+	TakenBy string `json:"taken_by,omitempty"`
 
 	Phase            string  `json:"phase"`
 	NextPhase        *string `json:"next_phase"`

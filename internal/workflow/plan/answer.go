@@ -110,7 +110,9 @@ func (s State) AwaitsFiling(fl Filing) bool {
 // answer is filed as it is). An answer to another review, or a second
 // answer, changes nothing.
 func ReviewAnswered(s State, f Facts, t templates.Set, a Answered) (State, []Effect, error) {
-	if !s.awaitsAnswer(a.Outcome) || f.PlanID != s.PlanID {
+	if !s.awaitsAnswer(a.Outcome) || f.PlanID != s.PlanID || TakenBy(s, f) != "" {
+		// A plan another session took over is not this one's to review:
+		// its next stop lets it go.
 		return s, nil, nil
 	}
 	next := s
@@ -148,7 +150,7 @@ func reviewFile(s State, f Facts, t templates.Set) (WriteReview, error) {
 // effects log the runs and write the view. A filing that s does not wait
 // for changes nothing.
 func ReviewFiled(s State, f Facts, t templates.Set, fl Filing) (State, []Effect, error) {
-	if !s.AwaitsFiling(fl) || f.PlanID != s.PlanID {
+	if !s.AwaitsFiling(fl) || f.PlanID != s.PlanID || TakenBy(s, f) != "" {
 		return s, nil, nil
 	}
 	a := *s.Review.Answered
@@ -177,10 +179,19 @@ func ReviewFiled(s State, f Facts, t templates.Set, fl Filing) (State, []Effect,
 	}
 	next.LastRun, next.Runs = &run, runs
 	effects := []Effect{RecordRuns{Path: path.Join(f.PlanDir, RunsFile), Runs: runs}}
+	_, edited := ReadEdit(s, f)
 	for _, e := range d.effects {
-		if _, file := e.(WriteReview); !file {
-			effects = append(effects, e)
+		switch e.(type) {
+		case WriteReview:
+			continue
+		case WriteView:
+			if edited {
+				// A hand edit of state.json waits for the next stop,
+				// which takes it or says that it undid it.
+				continue
+			}
 		}
+		effects = append(effects, e)
 	}
 	return next, effects, nil
 }
@@ -202,7 +213,9 @@ func asFailed(run api.PlanReviewRun, err string) api.PlanReviewRun {
 // waits for nothing (the next stop says so), unless it was just started:
 // then the folder is made.
 func Pending(s State, f Facts, t templates.Set) ([]Effect, error) {
-	if !s.Active() || f.PlanID != s.PlanID {
+	if !s.Active() || f.PlanID != s.PlanID || TakenBy(s, f) != "" {
+		// Nothing waits in a plan another session took over: its
+		// review is that session's now.
 		return nil, nil
 	}
 	var effects []Effect
@@ -230,8 +243,12 @@ func Pending(s State, f Facts, t templates.Set) ([]Effect, error) {
 		}
 		effects = append(effects, sr)
 	}
-	if view := View(s, f.Models); !bytes.Equal(view, f.View) {
-		effects = append(effects, WriteView{Path: path.Join(f.PlanDir, ViewFile), Data: view})
+	if _, edited := ReadEdit(s, f); !edited {
+		// A hand edit is kept for the next stop, which takes it or says
+		// that it undid it.
+		if view := View(s, f.Models); !bytes.Equal(view, f.View) {
+			effects = append(effects, WriteView{Path: path.Join(f.PlanDir, ViewFile), Data: view})
+		}
 	}
 	return effects, nil
 }

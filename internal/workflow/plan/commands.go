@@ -42,6 +42,7 @@ func NewPlan(s State, f Facts, t templates.Set, maxReviews int) (State, []Effect
 		Phase:      PhaseNewPlan,
 		NextPhase:  PhasePlanReview,
 		MaxReviews: maxReviews,
+		Owner:      f.SessionID,
 	}
 	n.Ledger.Cycle = 1
 	return n, viewEffects(n, f), nil
@@ -215,11 +216,10 @@ func MarkComplete(s State, f Facts, t templates.Set) (State, []Effect, error) {
 }
 
 // StandaloneReview is `drover plan code-review [ID]`, `plan-review`,
-// `tasks-review` and `all-code-review`: a review cycle of kind starts at
-// the next stop, run like any other (a post-review after each review that
-// is not clean), but standalone, as seed 001's standalone review commands
-// are: when it passes or reaches max_reviews, next_phase becomes null and
-// the plan does not advance. task is the task of a code review (the current
+// `tasks-review` and `all-code-review`: a review of kind starts at the next
+// stop, standalone, as seed 001's standalone review commands are: one
+// review, with no post-review after it whatever the verdict; next_phase
+// then becomes null and the plan does not advance. task is the task of a code review (the current
 // task when empty), which becomes the current task.
 func StandaloneReview(s State, f Facts, t templates.Set, kind Kind, task string) (State, []Effect, error) {
 	cmd := string(kind.ReviewPhase())

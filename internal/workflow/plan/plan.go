@@ -39,8 +39,17 @@ import (
 //     instructions.
 //   - A plan budget (State.BudgetUSD) that Facts.SpentUSD reached stops
 //     like max_reviews: no review starts, the stop is allowed.
+//   - A standalone review's answer (StandaloneReview) writes the review
+//     file and allows the stop with next_phase null, whatever the verdict:
+//     it is one review, with no post-review.
 //   - Anything else: the folder rules (Validate) block when broken, unless
 //     the agent is already continuing from a block (stop_hook_active).
+//
+// Before any of this, state.json is read back (edit.go): a state.json that
+// names another session means that session took the plan over, and the
+// stop lets go of it (allowed, with a message naming that session; no
+// reviewer starts). A hand edit of next_phase to null or of max_reviews is
+// taken, other edits are undone, and the answer says which.
 //
 // Rule 8 runs on every decision: a state.json that is not a valid view is
 // rewritten, with a warning. Any state change, or a view that differs from
@@ -54,31 +63,51 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, []Effect, erro
 	if f.PlanID != s.PlanID {
 		return s, hook.Output{}, nil, fmt.Errorf("stop hook: the facts are for plan %q, the session's plan is %q", f.PlanID, s.PlanID)
 	}
-	if s.Answer != nil && f.Review == nil {
-		// A review finished since the last stop: this stop gives its
-		// answer, once.
-		next := s
-		next.Answer = nil
-		return next, *s.Answer, nil, nil
-	}
-	if !f.DirExists {
-		msg, err := t.Render(templates.PlanFolderMissing, vars(s, f, t, ""))
+	if owner := TakenBy(s, f); owner != "" {
+		// Another session drives the plan now: this one lets go.
+		next, out, effects, err := released(s, f, t, owner)
 		if err != nil {
 			return s, hook.Output{}, nil, fmt.Errorf("stop hook: %w", err)
 		}
-		return s, hook.Output{SystemMessage: msg}, nil, nil
+		return next, out, effects, nil
+	}
+	cur := s
+	var (
+		notes []string
+		taken []Effect
+	)
+	edit, edited := ReadEdit(s, f)
+	if edited {
+		var err error
+		if cur, notes, taken, err = takeEdit(s, f, t, edit); err != nil {
+			return s, hook.Output{}, nil, fmt.Errorf("stop hook: %w", err)
+		}
 	}
 	var (
 		d   decision
 		err error
 	)
-	switch kind, isReview := s.NextPhase.ReviewKind(); {
-	case s.Review != nil:
-		d, err = reviewing(s, f, t)
+	switch kind, isReview := cur.NextPhase.ReviewKind(); {
+	case cur.Answer != nil && f.Review == nil:
+		// A review finished since the last stop: this stop gives its
+		// answer, once.
+		d = decision{state: cur, out: *cur.Answer}
+		d.state.Answer = nil
+		if !edited {
+			return d.state, d.out, nil, nil
+		}
+	case !f.DirExists:
+		msg, err := t.Render(templates.PlanFolderMissing, vars(cur, f, t, ""))
+		if err != nil {
+			return s, hook.Output{}, nil, fmt.Errorf("stop hook: %w", err)
+		}
+		return cur, hook.Output{SystemMessage: msg}, taken, nil
+	case cur.Review != nil:
+		d, err = reviewing(cur, f, t)
 	case isReview:
-		d, err = startReview(s, f, t, kind)
+		d, err = startReview(cur, f, t, kind)
 	default:
-		d = decision{state: s}
+		d = decision{state: cur}
 		d.out, err = validation(f, t)
 	}
 	if err == nil {
@@ -87,7 +116,28 @@ func Stop(s State, f Facts, t templates.Set) (State, hook.Output, []Effect, erro
 	if err != nil {
 		return s, hook.Output{}, nil, fmt.Errorf("stop hook: %w", err)
 	}
-	return d.state, d.out, d.effects, nil
+	if len(notes) > 0 {
+		// The edit's answer comes first: whoever edited state.json
+		// learns what drover made of it, the user in the warning and
+		// the agent in the reason when the stop blocks.
+		note := strings.Join(notes, "\n")
+		d.out.SystemMessage = joinText(note, d.out.SystemMessage, "\n")
+		if d.out.IsBlock() {
+			d.out.Reason = joinText(note, d.out.Reason, "\n\n")
+		}
+	}
+	return d.state, d.out, append(taken, d.effects...), nil
+}
+
+// joinText joins the non-empty texts of a and b with sep.
+func joinText(a, b, sep string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + sep + b
 }
 
 // decision is a Stop decision being built.
@@ -340,11 +390,24 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 	}
 	d.effects = append(d.effects, WriteReview{Path: v["review_file"], Data: []byte(body + "\n")})
 
+	if next.Standalone {
+		// Seed 001's standalone review commands perform one review and
+		// stop: no post-review, and the plan does not move on. Only the
+		// automation (new-plan, create-tasks, complete-task) cycles.
+		next.Phase = r.Kind.ReviewPhase()
+		next.NextPhase, next.Standalone = PhaseNone, false
+		d.state = next
+		sv := answerVars(next, f, t, r, o)
+		addVerdictVars(sv, t, o)
+		msg, err := t.Render(templates.PlanStandaloneReviewed, sv)
+		if err != nil {
+			return d, err
+		}
+		d.warn(msg)
+		return d, nil
+	}
 	if next.ConsecutiveClean >= f.cleanStreak() {
 		name := templates.PlanPassed
-		if next.Standalone {
-			name = templates.PlanPassedStandalone
-		}
 		clean := next.ConsecutiveClean
 		next = advance(next, f, r.Kind)
 		d.state = next

@@ -124,26 +124,29 @@ func TestStandaloneReview(t *testing.T) {
 	}
 }
 
-// TestStandaloneCycle runs standalone review cycles through Stop: they loop
-// through post-reviews like any cycle, and when they pass, next_phase
-// becomes null and the plan does not advance (seed 001: standalone
-// commands set next_phase null).
+// TestStandaloneCycle runs standalone reviews through Stop: seed 001's
+// standalone review commands perform one review and stop, so whatever the
+// verdict there is no post-review, next_phase becomes null and the plan
+// does not advance (the cycle belongs to the automation only).
 func TestStandaloneCycle(t *testing.T) {
 	// Only task 3 is left: an automated code review of it would go on
 	// to the all-code review.
 	lastTask := tasksMD("| Id | Status | Description |\n|----|--------|-------------|\n| 1 | done | a |\n| 2 | done | b |\n| 3 | pending | c |\n")
 	tests := []struct {
-		name  string
-		kind  Kind
-		task  string
-		in    State
-		facts Facts
-		phase Phase // where the plan ends
+		name   string
+		kind   Kind
+		task   string
+		in     State
+		facts  Facts
+		answer *ReviewOutcome
+		phase  Phase // where the plan ends
+		file   string
 	}{
-		{name: "plan review", kind: KindPlan, in: st(phase(PhaseCreateTasks, PhaseNone)), facts: facts(), phase: PhasePlanReview},
-		{name: "tasks review", kind: KindTasks, in: st(phase(PhaseNextTask, PhaseNone), task("1")), facts: facts(), phase: PhaseTasksReview},
-		{name: "code review of the last task", kind: KindCode, task: "3", in: st(phase(PhaseNextTask, PhaseNone), task("3")), facts: facts(lastTask), phase: PhaseCodeReview},
-		{name: "all-code review", kind: KindAllCode, in: st(phase(PhaseCodeReview, PhaseNone), task("3")), facts: facts(), phase: PhaseAllCodeReview},
+		{name: "plan review that fails", kind: KindPlan, in: st(phase(PhaseCreateTasks, PhaseNone)), facts: facts(), answer: fail, phase: PhasePlanReview, file: "plan-review-1.md"},
+		{name: "plan review that passes", kind: KindPlan, in: st(phase(PhaseCreateTasks, PhaseNone)), facts: facts(), answer: pass, phase: PhasePlanReview, file: "plan-review-1.md"},
+		{name: "tasks review", kind: KindTasks, in: st(phase(PhaseNextTask, PhaseNone), task("1")), facts: facts(), answer: fail, phase: PhaseTasksReview, file: "tasks-review-1.md"},
+		{name: "code review of the last task", kind: KindCode, task: "3", in: st(phase(PhaseNextTask, PhaseNone), task("3")), facts: facts(lastTask), answer: pass, phase: PhaseCodeReview, file: "task-3-review-1.md"},
+		{name: "all-code review", kind: KindAllCode, in: st(phase(PhaseCodeReview, PhaseNone), task("3")), facts: facts(), answer: fail, phase: PhaseAllCodeReview, file: "all-code-review-1.md"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,32 +154,23 @@ func TestStandaloneCycle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// A review with a blocking finding: post-review, and the
-			// cycle stays standalone.
-			r := stop(t, s, tt.facts, fail)
-			if !r.out.IsBlock() || r.state.NextPhase != tt.kind.PostReviewPhase() || !r.state.Standalone {
-				t.Fatalf("failed review: %s %s", r.out.Kind(), formatState(r.state))
+			r := stop(t, s, tt.facts, tt.answer)
+			if r.started == nil || !r.first.IsBlock() {
+				t.Fatalf("the stop after the command started no review: %s", formatState(r.state))
 			}
-			s, _, err = PostReviewDone(r.state, tt.facts, tm)
-			if err != nil || !s.Standalone || s.NextPhase != tt.kind.ReviewPhase() {
-				t.Fatalf("post-review done: %v %s", err, formatState(s))
+			if r.out.IsBlock() || r.state.Phase != tt.phase || r.state.NextPhase != PhaseNone || r.state.Standalone || r.state.Iteration != 1 {
+				t.Fatalf("after the one review: %s %s, want allow at %s with next_phase null", r.out.Kind(), formatState(r.state), tt.phase)
 			}
-			for i := range 2 {
-				r = stop(t, s, tt.facts, pass)
-				if i == 0 {
-					if !r.out.IsBlock() {
-						t.Fatalf("first clean review allowed the stop: %s", formatState(r.state))
-					}
-					if s, _, err = PostReviewDone(r.state, tt.facts, tm); err != nil {
-						t.Fatal(err)
-					}
+			if w, ok := find[WriteReview](r.effects); !ok || !strings.HasSuffix(w.Path, "/"+tt.file) {
+				t.Errorf("review file %+v, want %s", w, tt.file)
+			}
+			for _, want := range []string{"standalone", tt.file, "one review", "next_phase is null", tt.answer.Verdict} {
+				if !strings.Contains(r.out.SystemMessage, want) {
+					t.Errorf("message lacks %q:\n%s", want, r.out.SystemMessage)
 				}
 			}
-			if r.out.IsBlock() || r.state.Phase != tt.phase || r.state.NextPhase != PhaseNone || r.state.Standalone || r.state.Iteration != 3 {
-				t.Fatalf("after two clean reviews: %s %s, want allow at %s with next_phase null", r.out.Kind(), formatState(r.state), tt.phase)
-			}
-			if !strings.Contains(r.out.SystemMessage, "standalone") || !strings.Contains(r.out.SystemMessage, "next_phase is null") {
-				t.Errorf("message:\n%s", r.out.SystemMessage)
+			if strings.Contains(r.out.SystemMessage, "post-review-done") {
+				t.Errorf("a standalone review asks for a post-review:\n%s", r.out.SystemMessage)
 			}
 			w, _ := find[WriteView](r.effects)
 			if strings.Contains(string(w.Data), "standalone") {
@@ -185,13 +179,20 @@ func TestStandaloneCycle(t *testing.T) {
 			// The next stop starts nothing.
 			next := stop(t, r.state, tt.facts, nil)
 			if next.started != nil || next.out.IsBlock() {
-				t.Errorf("the stop after a standalone cycle: %s, review started %v", next.out.Kind(), next.started != nil)
+				t.Errorf("the stop after a standalone review: %s, review started %v", next.out.Kind(), next.started != nil)
 			}
-			if tt.kind == KindPlan {
+			if tt.name == "plan review that fails" {
 				golden(t, formatOutput(r.out))
 			}
 		})
 	}
+	t.Run("the automated cycle still loops through post-reviews", func(t *testing.T) {
+		s := st(phase(PhaseCompleteTask, PhaseCodeReview), task("1"))
+		r := stop(t, s, facts(), pass)
+		if !r.out.IsBlock() || r.state.NextPhase != PhasePostCodeReview || !strings.Contains(r.out.Reason, "post-review-done") {
+			t.Fatalf("first clean review of complete-task: %s %s", r.out.Kind(), formatState(r.state))
+		}
+	})
 }
 
 func TestStandaloneLimits(t *testing.T) {

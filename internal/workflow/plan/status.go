@@ -10,7 +10,7 @@ import (
 // What only the caller knows (whether the review runs now, the totals of
 // the run log) it fills in itself.
 func Status(s State, f Facts, msg string) api.PlanStatus {
-	st := api.PlanStatus{SessionID: f.SessionID, Message: msg}
+	st := api.PlanStatus{SessionID: f.SessionID, Message: msg, TakenBy: s.TakenBy}
 	if s.PlanID == "" {
 		return st
 	}

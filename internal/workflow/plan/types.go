@@ -13,9 +13,11 @@
 // rendered from the templates, and then performs the Effects (start or
 // cancel a reviewer, write the review file, log the reviewer runs, write
 // state.json, create the plan folder). Pending re-derives from a stored
-// State the effects a crash may have cut short. The agent never edits state.json:
-// it is a view drover writes (View) and reads back only to take a plan up
-// in another session (StateFromView), one field list for both; the agent
+// State the effects a crash may have cut short. The agent does not edit
+// state.json: it is a view drover writes (View) and reads back to take a
+// plan up in another session (StateFromView), one field list for both, and
+// to find a hand edit (ReadEdit: seed 001's escape hatches are taken, the
+// rest undone) or another session that took the plan over; the agent
 // reports progress with `drover plan ...` commands, each of which is a
 // function here. Status and Findings describe the state for the API.
 //
@@ -133,10 +135,10 @@ type State struct {
 	ModelIndex       int  `json:"model_index"`
 	ConsecutiveClean int  `json:"consecutive_clean"`
 	TDD              bool `json:"tdd"`
-	// Standalone marks a review cycle started on its own (drover plan
-	// code-review and friends, seed 001's standalone commands): when it
-	// passes or reaches max_reviews, next_phase becomes null instead of
-	// the plan advancing. Every new cycle clears it.
+	// Standalone marks a review started on its own (drover plan
+	// code-review and friends, seed 001's standalone commands): it is one
+	// review, after which next_phase becomes null instead of a post-review
+	// or the plan advancing. Every new cycle clears it.
 	Standalone bool `json:"standalone,omitempty"`
 	// BudgetUSD is the plan's own reviewer budget in dollars (0: none):
 	// no review starts once the plan's recorded reviewer runs cost this
@@ -171,6 +173,19 @@ type State struct {
 	// leaves out those already logged).
 	LastRun *api.PlanReviewRun  `json:"last_run,omitempty"`
 	Runs    []api.PlanReviewRun `json:"runs,omitempty"`
+
+	// Owner is the session that drives the plan (it started the plan or
+	// took it up); state.json names it as session_id, which is how another
+	// session that drove the plan before learns that it was taken over.
+	Owner string `json:"owner,omitempty"`
+	// LastView is the state.json drover last wrote (see Wrote): a
+	// state.json that is neither this nor the view of the state was
+	// edited by hand (ReadEdit), and the edit is judged against it.
+	LastView string `json:"last_view,omitempty"`
+	// TakenBy is the session that took the plan over (drover plan
+	// continue in another session). The plan is no longer this session's:
+	// the next stop says so and lets the agent go (TakenOver).
+	TakenBy string `json:"taken_by,omitempty"`
 }
 
 // DropAnswer returns next without an Answer unless it is prev unchanged: an

@@ -84,6 +84,12 @@ func AdvancePhases() []string {
 // state is s unchanged and there are no effects; a Refusal is the caller's
 // mistake.
 func Command(s State, f Facts, t templates.Set, verb string, args api.PlanArgs) (State, Decision, []Effect, error) {
+	if owner := TakenBy(s, f); owner != "" && (verb != "new" || args.PlanID == s.PlanID) {
+		// Another session drives the plan: this one may start another
+		// plan, or take this one back with drover plan continue (the
+		// caller adopts it first), but not act on it.
+		return s, Decision{}, nil, takenOverErr(s, f, t, owner)
+	}
 	switch verb {
 	case "new":
 		return newPlan(s, f, t, args)
@@ -200,6 +206,7 @@ func newPlan(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decis
 		next = State{PlanID: id, Phase: PhaseNewPlan, NextPhase: PhasePlanReview, MaxReviews: maxReviews}
 		next.Ledger.Cycle = 1
 	}
+	next.Owner = f.SessionID
 	next.TDD = args.TDD
 	next.BudgetUSD = args.BudgetUSD
 
@@ -387,8 +394,8 @@ func stopReviews(s State, f Facts, t templates.Set) (State, Decision, []Effect, 
 }
 
 // standaloneReview is `drover plan review KIND [TASK]` (`drover plan
-// code-review [ID]` and friends): a review cycle of that kind starts at the
-// next stop and leaves next_phase null when it ends.
+// code-review [ID]` and friends): one review of that kind runs at the next
+// stop and leaves next_phase null.
 func standaloneReview(s State, f Facts, t templates.Set, args api.PlanArgs) (State, Decision, []Effect, error) {
 	kind, ok := Phase(args.Phase).ReviewKind()
 	if !ok {
@@ -424,7 +431,9 @@ func continuePlan(s State, f Facts, t templates.Set) (State, Decision, []Effect,
 // continue says what to do.
 func Adopt(s State, f Facts, t templates.Set, id string, view []byte) (State, Decision, []Effect, error) {
 	switch {
-	case s.Review != nil:
+	case s.Review != nil && s.PlanID != id:
+		// Taking back this session's own plan from a session that took
+		// it over cancels the review it had running (CancelReview).
 		return s, Decision{}, nil, refusef("plan continue: %w", reviewRunning(t))
 	case !ValidPlanID(id):
 		return s, Decision{}, nil, refuseWith(t, templates.PlanRefuseBadIDShort, map[string]string{"quoted_id": strconv.Quote(id)})
@@ -435,13 +444,16 @@ func Adopt(s State, f Facts, t templates.Set, id string, view []byte) (State, De
 	if err != nil {
 		return s, Decision{}, nil, refuse(err)
 	}
+	next.Owner = f.SessionID
 	v := vars(next, f, t, "")
 	v["session_id"] = f.SessionID
 	msg, err := t.Render(templates.PlanAdopted, v)
 	if err != nil {
 		return s, Decision{}, nil, fmt.Errorf("plan continue: %w", err)
 	}
-	return next, Decision{Message: msg, Changed: true}, []Effect{CancelReview{}}, nil
+	// The view is written at once: it names this session as the plan's,
+	// which is how the session that drove it before learns of it.
+	return next, Decision{Message: msg, Changed: true}, append([]Effect{CancelReview{}}, viewEffects(next, f)...), nil
 }
 
 // MakeFolder creates the plan folder (and .drover) when it is missing.

@@ -125,7 +125,7 @@ func TestAdopt(t *testing.T) {
 	if next.Phase != PhaseCodeReview || next.NextPhase != PhasePostCodeReview || next.CurrentTask != "2" || next.MaxReviews != 8 || next.ModelIndex != 1 || next.BudgetUSD != 3 || !d.Changed {
 		t.Errorf("adopted %s budget %v changed %v", formatState(next), next.BudgetUSD, d.Changed)
 	}
-	if d.Message != "[drover] Session s2 now drives plan p1, picked up from its state.json." || effectNames(effects) != "CancelReview" {
+	if d.Message != "[drover] Session s2 now drives plan p1, picked up from its state.json." || effectNames(effects) != "CancelReview WriteView" || next.Owner != "s2" {
 		t.Errorf("message %q, effects %s", d.Message, effectNames(effects))
 	}
 	for _, c := range []struct {
@@ -137,7 +137,7 @@ func TestAdopt(t *testing.T) {
 	}{
 		{"no view", State{}, planID, nil, "plan p1 has no state.json in " + planDir},
 		{"bad id", State{}, "../p", view, `"../p" is not a valid plan id`},
-		{"review running", st(func(s *State) { s.Review = &InFlight{Kind: KindPlan, Iteration: 1} }), planID, view, "a review is running"},
+		{"review running", st(func(s *State) { s.PlanID, s.Review = "other", &InFlight{Kind: KindPlan, Iteration: 1} }), planID, view, "a review is running"},
 		{"unknown phase", State{}, planID, []byte(`{"phase":"x"}`), "has no known phase"},
 	} {
 		if _, _, _, err := Adopt(c.in, f, tm, c.id, c.view); !errors.As(err, new(*Refusal)) || !strings.Contains(err.Error(), c.want) {

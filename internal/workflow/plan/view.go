@@ -13,7 +13,7 @@ import (
 const ViewFile = "state.json"
 
 // viewNote tells whoever opens state.json where it comes from.
-const viewNote = "Written by drover from its own state; edits are overwritten. Change the plan with `drover plan` commands."
+const viewNote = "Written by drover from its own state. Only two hand edits are taken: next_phase null (ends the review loop) and max_reviews; drover undoes any other. Change the plan with `drover plan` commands (drover plan set KEY=VALUE)."
 
 // view is state.json, written by View and read back by StateFromView: seed
 // 001's eight fields, in the seed's spelling, plus the plan id, its budget
@@ -34,7 +34,9 @@ type view struct {
 	BudgetUSD        float64 `json:"budget_usd,omitempty"`
 	Standalone       bool    `json:"standalone,omitempty"`
 	ReviewRunning    bool    `json:"review_running"`
-	Note             string  `json:"note"`
+	// SessionID is the session that drives the plan (State.Owner).
+	SessionID string `json:"session_id,omitempty"`
+	Note      string `json:"note"`
 }
 
 // viewFields are the fields rule 8 requires in state.json (null is a valid
@@ -57,6 +59,7 @@ func View(s State, models []string) []byte {
 		BudgetUSD:        s.BudgetUSD,
 		Standalone:       s.Standalone,
 		ReviewRunning:    s.Review != nil,
+		SessionID:        s.Owner,
 		Note:             viewNote,
 	}
 	if s.NextPhase != PhaseNone {
