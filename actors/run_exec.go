@@ -61,15 +61,33 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 // cancel do not end it: only the actor's stop does.
 func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
 	root, target, opts, tag, tmpl := a.env.Root, a.s.Run.Target, a.s.Run.Options, a.env.ChildTag, a.tmpl
+	runID, planID, log := a.s.Run.ID, a.s.Run.Plan, a.log
+	taskOf := make(map[string]string, len(a.s.Run.Tasks))
+	for _, t := range a.s.Run.Tasks {
+		taskOf[t.Branch] = t.ID
+	}
 	a.log.Info("wave checkpoint started", zap.Int("wave", e.Wave), zap.Strings("branches", e.Branches))
 	spawnWork(ctx, a.log, "wave", func(runCtx context.Context) any {
 		merge, err := worktree.MergeInOrder(runCtx, root, target, e.Branches, worktree.ContinueOnConflict)
 		branches := make([]run.MergedBranch, 0, len(merge.Branches))
+		var onTarget []string
 		for _, b := range merge.Branches {
-			branches = append(branches, run.MergedBranch{
+			mb := run.MergedBranch{
 				Branch: b.Branch, OnTarget: b.Status == worktree.Merged || b.Status == worktree.UpToDate,
 				Conflict: b.Status == worktree.NeedsReview, Files: b.ConflictFiles, Diff: b.ConflictDiff,
-			})
+			}
+			if mb.OnTarget {
+				onTarget = append(onTarget, taskOf[b.Branch])
+			}
+			branches = append(branches, mb)
+		}
+		// Before the suite: a task whose branch is merged is done in the
+		// plan whatever the suite says, and a run stopped here must not
+		// work it again from the plan.
+		if marked, merr := markPlanDone(runCtx, root, planID, runID, onTarget); merr != nil {
+			log.Warn("marking the plan's merged tasks done", zap.String("plan", planID), zap.Error(merr))
+		} else if len(marked) > 0 {
+			log.Info("plan tasks marked done", zap.String("plan", planID), zap.Strings("tasks", marked))
 		}
 		out, suite := run.WaveMerged(e.Wave, opts, err, branches)
 		if suite != "" {
