@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/proc"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/workflow/run"
 	"github.com/drover-dev/drover/internal/worktree"
@@ -68,6 +69,7 @@ func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
 	}
 	a.log.Info("wave checkpoint started", zap.Int("wave", e.Wave), zap.Strings("branches", e.Branches))
 	spawnWork(ctx, a.log, "wave", func(runCtx context.Context) any {
+		runCtx = runTags(runCtx, runID, tag)
 		merge, err := worktree.MergeInOrder(runCtx, root, target, e.Branches, worktree.ContinueOnConflict)
 		branches := make([]run.MergedBranch, 0, len(merge.Branches))
 		var onTarget []string
@@ -102,6 +104,17 @@ func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
 	})
 }
 
+// runTags tags every process the work of run runID starts under ctx (its
+// git commands above all: work trees, merges, checks): with the
+// supervisor's tag (childTag, when set), by which its watchdog ends them
+// when the supervisor dies, and with DROVER_RUN_ID, by which a resume of
+// the run ends what an earlier supervisor left running (a git merge
+// killed mid-way leaves its locks, which the next merge clears:
+// worktree.MergeInOrder).
+func runTags(ctx context.Context, runID, childTag string) context.Context {
+	return proc.WithTags(ctx, "DROVER_RUN_ID="+runID, childTag)
+}
+
 // iterationJob is everything one iteration needs, copied out of the actor.
 type iterationJob struct {
 	root, runID string
@@ -133,6 +146,7 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 		out.Err = j.err
 		return out
 	}
+	ctx = runTags(ctx, j.runID, j.childTag)
 	if !j.deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, j.deadline)
