@@ -615,3 +615,118 @@ func TestCreateWithRelativeRootAndInParallel(t *testing.T) {
 		t.Errorf("work trees left:\n%s", got)
 	}
 }
+
+// TestMergeInOrderCleansUpAMergeLeftHalfDone: a MergeInOrder whose process
+// was killed (kill -9) during a merge leaves MergeMarker, and whatever its
+// git had done: lock files, a merge in progress, files checked out but not
+// in the index, an index not committed. The next MergeInOrder cleans that
+// up and merges each branch once. Without the marker, a merge in progress
+// is a person's and is left alone.
+func TestMergeInOrderCleansUpAMergeLeftHalfDone(t *testing.T) {
+	gitDir := func(root string) string { return filepath.Join(root, ".git") }
+	touch := func(t *testing.T, path string) { write(t, path, "") }
+	cases := []struct {
+		name string
+		// leave makes the state a killed merge of b1 into main (pre)
+		// left; mark says whether it wrote the marker.
+		leave func(t *testing.T, root, b1, pre string)
+		mark  bool
+		want  []Status
+		// dirty: MergeInOrder refuses with ErrDirty.
+		dirty bool
+	}{
+		{
+			name: "a merge in progress and a stale index.lock",
+			leave: func(t *testing.T, root, b1, pre string) {
+				run(t, root, "merge", "--no-ff", "--no-commit", b1)
+				touch(t, filepath.Join(gitDir(root), "index.lock"))
+			},
+			mark: true, want: []Status{Merged, Merged},
+		},
+		{
+			name: "files checked out, the index not written, its lock left",
+			leave: func(t *testing.T, root, b1, pre string) {
+				write(t, filepath.Join(root, "x.txt"), "x\n")
+				write(t, filepath.Join(root, "a.txt"), "zero\none\ntwo\nthree\n")
+				touch(t, filepath.Join(gitDir(root), "index.lock"))
+			},
+			mark: true, want: []Status{Merged, Merged},
+		},
+		{
+			name: "the merge staged, killed in its pre-merge-commit hook",
+			leave: func(t *testing.T, root, b1, pre string) {
+				run(t, root, "merge", "--no-ff", "--no-commit", b1)
+				for _, f := range []string{"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE"} {
+					_ = os.Remove(filepath.Join(gitDir(root), f))
+				}
+			},
+			mark: true, want: []Status{Merged, Merged},
+		},
+		{
+			name: "the merge committed, the branch's ref lock left",
+			leave: func(t *testing.T, root, b1, pre string) {
+				run(t, root, "merge", "--no-ff", "--no-edit", "refs/heads/"+b1)
+				touch(t, filepath.Join(gitDir(root), "refs", "heads", "main.lock"))
+			},
+			mark: true, want: []Status{UpToDate, Merged},
+		},
+		{
+			name: "a person's merge in progress, no marker",
+			leave: func(t *testing.T, root, b1, pre string) {
+				run(t, root, "merge", "--no-ff", "--no-commit", b1)
+			},
+			dirty: true,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := newRepo(t)
+			ctx := context.Background()
+			b1 := task(t, root, "one", map[string]string{"x.txt": "x\n", "a.txt": "zero\none\ntwo\nthree\n"})
+			b2 := task(t, root, "two", map[string]string{"y.txt": "y\n"})
+			// A person's untracked file, which no cleanup may touch.
+			write(t, filepath.Join(root, "notes.txt"), "mine\n")
+			pre := run(t, root, "rev-parse", "HEAD")
+			if tc.mark {
+				if _, err := markMerge(ctx, root, "refs/heads/"+b1, pre); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tc.leave(t, root, b1, pre)
+
+			rep, err := MergeInOrder(ctx, root, "main", []string{b1, b2}, StopOnConflict)
+			if tc.dirty {
+				if !errors.Is(err, ErrDirty) {
+					t.Fatalf("MergeInOrder: %v; want ErrDirty", err)
+				}
+				if _, err := os.Stat(filepath.Join(gitDir(root), "MERGE_HEAD")); err != nil {
+					t.Errorf("the person's merge was aborted: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("MergeInOrder: %v", err)
+			}
+			if got := statuses(rep); !slices.Equal(got, tc.want) {
+				t.Fatalf("statuses = %v, want %v (report %+v)", got, tc.want, rep)
+			}
+			for _, f := range append(slices.Clone(lockFiles), MergeMarker, filepath.Join("refs", "heads", "main.lock")) {
+				if _, err := os.Stat(filepath.Join(gitDir(root), f)); err == nil {
+					t.Errorf("%s is left in the git directory", f)
+				}
+			}
+			log := run(t, root, "log", "--format=%s", "main")
+			if n := strings.Count(log, "Merge branch 'refs/heads/"+b1+"'"); n != 1 {
+				t.Errorf("main has %d merges of %s, want 1:\n%s", n, b1, log)
+			}
+			for name, want := range map[string]string{"x.txt": "x\n", "y.txt": "y\n", "a.txt": "zero\none\ntwo\nthree\n", "notes.txt": "mine\n"} {
+				if got := read(t, filepath.Join(root, name)); got != want {
+					t.Errorf("%s = %q, want %q", name, got, want)
+				}
+			}
+			if st := run(t, root, "status", "--porcelain"); st != "?? notes.txt" {
+				t.Errorf("status after the merges: %q", st)
+			}
+		})
+	}
+}
