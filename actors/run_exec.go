@@ -27,7 +27,7 @@ import (
 func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 	gt, _ := a.graph.Task(e.Task)
 	job := iterationJob{
-		root: a.env.Root, runID: a.s.Run.ID, task: gt, iteration: e.Iteration, base: e.Base,
+		root: a.env.Root, runID: a.s.Run.ID, task: gt, iteration: e.Iteration, base: e.Base, fresh: e.Fresh,
 		opts: a.s.Run.Options, deadline: e.Deadline, worktrees: a.env.worktrees, childTag: a.env.ChildTag,
 	}
 	tmpl, err := a.env.templates()
@@ -121,8 +121,11 @@ type iterationJob struct {
 	task        rungraph.Task
 	iteration   int
 	base        string
-	opts        api.RunOptions
-	prompt      string
+	// fresh puts the work tree back to its branch's last commit before
+	// the agent starts (run.StartIteration.Fresh).
+	fresh  bool
+	opts   api.RunOptions
+	prompt string
 	// review is the reviewer of the iteration, when the run has one.
 	review *reviewer.Spec
 	// tmpl gives the texts of the review prompt and of the test result.
@@ -157,7 +160,11 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 		// leave the project's work trees locked.
 		j.worktrees.Lock()
 		defer j.worktrees.Unlock()
-		return worktree.Create(ctx, j.root, j.runID, j.task.ID, "")
+		wt, err := worktree.Create(ctx, j.root, j.runID, j.task.ID, j.base)
+		if err == nil && j.fresh && wt.Reused {
+			err = worktree.Reset(ctx, wt)
+		}
+		return wt, err
 	}()
 	if err != nil {
 		out.Err = err

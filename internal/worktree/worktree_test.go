@@ -730,3 +730,75 @@ func TestMergeInOrderCleansUpAMergeLeftHalfDone(t *testing.T) {
 		})
 	}
 }
+
+// TestReset puts a task's work tree back to its branch's last commit,
+// whatever its killed agent left: changes, staged files, untracked files,
+// another branch or a detached HEAD, a merge under way, stale locks.
+// Ignored files and the branch's commits stay.
+func TestReset(t *testing.T) {
+	cases := []struct {
+		name  string
+		leave func(t *testing.T, wt Worktree)
+	}{
+		{"changes and files not added", func(t *testing.T, wt Worktree) {
+			write(t, filepath.Join(wt.Path, "a.txt"), "changed\n")
+			write(t, filepath.Join(wt.Path, "new", "half.txt"), "half\n")
+			write(t, filepath.Join(wt.Path, "staged.txt"), "staged\n")
+			run(t, wt.Path, "add", "staged.txt")
+		}},
+		{"another branch with a commit", func(t *testing.T, wt Worktree) {
+			run(t, wt.Path, "checkout", "-q", "-b", "elsewhere")
+			commit(t, wt.Path, "elsewhere", map[string]string{"a.txt": "elsewhere\n"})
+		}},
+		{"a detached HEAD", func(t *testing.T, wt Worktree) {
+			run(t, wt.Path, "checkout", "-q", "--detach", "HEAD~1")
+		}},
+		{"a merge under way and stale locks", func(t *testing.T, wt Worktree) {
+			run(t, wt.Path, "checkout", "-q", "-b", "side", "HEAD~1")
+			commit(t, wt.Path, "side", map[string]string{"a.txt": "side\n"})
+			run(t, wt.Path, "checkout", "-q", wt.Branch)
+			cmd := exec.Command("git", "merge", "side")
+			cmd.Dir = wt.Path
+			_ = cmd.Run() // conflicts
+			gitDir := run(t, wt.Path, "rev-parse", "--absolute-git-dir")
+			write(t, filepath.Join(gitDir, "index.lock"), "")
+			write(t, filepath.Join(wt.Root, ".git", "refs", "heads", filepath.FromSlash(wt.Branch)+".lock"), "")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := newRepo(t)
+			write(t, filepath.Join(root, ".gitignore"), "*.log\n")
+			commit(t, root, "ignore logs", nil)
+			ctx := context.Background()
+			wt, err := Create(ctx, root, "run", "t", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := commit(t, wt.Path, "task work", map[string]string{"a.txt": "work\n", "work.txt": "work\n"})
+			write(t, filepath.Join(wt.Path, "build.log"), "cache\n")
+			tc.leave(t, wt)
+
+			if err := Reset(ctx, wt); err != nil {
+				t.Fatalf("Reset: %v", err)
+			}
+			if head := run(t, wt.Path, "symbolic-ref", "--short", "HEAD"); head != wt.Branch {
+				t.Errorf("HEAD is on %q, want %s", head, wt.Branch)
+			}
+			if got := run(t, wt.Path, "rev-parse", "HEAD"); got != last {
+				t.Errorf("HEAD is %s, want the branch's last commit %s", got, last)
+			}
+			if st := run(t, wt.Path, "status", "--porcelain", "--untracked-files=all"); st != "" {
+				t.Errorf("status after Reset: %q", st)
+			}
+			if got := read(t, filepath.Join(wt.Path, "a.txt")); got != "work\n" {
+				t.Errorf("a.txt = %q, want the branch's", got)
+			}
+			if got := read(t, filepath.Join(wt.Path, "build.log")); got != "cache\n" {
+				t.Errorf("the ignored build.log = %q, want it kept", got)
+			}
+			// Git works in it again.
+			commit(t, wt.Path, "more", map[string]string{"more.txt": "more\n"})
+		})
+	}
+}
