@@ -100,6 +100,8 @@ type restartFixture struct {
 	root string
 	dir  string
 	db   string
+	// childTag is the supervisor's tag (RunsEnv.ChildTag).
+	childTag string
 }
 
 func newRestartFixture(t *testing.T, files ...string) *restartFixture {
@@ -141,7 +143,7 @@ func (f *restartFixture) start(wrap func(RunStore) RunStore) *supervisor {
 		f.t.Fatal(err)
 	}
 	cfg := config.Defaults()
-	env := RunsEnv{Store: wrap(db), Root: f.root, Config: func() config.Config { return cfg }}
+	env := RunsEnv{Store: wrap(db), Root: f.root, Config: func() config.Config { return cfg }, ChildTag: f.childTag}
 	// The crashed actor's agents report to no one: the dead letters'
 	// throttle, a goroutine, must not outlive the test.
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),
@@ -457,5 +459,48 @@ func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 				tc.check(t, f, crashed, final)
 			}
 		})
+	}
+}
+
+// TestRunGitCommandsCarryTheTags: the git commands of a run (adding its
+// work trees, merging its waves) carry the supervisor's tag, by which its
+// watchdog ends them should it die, and the run's id, by which a resume
+// ends what a dead supervisor left running. Git hooks see what git does.
+func TestRunGitCommandsCarryTheTags(t *testing.T) {
+	f := newRestartFixture(t)
+	f.childTag = "DROVER_SUPERVISOR_RUN=tag1"
+	hook := "#!/bin/sh\necho \"$(basename \"$0\") $DROVER_RUN_ID $DROVER_SUPERVISOR_RUN\" >> '" + filepath.Join(f.dir, "hook-log") + "'\n"
+	for _, name := range []string{"post-checkout", "post-merge"} {
+		if err := os.WriteFile(filepath.Join(f.root, ".git", "hooks", name), []byte(hook), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := f.start(func(s RunStore) RunStore { return s })
+	res, err := s.system.Root.RequestFuture(s.pid, &StartRun{Request: api.StartRunRequest{File: "g.yaml", Graph: restartGraph, Options: f.options(2)}}, testTimeout).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*RunReply).Run.ID
+	var final api.Run
+	eventually.True(t, testTimeout, "the run to end", func() bool {
+		final, _, _ = s.db.LoadRun(context.Background(), id)
+		return final.State != api.RunRunning
+	})
+	runsIdle(t, s.system, s.pid)
+	if final.State != api.RunDone {
+		t.Fatalf("the run ended %s: %s", final.State, final.Report)
+	}
+	data, _ := os.ReadFile(filepath.Join(f.dir, "hook-log"))
+	seen := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		name, tags, _ := strings.Cut(line, " ")
+		if tags != id+" tag1" {
+			t.Errorf("git's %s hook saw the tags %q, want %q", name, tags, id+" tag1")
+		}
+		seen[name]++
+	}
+	// Three work trees added, three branches merged.
+	if seen["post-checkout"] != 3 || seen["post-merge"] != 3 {
+		t.Errorf("the hooks ran %v; want 3 checkouts and 3 merges", seen)
 	}
 }
