@@ -146,7 +146,11 @@ func Create(ctx context.Context, root, runID, taskID, base string) (Worktree, er
 	}
 
 	if _, err := os.Lstat(wt.Path); err == nil {
-		return fail(fmt.Errorf("%s exists and is not a work tree of this repository", wt.Path))
+		// An empty folder is what a `git worktree add` killed before it
+		// registered the work tree leaves: made again below.
+		if rerr := os.Remove(wt.Path); rerr != nil {
+			return fail(fmt.Errorf("%s exists and is not a work tree of this repository", wt.Path))
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(wt.Path), 0o755); err != nil {
 		return fail(err)

@@ -802,3 +802,22 @@ func TestReset(t *testing.T) {
 		})
 	}
 }
+
+// A `git worktree add` killed before it registered the work tree leaves
+// an empty folder, and the branch it made: Create makes the work tree
+// again, on that branch. A folder with anything in it is still refused
+// (TestCreateErrors).
+func TestCreateOverAnEmptyFolder(t *testing.T) {
+	root := newRepo(t)
+	run(t, root, "branch", BranchName("r", "t"))
+	if err := os.MkdirAll(PathFor(root, "r", "t"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wt, err := Create(context.Background(), root, "r", "t", "")
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if !wt.Reused || run(t, wt.Path, "symbolic-ref", "--short", "HEAD") != wt.Branch {
+		t.Errorf("the work tree is not the branch's: %+v", wt)
+	}
+}
