@@ -16,6 +16,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/proctag"
 	"github.com/drover-dev/drover/internal/rungraph"
+	"github.com/drover-dev/drover/internal/workflow/plan"
 	"github.com/drover-dev/drover/internal/workflow/run"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
@@ -258,6 +259,14 @@ func (r *runsActor) start(ctx actor.Context, req api.StartRunRequest) (*actor.PI
 	}
 	now := r.env.now()
 	rec := run.New(id, req.File, req.Graph, opts, target, g, now)
+	if req.Plan != "" {
+		// The plan's tasks.md is written as tasks merge: its id must
+		// name a folder under .drover/plans.
+		if !plan.ValidPlanID(req.Plan) {
+			return nil, &RunReply{Err: fmt.Errorf("%w: plan id %q is not valid", ErrBadRequest, req.Plan)}
+		}
+		rec.Plan = req.Plan
+	}
 	rec.Reviewer = set.describeReviewer()
 	return r.spawn(ctx, rec, g, set)
 }

@@ -167,14 +167,48 @@ func (a *runActor) step(ctx actor.Context, ev run.Event) (run.Decision, []run.Ef
 		}
 		a.tmpl = tmpl
 	}
+	facts := run.Facts{Settings: a.set.Settings, Templates: a.tmpl}
+	if _, progress := ev.(run.AgentProgress); !progress {
+		// Progress starts no iteration: only the other events need
+		// where the tasks' branches begin.
+		facts.Head, facts.Forks = a.bases()
+	}
 	before := a.s
-	next, d, effects := run.Step(a.s, ev, a.order, run.Facts{Settings: a.set.Settings, Templates: a.tmpl}, a.env.now())
+	next, d, effects := run.Step(a.s, ev, a.order, facts, a.env.now())
 	a.s = next
 	a.logStep(before, ev)
 	if d.Commit == run.CommitSoon && len(effects) == 0 {
 		return d, nil, a.commitSoon(ctx)
 	}
 	return d, effects, a.commit()
+}
+
+// bases gathers where the branches of the tasks that start begin
+// (run.Facts.Head and Forks): the target's head, and the fork point of
+// each existing branch of a task that started without a saved base.
+// Failures leave them empty: the work tree's creation then takes HEAD.
+func (a *runActor) bases() (head string, forks map[string]string) {
+	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
+	defer cancel()
+	target := "HEAD"
+	if a.s.Run.Target != "" {
+		target = "refs/heads/" + a.s.Run.Target
+	}
+	head, _ = gitOut(ctx, a.env.Root, "rev-parse", "--verify", "--quiet", "--end-of-options", target+"^{commit}")
+	for _, t := range a.s.Run.Tasks {
+		if t.Base != "" || t.Runs == 0 || t.State == api.TaskDone {
+			continue
+		}
+		fork, err := gitOut(ctx, a.env.Root, "merge-base", "--end-of-options", target, "refs/heads/"+t.Branch)
+		if err != nil || fork == "" {
+			continue // no branch yet
+		}
+		if forks == nil {
+			forks = map[string]string{}
+		}
+		forks[t.ID] = fork
+	}
+	return head, forks
 }
 
 // commit saves the run as it stands. It is the run actors' one save site:

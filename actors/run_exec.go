@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/proc"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/workflow/run"
 	"github.com/drover-dev/drover/internal/worktree"
@@ -26,7 +27,7 @@ import (
 func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 	gt, _ := a.graph.Task(e.Task)
 	job := iterationJob{
-		root: a.env.Root, runID: a.s.Run.ID, task: gt, iteration: e.Iteration, base: e.Base,
+		root: a.env.Root, runID: a.s.Run.ID, task: gt, iteration: e.Iteration, base: e.Base, fresh: e.Fresh,
 		opts: a.s.Run.Options, deadline: e.Deadline, worktrees: a.env.worktrees, childTag: a.env.ChildTag,
 	}
 	tmpl, err := a.env.templates()
@@ -66,15 +67,34 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 // cancel do not end it: only the actor's stop does.
 func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
 	root, target, opts, tag, tmpl := a.env.Root, a.s.Run.Target, a.s.Run.Options, a.env.ChildTag, a.tmpl
+	runID, planID, log := a.s.Run.ID, a.s.Run.Plan, a.log
+	taskOf := make(map[string]string, len(a.s.Run.Tasks))
+	for _, t := range a.s.Run.Tasks {
+		taskOf[t.Branch] = t.ID
+	}
 	a.log.Info("wave checkpoint started", zap.Int("wave", e.Wave), zap.Strings("branches", e.Branches))
 	spawnWork(ctx, a.log, "wave", func(runCtx context.Context) any {
+		runCtx = runTags(runCtx, runID, tag)
 		merge, err := worktree.MergeInOrder(runCtx, root, target, e.Branches, worktree.ContinueOnConflict)
 		branches := make([]run.MergedBranch, 0, len(merge.Branches))
+		var onTarget []string
 		for _, b := range merge.Branches {
-			branches = append(branches, run.MergedBranch{
+			mb := run.MergedBranch{
 				Branch: b.Branch, OnTarget: b.Status == worktree.Merged || b.Status == worktree.UpToDate,
 				Conflict: b.Status == worktree.NeedsReview, Files: b.ConflictFiles, Diff: b.ConflictDiff,
-			})
+			}
+			if mb.OnTarget {
+				onTarget = append(onTarget, taskOf[b.Branch])
+			}
+			branches = append(branches, mb)
+		}
+		// Before the suite: a task whose branch is merged is done in the
+		// plan whatever the suite says, and a run stopped here must not
+		// work it again from the plan.
+		if marked, merr := markPlanDone(runCtx, root, planID, runID, onTarget); merr != nil {
+			log.Warn("marking the plan's merged tasks done", zap.String("plan", planID), zap.Error(merr))
+		} else if len(marked) > 0 {
+			log.Info("plan tasks marked done", zap.String("plan", planID), zap.Strings("tasks", marked))
 		}
 		out, suite := run.WaveMerged(e.Wave, opts, err, branches)
 		if suite != "" {
@@ -89,14 +109,28 @@ func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
 	})
 }
 
+// runTags tags every process the work of run runID starts under ctx (its
+// git commands above all: work trees, merges, checks): with the
+// supervisor's tag (childTag, when set), by which its watchdog ends them
+// when the supervisor dies, and with DROVER_RUN_ID, by which a resume of
+// the run ends what an earlier supervisor left running (a git merge
+// killed mid-way leaves its locks, which the next merge clears:
+// worktree.MergeInOrder).
+func runTags(ctx context.Context, runID, childTag string) context.Context {
+	return proc.WithTags(ctx, "DROVER_RUN_ID="+runID, childTag)
+}
+
 // iterationJob is everything one iteration needs, copied out of the actor.
 type iterationJob struct {
 	root, runID string
 	task        rungraph.Task
 	iteration   int
 	base        string
-	opts        api.RunOptions
-	prompt      string
+	// fresh puts the work tree back to its branch's last commit before
+	// the agent starts (run.StartIteration.Fresh).
+	fresh  bool
+	opts   api.RunOptions
+	prompt string
 	// review is the reviewer of the iteration, when the run has one.
 	review *reviewer.Spec
 	// tmpl gives the texts of the review prompt and of the test result.
@@ -120,6 +154,7 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 		out.Err = j.err
 		return out
 	}
+	ctx = runTags(ctx, j.runID, j.childTag)
 	if !j.deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, j.deadline)
@@ -130,7 +165,11 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 		// leave the project's work trees locked.
 		j.worktrees.Lock()
 		defer j.worktrees.Unlock()
-		return worktree.Create(ctx, j.root, j.runID, j.task.ID, "")
+		wt, err := worktree.Create(ctx, j.root, j.runID, j.task.ID, j.base)
+		if err == nil && j.fresh && wt.Reused {
+			err = worktree.Reset(ctx, wt)
+		}
+		return wt, err
 	}()
 	if err != nil {
 		out.Err = err

@@ -59,12 +59,23 @@ func (s *crashingRunStore) SaveRun(ctx context.Context, run api.Run) error {
 // <task>.txt and says it cost $0.10; except that with nocommit-<task>-<n>
 // in its folder iteration n commits nothing, and with usage-<task> it
 // first reports an assistant message worth $0.30 of tokens and then waits
-// for a release that never comes.
+// for a release that never comes. With hold-<task>, its first start does
+// the same after it left work half done (a file changed and not added,
+// one staged); every start logs "<task> <iteration>" to leftovers when it
+// finds that work in its work tree.
 const restartAgent = `#!/bin/sh
 d=$(dirname "$0")
 t=$DROVER_TASK_ID
 i=$DROVER_ITERATION
 echo "$t $i" >> "$d/agent-log"
+if [ -f "$d/hold-$t" ] && [ ! -f "$d/held-$t" ]; then
+  touch "$d/held-$t"
+  echo half > "$t-half.txt"
+  echo staged > "staged-$t.txt" && git add "staged-$t.txt"
+  printf '{"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"tu1","name":"Bash","input":{"command":"go test ./..."}}],"usage":{"input_tokens":100000,"output_tokens":0}}}\n'
+  while [ ! -f "$d/release" ]; do sleep 0.05; done
+fi
+if [ -e "$t-half.txt" ] || [ -e "staged-$t.txt" ]; then echo "$t $i" >> "$d/leftovers"; fi
 if [ -f "$d/usage-$t" ]; then
   printf '{"type":"assistant","message":{"id":"m1","model":"claude-sonnet-4-5","content":[{"type":"tool_use","id":"tu1","name":"Bash","input":{"command":"go test ./..."}}],"usage":{"input_tokens":100000,"output_tokens":0}}}\n'
   while [ ! -f "$d/release" ]; do sleep 0.05; done
@@ -89,6 +100,8 @@ type restartFixture struct {
 	root string
 	dir  string
 	db   string
+	// childTag is the supervisor's tag (RunsEnv.ChildTag).
+	childTag string
 }
 
 func newRestartFixture(t *testing.T, files ...string) *restartFixture {
@@ -130,7 +143,7 @@ func (f *restartFixture) start(wrap func(RunStore) RunStore) *supervisor {
 		f.t.Fatal(err)
 	}
 	cfg := config.Defaults()
-	env := RunsEnv{Store: wrap(db), Root: f.root, Config: func() config.Config { return cfg }}
+	env := RunsEnv{Store: wrap(db), Root: f.root, Config: func() config.Config { return cfg }, ChildTag: f.childTag}
 	// The crashed actor's agents report to no one: the dead letters'
 	// throttle, a goroutine, must not outlive the test.
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),
@@ -250,6 +263,10 @@ func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 		suites int
 		// cost is what the run spent in all.
 		cost float64
+		// between runs between the supervisors, as a person would.
+		between func(t *testing.T, f *restartFixture)
+		// check checks the crashed run's record and the final one.
+		check func(t *testing.T, f *restartFixture, crashed, final api.Run)
 	}{
 		{
 			// Begin's commit: two iterations are due to start.
@@ -306,6 +323,40 @@ func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 			tasks: map[string]api.TaskState{"a": api.TaskPending, "b": api.TaskPending, "c": api.TaskPending},
 			runs:  map[string]int{"a 1": 1}, cost: 0.3,
 		},
+		{
+			// The commit of the progress of a's first agent, which left
+			// work half done: the resumed run works the iteration again
+			// from a's last commit, on the base saved before its first
+			// agent started, though main has moved on meanwhile.
+			name: "a crash mid-iteration", graph: restartGraph, concurrency: 1, files: []string{"hold-a"},
+			crashAt: func(r api.Run) bool { return r.CostUSD >= 0.25 },
+			between: func(t *testing.T, f *restartFixture) {
+				if err := os.WriteFile(filepath.Join(f.root, "person.txt"), []byte("mine\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				if out, err := gitOut(context.Background(), f.root, "add", "person.txt"); err != nil {
+					t.Fatalf("git add: %v %s", err, out)
+				}
+				if out, err := gitOut(context.Background(), f.root, "commit", "-qm", "a person's commit"); err != nil {
+					t.Fatalf("git commit: %v %s", err, out)
+				}
+			},
+			check: func(t *testing.T, f *restartFixture, crashed, final api.Run) {
+				if n := f.lines("leftovers"); n != 0 {
+					t.Errorf("%d re-run agents found the killed agent's half-done work", n)
+				}
+				first, err := gitOut(context.Background(), f.root, "rev-parse", "main~4") // before the person's commit and the 3 merges
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, r := range []api.Run{crashed, final} {
+					if a := r.Tasks[0]; a.ID != "a" || a.Base != first {
+						t.Errorf("task a's base is %q, want main's head when it started, %s", a.Base, first)
+					}
+				}
+			},
+			state: api.RunDone, runs: map[string]int{"a 1": 2, "b 1": 1, "c 1": 1}, merged: []string{"a", "b", "c"}, suites: 2, cost: 0.6,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newRestartFixture(t, tc.files...)
@@ -328,6 +379,9 @@ func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 			first.stop()
 			// A while without a supervisor, which no budget counts.
 			time.Sleep(100 * time.Millisecond)
+			if tc.between != nil {
+				tc.between(t, f)
+			}
 
 			second := f.start(func(s RunStore) RunStore { return s })
 			stored, found, err := second.db.LoadRun(context.Background(), crashed.ID)
@@ -401,6 +455,52 @@ func TestRunEffectsSurviveACrashAfterTheCommit(t *testing.T) {
 			if final.WorkedBefore != resumed.Run.WorkedBefore {
 				t.Errorf("worked before %s at the end, %s at the resume", final.WorkedBefore, resumed.Run.WorkedBefore)
 			}
+			if tc.check != nil {
+				tc.check(t, f, crashed, final)
+			}
 		})
+	}
+}
+
+// TestRunGitCommandsCarryTheTags: the git commands of a run (adding its
+// work trees, merging its waves) carry the supervisor's tag, by which its
+// watchdog ends them should it die, and the run's id, by which a resume
+// ends what a dead supervisor left running. Git hooks see what git does.
+func TestRunGitCommandsCarryTheTags(t *testing.T) {
+	f := newRestartFixture(t)
+	f.childTag = "DROVER_SUPERVISOR_RUN=tag1"
+	hook := "#!/bin/sh\necho \"$(basename \"$0\") $DROVER_RUN_ID $DROVER_SUPERVISOR_RUN\" >> '" + filepath.Join(f.dir, "hook-log") + "'\n"
+	for _, name := range []string{"post-checkout", "post-merge"} {
+		if err := os.WriteFile(filepath.Join(f.root, ".git", "hooks", name), []byte(hook), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := f.start(func(s RunStore) RunStore { return s })
+	res, err := s.system.Root.RequestFuture(s.pid, &StartRun{Request: api.StartRunRequest{File: "g.yaml", Graph: restartGraph, Options: f.options(2)}}, testTimeout).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.(*RunReply).Run.ID
+	var final api.Run
+	eventually.True(t, testTimeout, "the run to end", func() bool {
+		final, _, _ = s.db.LoadRun(context.Background(), id)
+		return final.State != api.RunRunning
+	})
+	runsIdle(t, s.system, s.pid)
+	if final.State != api.RunDone {
+		t.Fatalf("the run ended %s: %s", final.State, final.Report)
+	}
+	data, _ := os.ReadFile(filepath.Join(f.dir, "hook-log"))
+	seen := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		name, tags, _ := strings.Cut(line, " ")
+		if tags != id+" tag1" {
+			t.Errorf("git's %s hook saw the tags %q, want %q", name, tags, id+" tag1")
+		}
+		seen[name]++
+	}
+	// Three work trees added, three branches merged.
+	if seen["post-checkout"] != 3 || seen["post-merge"] != 3 {
+		t.Errorf("the hooks ran %v; want 3 checkouts and 3 merges", seen)
 	}
 }

@@ -127,7 +127,7 @@ func (a *app) runRequest(g *globalFlags, args []string, planID string) (api.Star
 		if err != nil {
 			return api.StartRunRequest{}, err
 		}
-		return api.StartRunRequest{File: file, Graph: string(data)}, nil
+		return api.StartRunRequest{File: file, Graph: string(data), Plan: planID}, nil
 	}
 	file := args[0]
 	data, err := os.ReadFile(file)

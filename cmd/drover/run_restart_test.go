@@ -1,7 +1,11 @@
 package main
 
 import (
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -98,4 +102,80 @@ func (f *runFixture) mergesOf(id, task string) int {
 		f.t.Fatalf("git log: %v\n%s", err, out)
 	}
 	return strings.Count(out+"\n", "Merge branch 'refs/heads/drover/"+id+"/"+task+"'\n")
+}
+
+// runBlockingMergeHook is a pre-merge-commit hook for the project: with
+// "block-merge" in its folder, the first merge it sees records its
+// environment in merge-env, leaves index.lock behind as a git killed while
+// it wrote the index would, records its pid in merge-pid and waits for
+// "release". The hook is the merge's child, in its process group.
+const runBlockingMergeHook = `#!/bin/sh
+d=%q
+if [ -f "$d/block-merge" ] && [ ! -f "$d/merge-pid" ]; then
+  env > "$d/merge-env"
+  : > "$(git rev-parse --git-dir)/index.lock"
+  echo $$ > "$d/merge-pid"
+  i=0
+  while [ ! -f "$d/release" ]; do i=$((i+1)); [ $i -gt 600 ] && exit 3; sleep 0.1; done
+fi
+`
+
+// TestRunResumeAfterKill9DuringTheMerge kills the supervisor with -9 while
+// wave 1's merge runs: git has staged a's branch in main's index and left
+// index.lock, and its pre-merge-commit hook waits. The merge carries the
+// supervisor's tag and the run's id, so the watchdog ends it, hook
+// included; the resumed run clears the lock and the half-done merge, and
+// merges every task into main once.
+func TestRunResumeAfterKill9DuringTheMerge(t *testing.T) {
+	f := newRunFixture(t)
+	hook := filepath.Join(f.root, ".git", "hooks", "pre-merge-commit")
+	if err := os.WriteFile(hook, []byte(fmt.Sprintf(runBlockingMergeHook, f.dir)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.touch("block-merge")
+	id := runIDFrom(t, f.must("", append(slices.Clone(f.args), "--detach")...))
+
+	if !eventually.Holds(45*time.Second, func() bool { return f.read("merge-pid") != "" }) {
+		t.Fatalf("wave 1's merge never ran its hook: %+v", f.runStatus(id))
+	}
+	hookPID, err := strconv.Atoi(f.read("merge-pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(hookPID, syscall.SIGKILL) })
+	env := "\n" + f.read("merge-env") + "\n"
+	if !strings.Contains(env, "\nDROVER_RUN_ID="+id+"\n") || !strings.Contains(env, "\nDROVER_SUPERVISOR_RUN=") {
+		t.Errorf("the merge does not carry the run's id and the supervisor's tag:\n%s", env)
+	}
+	pid := f.supervisorPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	if !gone(hookPID, 30*time.Second) {
+		t.Errorf("the merge's hook (pid %d) outlived the supervisor: the watchdog did not end the merge", hookPID)
+	}
+	if _, err := os.Stat(filepath.Join(f.root, ".git", "index.lock")); err != nil {
+		t.Fatalf("the killed merge left no index.lock to clean up: %v", err)
+	}
+	if st, _ := f.gitOut("status", "--porcelain", "--untracked-files=no"); st == "" {
+		t.Fatalf("the killed merge left nothing staged in main")
+	}
+
+	f.must("", "run", "resume", id, "--detach")
+	final := f.waitRun(id)
+	if final.State != api.RunDone || final.Merged != 3 {
+		t.Fatalf("the resumed run: %s, %d waves merged: %s", final.State, final.Merged, final.Report)
+	}
+	for _, task := range []string{"a", "b", "c", "d"} {
+		if n := f.mergesOf(id, task); n != 1 {
+			t.Errorf("main has %d merges of task %s, want 1", n, task)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.root, ".git", "index.lock")); err == nil {
+		t.Errorf("index.lock is still in main's git directory")
+	}
+	if st, err := f.gitOut("status", "--porcelain", "--untracked-files=no"); err != nil || st != "" {
+		t.Errorf("main's work tree after the run: %q %v; want it clean", st, err)
+	}
 }

@@ -1138,6 +1138,12 @@ fi
 `
 
 // writeProjectFile writes a file under the project's root.
+// readProjectFile reads a file of the project, "" when it cannot.
+func (f *runFixture) readProjectFile(rel string) string {
+	b, _ := os.ReadFile(filepath.Join(f.root, rel))
+	return string(b)
+}
+
 func (f *runFixture) writeProjectFile(rel, body string) {
 	f.t.Helper()
 	p := filepath.Join(f.root, rel)
@@ -1245,6 +1251,9 @@ func TestRunPlan(t *testing.T) {
 	f.writeProjectFile(".drover/plans/p1/plan.md", "# Plan\n")
 	f.writeProjectFile(".drover/plans/p1/tasks.md", planTasksMD)
 	f.writeProjectFile(".drover/plans/p1/task-2.md", "# Task 2\n\nWrite two.txt with the number two.\n")
+	// A plan is committed with the project.
+	f.git("add", ".drover/plans")
+	f.git("commit", "-q", "-m", "plan p1")
 	out := f.must("", append([]string{"run", "--plan", "p1"}, f.args[2:]...)...)
 	id := runIDFrom(t, out)
 	if !strings.Contains(out, "2 tasks in 2 waves") || !strings.Contains(out, "run "+id+" done") {
@@ -1265,8 +1274,33 @@ func TestRunPlan(t *testing.T) {
 		t.Errorf("task 3 was not described by its row:\n%s", p)
 	}
 	r := f.runStatus(id)
-	if r.File != filepath.Join(".drover", "plans", "p1", "tasks.md") || len(r.Tasks) != 2 || r.State != api.RunDone {
-		t.Errorf("run of the plan: file %q, %d tasks, %s", r.File, len(r.Tasks), r.State)
+	if r.File != filepath.Join(".drover", "plans", "p1", "tasks.md") || len(r.Tasks) != 2 || r.State != api.RunDone || r.Plan != "p1" {
+		t.Errorf("run of the plan: file %q, plan %q, %d tasks, %s", r.File, r.Plan, len(r.Tasks), r.State)
+	}
+
+	// Each merged task is done in tasks.md, in the form the plan
+	// workflow reads, and committed on main with its merge.
+	want := strings.NewReplacer("| 2 | in progress |", "| 2 | done        |", "| 3 | pending |", "| 3 | done    |").Replace(planTasksMD)
+	if got := f.readProjectFile(".drover/plans/p1/tasks.md"); got != want {
+		t.Errorf("tasks.md after the run:\n%s\nwant:\n%s", got, want)
+	}
+	if st, err := f.gitOut("status", "--porcelain", "--untracked-files=no"); err != nil || st != "" {
+		t.Errorf("main's work tree after the run: %q %v; want it clean", st, err)
+	}
+	if log, _ := f.gitOut("log", "--format=%s", "main"); !strings.Contains(log, "drover: plan p1: task 2 done (run "+id+")") ||
+		!strings.Contains(log, "drover: plan p1: task 3 done (run "+id+")") {
+		t.Errorf("main's log has no commit marking tasks 2 and 3 done:\n%s", log)
+	}
+
+	// A second run of the plan has nothing left to do.
+	again := f.drover("", append([]string{"run", "--plan", "p1"}, f.args[2:]...)...)
+	if again.code == 0 || !strings.Contains(again.stderr, "every task is done; there is nothing to run") {
+		t.Errorf("a second drover run --plan: exit %d\n%s%s\nwant it to say every task is done", again.code, again.stdout, again.stderr)
+	}
+	for task, want := range map[string]int{"2": 1, "3": 1} {
+		if got := f.count(task); got != want {
+			t.Errorf("after the second run, task %s ran %d times, want %d", task, got, want)
+		}
 	}
 }
 

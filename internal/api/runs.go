@@ -94,6 +94,10 @@ type StartRunRequest struct {
 	// Graph is the file's contents.
 	Graph   string     `json:"graph"`
 	Options RunOptions `json:"options"`
+	// Plan, when set, is the plan whose tasks.md the graph was made of
+	// (`drover run --plan`): each task whose branch is merged is marked
+	// done there.
+	Plan string `json:"plan,omitempty"`
 }
 
 // TestResult is the outcome of one test command.
@@ -183,6 +187,9 @@ type Run struct {
 	// this, not whatever the file says now.
 	Graph   string     `json:"graph"`
 	Options RunOptions `json:"options"`
+	// Plan is the plan the run works the tasks of (`drover run --plan`),
+	// empty for a graph file.
+	Plan string `json:"plan,omitempty"`
 	// Target is the branch each wave is merged into.
 	Target string `json:"target"`
 	// Reviewer says who must pass each task, as read from the options and

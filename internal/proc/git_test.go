@@ -79,3 +79,49 @@ func TestGitCmdStopsGently(t *testing.T) {
 		t.Errorf("GitCmd = %+v", c)
 	}
 }
+
+// Git commands run under a context's tags carry them, for the watchdog and
+// a resumed run to find; a context without tags adds none.
+func TestGitCarriesTheContextTags(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Git(context.Background(), dir, "init", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	// A hook is what git runs with its own environment, as a merge's or
+	// a checkout's hooks are.
+	hook := filepath.Join(dir, ".git", "hooks", "post-checkout")
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho \"$DROVER_RUN_ID|$DROVER_SUPERVISOR_RUN\" >> \"$(git rev-parse --git-dir)/seen\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"config", "user.name", "t"}, {"config", "user.email", "t@example.com"}, {"commit", "-q", "--allow-empty", "-m", "x"}} {
+		if _, err := Git(context.Background(), dir, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := []struct {
+		name string
+		ctx  context.Context
+		want string
+	}{
+		{"no tags", context.Background(), "|"},
+		{"run and supervisor", WithTags(WithTags(context.Background(), "DROVER_RUN_ID=r1"), "DROVER_SUPERVISOR_RUN=s1", ""), "r1|s1"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if out, err := Git(tc.ctx, dir, "checkout", "-q", "-b", "b"+string(rune('0'+i))); err != nil {
+				t.Fatalf("%v %s", err, out)
+			}
+			data, err := os.ReadFile(filepath.Join(dir, ".git", "seen"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+			if got := lines[len(lines)-1]; got != tc.want {
+				t.Errorf("git's hook saw %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if got := Tags(WithTags(context.Background(), "A=1", "A=1", "B=2")); !slices.Equal(got, []string{"A=1", "B=2"}) {
+		t.Errorf("Tags = %q, want each tag once", got)
+	}
+}

@@ -11,7 +11,8 @@
 //   - optionally a tag of its own in its environment (internal/proctag),
 //     which finds what it started in sessions of their own, where the
 //     group kill does not reach; and the supervisor's tag, by which the
-//     watchdog ends everything if the supervisor dies;
+//     watchdog ends everything if the supervisor dies, given per command
+//     (Cmd.OwnerTag) or for all the work under a context (WithTags);
 //   - stdin from /dev/null; stdout and stderr either captured with a cap
 //     that keeps the head and the tail and says how much was cut, or
 //     streamed to a writer (LineWriter splits records as they come).
@@ -156,6 +157,7 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	if c.OwnerTag != "" {
 		env = append(env, c.OwnerTag)
 	}
+	env = append(env, Tags(ctx)...)
 	var tag string
 	if c.TagKey != "" {
 		var err error

@@ -201,3 +201,73 @@ func marshalGraph(tasks []Task) ([]byte, error) {
 	}
 	return yaml.Marshal(f)
 }
+
+// MarkDone returns tasksMD with the Status cell of each row whose task id
+// is in ids set to "done", the word the plan workflow reads as finished
+// (plan.TaskRow.Done), so that the next `drover run --plan` (FromPlan)
+// and the plan workflow skip those tasks. The status column is found as
+// the plan workflow finds it: the column headed "Status", else the
+// second. Everything else is kept byte for byte; a row already done, or
+// without a status cell, is left as it is. marked are the ids changed.
+func MarkDone(tasksMD string, ids []string) (out string, marked []string) {
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	header, rows := plan.Table(tasksMD)
+	statusCol := 1
+	for i, h := range header {
+		if strings.EqualFold(h, "status") {
+			statusCol = i
+		}
+	}
+	lines := strings.Split(tasksMD, "\n")
+	for _, r := range rows {
+		id := cellID(r.Cells[0])
+		if !want[id] || statusCol >= len(r.Cells) || (plan.TaskRow{ID: id, Status: r.Cells[statusCol]}).Done() {
+			continue
+		}
+		line, ok := setCell(lines[r.Line-1], statusCol, "done")
+		if !ok {
+			continue
+		}
+		lines[r.Line-1] = line
+		want[id] = false
+		marked = append(marked, id)
+	}
+	return strings.Join(lines, "\n"), marked
+}
+
+// setCell replaces the text of cell col (0-based, as plan.Table counts
+// them) of a table line with text, padded to the cell's old width so that
+// an aligned table stays aligned.
+func setCell(line string, col int, text string) (string, bool) {
+	body, cr := strings.CutSuffix(line, "\r")
+	start := strings.IndexByte(body, '|')
+	if start < 0 {
+		return line, false
+	}
+	// The cell's bounds: after the col+1-th pipe from the first, up to
+	// the next pipe or the end of the line.
+	from := start
+	for range col {
+		next := strings.IndexByte(body[from+1:], '|')
+		if next < 0 {
+			return line, false
+		}
+		from += 1 + next
+	}
+	to := len(body)
+	if next := strings.IndexByte(body[from+1:], '|'); next >= 0 {
+		to = from + 1 + next
+	}
+	cell := " " + text + " "
+	if pad := (to - from - 1) - len(cell); pad > 0 {
+		cell += strings.Repeat(" ", pad)
+	}
+	out := body[:from+1] + cell + body[to:]
+	if cr {
+		out += "\r"
+	}
+	return out, true
+}

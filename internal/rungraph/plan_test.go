@@ -170,3 +170,61 @@ func FuzzFromPlan(f *testing.F) {
 		}
 	})
 }
+
+func TestMarkDone(t *testing.T) {
+	cases := []struct {
+		name   string
+		md     string
+		ids    []string
+		want   string
+		marked []string
+	}{
+		{
+			name: "status second, aligned cells keep their width",
+			md: "# Tasks\n\n| Id | Status      | Description |\n|----|-------------|-------------|\n" +
+				"| 1  | done        | One.        |\n| 2  | in progress | Two.        |\n| 3  | pending     | Three.      |\n",
+			ids: []string{"1", "2", "3"},
+			want: "# Tasks\n\n| Id | Status      | Description |\n|----|-------------|-------------|\n" +
+				"| 1  | done        | One.        |\n| 2  | done        | Two.        |\n| 3  | done        | Three.      |\n",
+			marked: []string{"2", "3"},
+		},
+		{
+			name:   "a Status column elsewhere, ids with emphasis, a task not named is kept",
+			md:     "| ID | Task | Status |\n| **x** | Do x. | open |\n| `y` | Do y. |todo|\n",
+			ids:    []string{"x"},
+			want:   "| ID | Task | Status |\n| **x** | Do x. | done |\n| `y` | Do y. |todo|\n",
+			marked: []string{"x"},
+		},
+		{
+			name:   "no trailing pipe, CRLF line endings",
+			md:     "| Id | Status | Description\r\n|---|---|---\r\n| a | todo | A.\r\n",
+			ids:    []string{"a"},
+			want:   "| Id | Status | Description\r\n|---|---|---\r\n| a | done | A.\r\n",
+			marked: []string{"a"},
+		},
+		{
+			name: "a row without a status cell is left",
+			md:   "| Id | Status |\n|---|---|\n| a |\n",
+			ids:  []string{"a"},
+			want: "| Id | Status |\n|---|---|\n| a |\n",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, marked := MarkDone(tc.md, tc.ids)
+			if got != tc.want || !slices.Equal(marked, tc.marked) {
+				t.Errorf("MarkDone = %q, %v\nwant %q, %v", got, marked, tc.want, tc.marked)
+			}
+			// What is marked is done for the next run --plan.
+			for _, id := range tc.marked {
+				_, g, err := FromPlan(PlanTasks{TasksMD: got + "| zz | todo | Left. |\n"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, ok := g.Task(id); ok {
+					t.Errorf("task %s is still worked after MarkDone", id)
+				}
+			}
+		})
+	}
+}

@@ -140,6 +140,9 @@ func MergeInOrder(ctx context.Context, root, target string, branches []string, o
 		}
 		return rep, fmt.Errorf("merging into %s in %s: %w (it is on %s)", target, root, ErrNotOnTarget, head)
 	}
+	if err := recoverMerge(ctx, root, target); err != nil {
+		return rep, fmt.Errorf("merging into %s in %s: %w", target, root, err)
+	}
 	if err := checkClean(ctx, root); err != nil {
 		return rep, fmt.Errorf("merging into %s in %s: %w", target, root, err)
 	}
@@ -188,6 +191,13 @@ func mergeOne(ctx context.Context, root, branch, pre string) (BranchResult, erro
 		return failed(fmt.Errorf("no branch %s: %w", branch, err))
 	}
 
+	// The marker says, should this process die before the merge ends,
+	// that the next MergeInOrder has a merge of its own to clean up.
+	done, err := markMerge(ctx, root, ref, pre)
+	if err != nil {
+		return failed(err)
+	}
+	defer done()
 	_, mergeErr := git(ctx, root, "merge", "--no-ff", "--no-edit", "--end-of-options", ref)
 	if mergeErr == nil {
 		post, err := revParse(ctx, root, "HEAD")

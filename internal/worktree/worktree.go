@@ -14,7 +14,9 @@ package worktree
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -144,7 +146,11 @@ func Create(ctx context.Context, root, runID, taskID, base string) (Worktree, er
 	}
 
 	if _, err := os.Lstat(wt.Path); err == nil {
-		return fail(fmt.Errorf("%s exists and is not a work tree of this repository", wt.Path))
+		// An empty folder is what a `git worktree add` killed before it
+		// registered the work tree leaves: made again below.
+		if rerr := os.Remove(wt.Path); rerr != nil {
+			return fail(fmt.Errorf("%s exists and is not a work tree of this repository", wt.Path))
+		}
 	}
 	if err := os.MkdirAll(filepath.Dir(wt.Path), 0o755); err != nil {
 		return fail(err)
@@ -304,4 +310,62 @@ func clip(s string) string {
 		return s
 	}
 	return s[:64] + "..."
+}
+
+// Reset puts a task's work tree back to the last commit of its branch: a
+// rebase or merge under way is dropped, HEAD goes back to the branch,
+// changes to tracked files are undone and files neither tracked nor
+// ignored are removed (ignored ones, such as build caches, stay). Lock
+// files left by a git killed in it are removed first: Reset is for a work
+// tree whose agent is dead, before another starts in it, and nothing else
+// may be working there. The branch and its commits are kept. Like Create,
+// it must not run at once with another Create or Remove in the same
+// repository.
+func Reset(ctx context.Context, wt Worktree) error {
+	if err := checkIDs(wt.RunID, wt.TaskID); err != nil {
+		return fmt.Errorf("resetting work tree: %w", err)
+	}
+	root, err := filepath.Abs(wt.Root)
+	if err != nil {
+		return fmt.Errorf("resetting work tree: %w", err)
+	}
+	// Only ever the path drover made, on the branch drover made.
+	path, branch := PathFor(root, wt.RunID, wt.TaskID), BranchName(wt.RunID, wt.TaskID)
+	fail := func(err error) error {
+		return fmt.Errorf("resetting work tree %s of task %q: %w", path, wt.TaskID, err)
+	}
+	gitDir, err := absGitDir(ctx, path)
+	if err != nil {
+		return fail(err)
+	}
+	commonDir, err := git(ctx, path, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return fail(err)
+	}
+	if commonDir = strings.TrimSpace(commonDir); !filepath.IsAbs(commonDir) {
+		commonDir = filepath.Join(path, commonDir)
+	}
+	locks := []string{filepath.Join(commonDir, "refs", "heads", filepath.FromSlash(branch)+".lock")}
+	for _, l := range lockFiles {
+		locks = append(locks, filepath.Join(gitDir, l))
+	}
+	for _, l := range locks {
+		if err := os.Remove(l); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fail(fmt.Errorf("removing a stale lock: %w", err))
+		}
+	}
+	// Each may have nothing to drop: their errors say so, and the
+	// commands below do the rest.
+	_, _ = git(ctx, path, "rebase", "--quit")
+	_, _ = git(ctx, path, "merge", "--abort")
+	for _, args := range [][]string{
+		{"checkout", "--quiet", "--force", branch, "--"},
+		{"reset", "--hard", "--quiet", "refs/heads/" + branch},
+		{"clean", "-ffdq"},
+	} {
+		if _, err := git(ctx, path, args...); err != nil {
+			return fail(err)
+		}
+	}
+	return nil
 }

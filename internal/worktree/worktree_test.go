@@ -615,3 +615,209 @@ func TestCreateWithRelativeRootAndInParallel(t *testing.T) {
 		t.Errorf("work trees left:\n%s", got)
 	}
 }
+
+// TestMergeInOrderCleansUpAMergeLeftHalfDone: a MergeInOrder whose process
+// was killed (kill -9) during a merge leaves MergeMarker, and whatever its
+// git had done: lock files, a merge in progress, files checked out but not
+// in the index, an index not committed. The next MergeInOrder cleans that
+// up and merges each branch once. Without the marker, a merge in progress
+// is a person's and is left alone.
+func TestMergeInOrderCleansUpAMergeLeftHalfDone(t *testing.T) {
+	gitDir := func(root string) string { return filepath.Join(root, ".git") }
+	touch := func(t *testing.T, path string) { write(t, path, "") }
+	cases := []struct {
+		name string
+		// leave makes the state a killed merge of b1 into main (pre)
+		// left; mark says whether it wrote the marker.
+		leave func(t *testing.T, root, b1, pre string)
+		mark  bool
+		want  []Status
+		// dirty: MergeInOrder refuses with ErrDirty.
+		dirty bool
+	}{
+		{
+			name: "a merge in progress and a stale index.lock",
+			leave: func(t *testing.T, root, b1, pre string) {
+				run(t, root, "merge", "--no-ff", "--no-commit", b1)
+				touch(t, filepath.Join(gitDir(root), "index.lock"))
+			},
+			mark: true, want: []Status{Merged, Merged},
+		},
+		{
+			name: "files checked out, the index not written, its lock left",
+			leave: func(t *testing.T, root, b1, pre string) {
+				write(t, filepath.Join(root, "x.txt"), "x\n")
+				write(t, filepath.Join(root, "a.txt"), "zero\none\ntwo\nthree\n")
+				touch(t, filepath.Join(gitDir(root), "index.lock"))
+			},
+			mark: true, want: []Status{Merged, Merged},
+		},
+		{
+			name: "the merge staged, killed in its pre-merge-commit hook",
+			leave: func(t *testing.T, root, b1, pre string) {
+				run(t, root, "merge", "--no-ff", "--no-commit", b1)
+				for _, f := range []string{"MERGE_HEAD", "MERGE_MSG", "MERGE_MODE"} {
+					_ = os.Remove(filepath.Join(gitDir(root), f))
+				}
+			},
+			mark: true, want: []Status{Merged, Merged},
+		},
+		{
+			name: "the merge committed, the branch's ref lock left",
+			leave: func(t *testing.T, root, b1, pre string) {
+				run(t, root, "merge", "--no-ff", "--no-edit", "refs/heads/"+b1)
+				touch(t, filepath.Join(gitDir(root), "refs", "heads", "main.lock"))
+			},
+			mark: true, want: []Status{UpToDate, Merged},
+		},
+		{
+			name: "a person's merge in progress, no marker",
+			leave: func(t *testing.T, root, b1, pre string) {
+				run(t, root, "merge", "--no-ff", "--no-commit", b1)
+			},
+			dirty: true,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := newRepo(t)
+			ctx := context.Background()
+			b1 := task(t, root, "one", map[string]string{"x.txt": "x\n", "a.txt": "zero\none\ntwo\nthree\n"})
+			b2 := task(t, root, "two", map[string]string{"y.txt": "y\n"})
+			// A person's untracked file, which no cleanup may touch.
+			write(t, filepath.Join(root, "notes.txt"), "mine\n")
+			pre := run(t, root, "rev-parse", "HEAD")
+			if tc.mark {
+				if _, err := markMerge(ctx, root, "refs/heads/"+b1, pre); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tc.leave(t, root, b1, pre)
+
+			rep, err := MergeInOrder(ctx, root, "main", []string{b1, b2}, StopOnConflict)
+			if tc.dirty {
+				if !errors.Is(err, ErrDirty) {
+					t.Fatalf("MergeInOrder: %v; want ErrDirty", err)
+				}
+				if _, err := os.Stat(filepath.Join(gitDir(root), "MERGE_HEAD")); err != nil {
+					t.Errorf("the person's merge was aborted: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("MergeInOrder: %v", err)
+			}
+			if got := statuses(rep); !slices.Equal(got, tc.want) {
+				t.Fatalf("statuses = %v, want %v (report %+v)", got, tc.want, rep)
+			}
+			for _, f := range append(slices.Clone(lockFiles), MergeMarker, filepath.Join("refs", "heads", "main.lock")) {
+				if _, err := os.Stat(filepath.Join(gitDir(root), f)); err == nil {
+					t.Errorf("%s is left in the git directory", f)
+				}
+			}
+			log := run(t, root, "log", "--format=%s", "main")
+			if n := strings.Count(log, "Merge branch 'refs/heads/"+b1+"'"); n != 1 {
+				t.Errorf("main has %d merges of %s, want 1:\n%s", n, b1, log)
+			}
+			for name, want := range map[string]string{"x.txt": "x\n", "y.txt": "y\n", "a.txt": "zero\none\ntwo\nthree\n", "notes.txt": "mine\n"} {
+				if got := read(t, filepath.Join(root, name)); got != want {
+					t.Errorf("%s = %q, want %q", name, got, want)
+				}
+			}
+			if st := run(t, root, "status", "--porcelain"); st != "?? notes.txt" {
+				t.Errorf("status after the merges: %q", st)
+			}
+		})
+	}
+}
+
+// TestReset puts a task's work tree back to its branch's last commit,
+// whatever its killed agent left: changes, staged files, untracked files,
+// another branch or a detached HEAD, a merge under way, stale locks.
+// Ignored files and the branch's commits stay.
+func TestReset(t *testing.T) {
+	cases := []struct {
+		name  string
+		leave func(t *testing.T, wt Worktree)
+	}{
+		{"changes and files not added", func(t *testing.T, wt Worktree) {
+			write(t, filepath.Join(wt.Path, "a.txt"), "changed\n")
+			write(t, filepath.Join(wt.Path, "new", "half.txt"), "half\n")
+			write(t, filepath.Join(wt.Path, "staged.txt"), "staged\n")
+			run(t, wt.Path, "add", "staged.txt")
+		}},
+		{"another branch with a commit", func(t *testing.T, wt Worktree) {
+			run(t, wt.Path, "checkout", "-q", "-b", "elsewhere")
+			commit(t, wt.Path, "elsewhere", map[string]string{"a.txt": "elsewhere\n"})
+		}},
+		{"a detached HEAD", func(t *testing.T, wt Worktree) {
+			run(t, wt.Path, "checkout", "-q", "--detach", "HEAD~1")
+		}},
+		{"a merge under way and stale locks", func(t *testing.T, wt Worktree) {
+			run(t, wt.Path, "checkout", "-q", "-b", "side", "HEAD~1")
+			commit(t, wt.Path, "side", map[string]string{"a.txt": "side\n"})
+			run(t, wt.Path, "checkout", "-q", wt.Branch)
+			cmd := exec.Command("git", "merge", "side")
+			cmd.Dir = wt.Path
+			_ = cmd.Run() // conflicts
+			gitDir := run(t, wt.Path, "rev-parse", "--absolute-git-dir")
+			write(t, filepath.Join(gitDir, "index.lock"), "")
+			write(t, filepath.Join(wt.Root, ".git", "refs", "heads", filepath.FromSlash(wt.Branch)+".lock"), "")
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := newRepo(t)
+			write(t, filepath.Join(root, ".gitignore"), "*.log\n")
+			commit(t, root, "ignore logs", nil)
+			ctx := context.Background()
+			wt, err := Create(ctx, root, "run", "t", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := commit(t, wt.Path, "task work", map[string]string{"a.txt": "work\n", "work.txt": "work\n"})
+			write(t, filepath.Join(wt.Path, "build.log"), "cache\n")
+			tc.leave(t, wt)
+
+			if err := Reset(ctx, wt); err != nil {
+				t.Fatalf("Reset: %v", err)
+			}
+			if head := run(t, wt.Path, "symbolic-ref", "--short", "HEAD"); head != wt.Branch {
+				t.Errorf("HEAD is on %q, want %s", head, wt.Branch)
+			}
+			if got := run(t, wt.Path, "rev-parse", "HEAD"); got != last {
+				t.Errorf("HEAD is %s, want the branch's last commit %s", got, last)
+			}
+			if st := run(t, wt.Path, "status", "--porcelain", "--untracked-files=all"); st != "" {
+				t.Errorf("status after Reset: %q", st)
+			}
+			if got := read(t, filepath.Join(wt.Path, "a.txt")); got != "work\n" {
+				t.Errorf("a.txt = %q, want the branch's", got)
+			}
+			if got := read(t, filepath.Join(wt.Path, "build.log")); got != "cache\n" {
+				t.Errorf("the ignored build.log = %q, want it kept", got)
+			}
+			// Git works in it again.
+			commit(t, wt.Path, "more", map[string]string{"more.txt": "more\n"})
+		})
+	}
+}
+
+// A `git worktree add` killed before it registered the work tree leaves
+// an empty folder, and the branch it made: Create makes the work tree
+// again, on that branch. A folder with anything in it is still refused
+// (TestCreateErrors).
+func TestCreateOverAnEmptyFolder(t *testing.T) {
+	root := newRepo(t)
+	run(t, root, "branch", BranchName("r", "t"))
+	if err := os.MkdirAll(PathFor(root, "r", "t"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wt, err := Create(context.Background(), root, "r", "t", "")
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if !wt.Reused || run(t, wt.Path, "symbolic-ref", "--short", "HEAD") != wt.Branch {
+		t.Errorf("the work tree is not the branch's: %+v", wt)
+	}
+}

@@ -31,7 +31,9 @@ func New(id, file, graph string, opts api.RunOptions, target string, g rungraph.
 // spent of its budgets (dollars, including an estimate of its killed
 // agent's, and time worked) still counts. A failed task starts over with
 // fresh budgets (its branch keeps its commits): a person resumed it after
-// fixing the cause. A conflicting branch is merged again (a person may
+// fixing the cause. Either way its next iteration starts from its branch's
+// last commit, without what the last agent left uncommitted
+// (StartIteration.Fresh). A conflicting branch is merged again (a person may
 // have resolved it). The run's own budgets likewise go on after a crash
 // and begin again after a failure.
 func Resume(rec api.Run, now time.Time) api.Run {

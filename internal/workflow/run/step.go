@@ -257,6 +257,19 @@ func (st *stepper) startIteration(t *api.RunTask) {
 	if t.StartedAt.IsZero() {
 		t.StartedAt = st.now
 	}
+	// A task's base is saved with the start of its first iteration, so
+	// that a crash before that iteration ends cannot make it the target's
+	// head of a later day.
+	if t.Base == "" {
+		t.Base = st.f.Head
+		if fork := st.f.Forks[t.ID]; fork != "" {
+			t.Base = fork
+		}
+	}
+	// The work tree of an iteration worked again after a crash, or of a
+	// task that starts over after a resume, holds what the last agent
+	// left uncommitted: it starts from the branch's last commit instead.
+	fresh := t.Interrupted || (t.Iteration == 0 && t.Runs > 1)
 	// An iteration a crash cut short is worked again as it was: its
 	// number and role.
 	if !t.Interrupted || t.Iteration == 0 {
@@ -267,7 +280,7 @@ func (st *stepper) startIteration(t *api.RunTask) {
 	}
 	t.Interrupted = false
 	e := StartIteration{
-		Task: t.ID, Iteration: t.Iteration, Role: router.Role(t.Role), Base: t.Base, Branch: t.Branch, Feedback: t.Feedback,
+		Task: t.ID, Iteration: t.Iteration, Role: router.Role(t.Role), Base: t.Base, Branch: t.Branch, Feedback: t.Feedback, Fresh: fresh,
 		Deadline: IterationDeadline(r.Options, TaskClock(*t, r.ResumedAt), RunClock(r)),
 	}
 	if st.f.Settings.Review {

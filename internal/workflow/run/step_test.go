@@ -335,7 +335,9 @@ func TestStepRederivesEffectsAfterRestart(t *testing.T) {
 	stored := s.Run // committed before the effects ran; then the crash
 	rs := Restore(Resume(stored, t0.Add(time.Hour)), t0.Add(time.Hour))
 	rs, _, eff = step(t, rs, Begin{}, f, t0.Add(time.Hour))
-	want := StartIteration{Task: "a", Iteration: 2, Role: router.Debugger, Base: "base0", Branch: "drover/run-1/a", Feedback: stored.Tasks[1].Feedback, Review: true, ReviewModel: "opus"}
+	// Its work tree starts from the branch's last commit, without what
+	// the killed agent left (Fresh).
+	want := StartIteration{Task: "a", Iteration: 2, Role: router.Debugger, Base: "base0", Branch: "drover/run-1/a", Fresh: true, Feedback: stored.Tasks[1].Feedback, Review: true, ReviewModel: "opus"}
 	if len(eff) != 1 || !reflect.DeepEqual(eff[0], want) || rs.Task("a").Runs != 3 {
 		t.Fatalf("after the restart: %+v, want %+v (runs %d)", eff, want, rs.Task("a").Runs)
 	}

@@ -124,6 +124,15 @@ type Facts struct {
 	// Templates give the texts of the reports, task errors and feedback
 	// (the zero Set: the built-in ones).
 	Templates templates.Set
+	// Head is the commit the run's target branch is at (empty: git could
+	// not say). A task's first iteration takes it as the task's base,
+	// saved with the step that starts the iteration, before any agent.
+	Head string
+	// Forks are, by task, the commits the existing branches of tasks
+	// started without a saved base forked from the target (a run stored
+	// before bases were saved up front): those tasks' base, rather than
+	// where the target is now.
+	Forks map[string]string
 }
 
 // Event is something that happened to a run.
@@ -229,10 +238,16 @@ type StartIteration struct {
 	Task      string
 	Iteration int
 	Role      router.Role
-	// Base is the commit the task's branch began from (empty: not known
-	// yet, the work tree's creation tells).
+	// Base is the commit the task's branch began from, or begins from
+	// when the work tree is made (empty: not known, the target's head).
 	Base   string
 	Branch string
+	// Fresh says the work tree is put back to the last commit of the
+	// task's branch before the agent starts, its changes not committed
+	// and files not added dropped: the iteration is worked again after a
+	// crash, or the task starts over after a resume, and what a killed or
+	// failed agent left half done is not work to build on.
+	Fresh bool
 	// Feedback is what the iteration is told of the last one.
 	Feedback string
 	// Deadline ends the iteration with the task's or the run's time budget
