@@ -124,7 +124,15 @@ func run(ctx context.Context, o Options) Result {
 	if err != nil {
 		warn = joinMsg(warn, fmt.Sprintf("drover: %v; using default hook budgets", err))
 	}
-	ctx, cancel := context.WithTimeout(ctx, budget)
+	// A Stop may be held while a plan reviewer runs (review.hold): it
+	// waits that much longer, and tells the supervisor so.
+	var hold time.Duration
+	if o.Event == hook.Stop {
+		if hold, err = hookconf.Hold(src, budget); err != nil {
+			warn = joinMsg(warn, fmt.Sprintf("drover: %v; the Stop is not held for a reviewer", err))
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget+hold)
 	defer cancel()
 	var started time.Duration
 	startTimeout := func() time.Duration {
@@ -155,7 +163,7 @@ func run(ctx context.Context, o Options) Result {
 	if newID == nil {
 		newID = randomID
 	}
-	req := api.HookRequest{RequestID: newID(), Input: in}
+	req := api.HookRequest{RequestID: newID(), Input: in, HoldMS: hold.Milliseconds()}
 	c := client.New(paths.Socket)
 
 	resp, err := send(ctx, c, o.Event, req, startTimeout, func() error { return spawn(root, paths) })
