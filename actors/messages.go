@@ -38,6 +38,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
@@ -56,6 +57,10 @@ type HandleHook struct {
 	RequestID string
 	Event     hook.Event
 	Input     hook.Input
+	// Hold is how long the asker waits for a Stop held while a plan
+	// reviewer runs (the hook client's review.hold); the session holds it
+	// no longer than this nor than its own review.hold. 0: never held.
+	Hold time.Duration
 }
 
 // HookResult is the answer to HandleHook.

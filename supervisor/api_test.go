@@ -41,6 +41,12 @@ type apiServer struct {
 
 func newAPIServer(t *testing.T) *apiServer {
 	t.Helper()
+	return newAPIServerConfig(t, config.Defaults())
+}
+
+// newAPIServerConfig is newAPIServer with the configuration cfg.
+func newAPIServerConfig(t *testing.T, cfg config.Config) *apiServer {
+	t.Helper()
 	root := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -51,7 +57,7 @@ func newAPIServer(t *testing.T) *apiServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, closeServer, err := newServer(ctx, Options{Paths: p, Config: config.Defaults(), Version: testVersion}, "")
+	s, closeServer, err := newServer(ctx, Options{Paths: p, Config: cfg, Version: testVersion}, "")
 	if err != nil {
 		t.Fatalf("newServer: %v", err)
 	}

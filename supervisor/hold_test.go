@@ -1,0 +1,60 @@
+package supervisor
+
+import (
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/reviewer"
+)
+
+// failingReviewer is a reviewer CLI (review.cli custom) that finds one
+// blocking issue.
+const failingReviewer = `#!/bin/sh
+printf '{"type":"result","subtype":"success","is_error":false,"structured_output":{"verdict":"FAIL","findings":[{"severity":"blocking","file":"plan.md","line":1,"summary":"no tests"}]}}\n'
+`
+
+// A Stop that starts a plan review, from a hook client that waits
+// review.hold for it (hold_ms), is answered with what the review found:
+// no `drover plan wait` turn in between.
+func TestStopHeldForAPlanReview(t *testing.T) {
+	tests := []struct {
+		name   string
+		holdMS int64
+		want   string
+	}{
+		{name: "held", holdMS: 60000, want: "plan-review-1.md"},
+		{name: "not held", holdMS: 0, want: "drover plan wait"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			script := filepath.Join(t.TempDir(), "reviewer")
+			if err := os.WriteFile(script, []byte(failingReviewer), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cfg := config.Defaults()
+			cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+script+"' {{model}} {{prompt}}"
+			a := newAPIServerConfig(t, cfg)
+			dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Demo\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var st api.PlanStatus
+			a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &st)
+
+			var out api.HookResponse
+			a.decode(http.MethodPost, api.HookPath(hook.Stop), api.HookRequest{RequestID: "stop-1", HoldMS: tc.holdMS, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}}, &out)
+			if !out.Output.IsBlock() || !strings.Contains(out.Output.Reason, tc.want) {
+				t.Errorf("the stop that starts the review: %+v, want a block naming %q", out.Output, tc.want)
+			}
+		})
+	}
+}
