@@ -404,3 +404,32 @@ func TestStopBudgetCoversTheHold(t *testing.T) {
 		})
 	}
 }
+
+// The hold is for an answer the supervisor holds, not for reaching one: a
+// supervisor that drops every Stop is given up on at the Stop's budget, as
+// without a hold, not review.hold later.
+func TestHoldDoesNotExtendTheRetries(t *testing.T) {
+	root, o := setup(t, "DROVER_HOOK_BUDGET_STOP=300ms", "DROVER_REVIEW_HOLD=9m")
+	p, err := project.PathsFor(root, o.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveStops(t, root, p, func(w http.ResponseWriter, r *http.Request) {
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	})
+	o.Stdin = strings.NewReader(`{"session_id":"s1"}`)
+	o.Spawn = func(string, project.Paths) error { return nil }
+	// The caller's own deadline is far beyond the budget and far below
+	// the hold: the hook must end on its budget, before it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out := decode(t, Run(ctx, o))
+	if ctx.Err() != nil {
+		t.Fatal("the hook retried until its caller's deadline: the hold extended the retries")
+	}
+	if !strings.Contains(out.SystemMessage, "letting the agent go on") {
+		t.Errorf("systemMessage %q", out.SystemMessage)
+	}
+}
