@@ -63,6 +63,14 @@ type HandleHook struct {
 	Hold time.Duration
 }
 
+// ReleaseHold tells a session actor that the asker of its held Stop
+// RequestID went away (the hook was killed, the user interrupted): the
+// Stop is answered at once with its committed answer, and the review's
+// answer waits for the next Stop instead of going to nobody. No reply.
+type ReleaseHold struct {
+	RequestID string
+}
+
 // HookResult is the answer to HandleHook.
 type HookResult struct {
 	Output hook.Output

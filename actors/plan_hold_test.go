@@ -105,3 +105,30 @@ func TestHeldStopDoesNotBlockTheSession(t *testing.T) {
 		t.Errorf("the held stop after stop-reviews: %+v", r)
 	}
 }
+
+// A held Stop whose asker went away (ReleaseHold: the hook was killed, the
+// user interrupted) gets its committed answer at once, and the review's
+// answer is not spent on it: the next Stop gets it.
+func TestReleasedHoldKeepsTheAnswerForTheNextStop(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-hold-release"
+	f.write("demo", "plan.md", "# Demo\n")
+	f.fakeScript("verdicts", "FAIL\n")
+	f.fakeScript("sleep", "1")
+	f.mustPlan(sid, "new", api.PlanArgs{PlanID: "demo"})
+
+	held := f.system.Root.RequestFuture(f.pid, &ToSession{SessionID: sid, Msg: &HandleHook{RequestID: "stop-1", Event: hook.Stop, Hold: time.Minute, Input: hook.Input{SessionID: sid, HookEventName: "Stop"}}}, testTimeout)
+	eventually.True(t, testTimeout, "the reviewer to start", func() bool { return f.fakeFile("child-1") != "" })
+	f.system.Root.Send(f.pid, &ToSession{SessionID: sid, Msg: &ReleaseHold{RequestID: "stop-1"}})
+	res, err := held.Result()
+	if err != nil {
+		t.Fatalf("the released stop: %v", err)
+	}
+	if r := res.(*HookResult); !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "drover plan wait") {
+		t.Fatalf("the released stop: %+v, want the wait instruction", r)
+	}
+	f.waitReview(sid)
+	if r := f.stop(sid, "stop-2"); !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "plan-review-1.md") || !strings.Contains(r.Output.Reason, "1 blocking") {
+		t.Errorf("the stop after the review: %+v, want its answer", r)
+	}
+}

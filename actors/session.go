@@ -138,6 +138,10 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 		a.inflight = nil
 	case *StatusQuery:
 		ctx.Respond(a.status())
+	case *ReleaseHold:
+		if h := a.plan.held; h != nil && h.msg.RequestID == msg.RequestID {
+			a.answerHeld(ctx)
+		}
 	default:
 		a.receiveOther(ctx, msg)
 	}

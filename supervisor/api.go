@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -94,6 +95,34 @@ func (s *Server) askFor(id string, msg any, timeout time.Duration) (any, error) 
 	return res, nil
 }
 
+// askHook asks the session for the decision on hook m. A Stop the
+// session may hold (m.Hold) whose hook client goes away meanwhile (ctx
+// ends: the hook was killed, the user interrupted the agent) is let go
+// (actors.ReleaseHold): it is answered with what was committed, and the
+// review's answer is kept for the next Stop instead of going to nobody.
+func (s *Server) askHook(ctx context.Context, id string, m *actors.HandleHook, timeout time.Duration) (any, error) {
+	if m.Hold <= 0 {
+		return s.askFor(id, m, timeout)
+	}
+	type reply struct {
+		res any
+		err error
+	}
+	ch := make(chan reply, 1)
+	go func() {
+		res, err := s.askFor(id, m, timeout)
+		ch <- reply{res, err}
+	}()
+	select {
+	case r := <-ch:
+		return r.res, r.err
+	case <-ctx.Done():
+		s.system.Root.Send(s.root, &actors.ToSession{SessionID: id, Msg: &actors.ReleaseHold{RequestID: m.RequestID}})
+		r := <-ch
+		return r.res, r.err
+	}
+}
+
 func statusFor(err error) int {
 	if errors.Is(err, actors.ErrUnknownCommand) {
 		return http.StatusBadRequest
@@ -129,7 +158,7 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 	// client said it waits (review.hold), which cannot exceed the Stop
 	// timeout in hooks.json.
 	hold := time.Duration(min(max(req.HoldMS, 0), config.HookTimeout(hook.Stop).Milliseconds())) * time.Millisecond
-	res, err := s.askFor(id, &actors.HandleHook{RequestID: req.RequestID, Event: e, Input: req.Input, Hold: hold}, askTimeout+hold)
+	res, err := s.askHook(r.Context(), id, &actors.HandleHook{RequestID: req.RequestID, Event: e, Input: req.Input, Hold: hold}, askTimeout+hold)
 	var out *actors.HookResult
 	if err == nil {
 		var ok bool

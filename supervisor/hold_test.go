@@ -1,14 +1,19 @@
 package supervisor
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/reviewer"
 )
@@ -56,5 +61,72 @@ func TestStopHeldForAPlanReview(t *testing.T) {
 				t.Errorf("the stop that starts the review: %+v, want a block naming %q", out.Output, tc.want)
 			}
 		})
+	}
+}
+
+// slowFailingReviewer is failingReviewer that says it started (a file
+// "started" beside it) and then takes a second.
+const slowFailingReviewer = `#!/bin/sh
+: > "$(dirname "$0")/started"
+sleep 1
+printf '{"type":"result","subtype":"success","is_error":false,"structured_output":{"verdict":"FAIL","findings":[{"severity":"blocking","file":"plan.md","line":1,"summary":"no tests"}]}}\n'
+`
+
+// A hook client that goes away while its Stop is held (the user
+// interrupted the agent) does not take the review's answer with it: the
+// next Stop gets it.
+func TestAbandonedHeldStopKeepsTheAnswer(t *testing.T) {
+	fake := t.TempDir()
+	script := filepath.Join(fake, "reviewer")
+	if err := os.WriteFile(script, []byte(slowFailingReviewer), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Defaults()
+	cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+script+"' {{model}} {{prompt}}"
+	a := newAPIServerConfig(t, cfg)
+	dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Demo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st api.PlanStatus
+	a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &st)
+
+	body, err := json.Marshal(api.HookRequest{RequestID: "stop-1", HoldMS: 60000, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url+api.HookPath(hook.Stop), bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		res, err := a.client.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	eventually.True(t, 20*time.Second, "the reviewer to start", func() bool {
+		_, err := os.Stat(filepath.Join(fake, "started"))
+		return err == nil
+	})
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the held stop was answered before the client went away")
+	}
+	eventually.True(t, 20*time.Second, "the review to end", func() bool {
+		var st api.PlanStatus
+		a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "status"), api.PlanArgs{}, &st)
+		return !st.ReviewRunning
+	})
+	out := a.hook(hook.Stop, "stop-2", "s1")
+	if !out.Output.IsBlock() || !strings.Contains(out.Output.Reason, "plan-review-1.md") || !strings.Contains(out.Output.Reason, "1 blocking") {
+		t.Errorf("the stop after an abandoned held stop: %+v, want the review's answer", out.Output)
 	}
 }
