@@ -96,10 +96,11 @@ func (s *Server) askFor(id string, msg any, timeout time.Duration) (any, error) 
 }
 
 // askHook asks the session for the decision on hook m. A Stop the
-// session may hold (m.Hold) whose hook client goes away meanwhile (ctx
-// ends: the hook was killed, the user interrupted the agent) is let go
-// (actors.ReleaseHold): it is answered with what was committed, and the
-// review's answer is kept for the next Stop instead of going to nobody.
+// session may hold (m.Hold) is let go (actors.ReleaseHold) when its hook
+// client goes away meanwhile (ctx ends: the hook was killed, the user
+// interrupted the agent) or the supervisor starts to stop: it is answered
+// with what was committed, and the review's answer is kept for the next
+// Stop instead of going to nobody.
 func (s *Server) askHook(ctx context.Context, id string, m *actors.HandleHook, timeout time.Duration) (any, error) {
 	if m.Hold <= 0 {
 		return s.askFor(id, m, timeout)
@@ -117,10 +118,11 @@ func (s *Server) askHook(ctx context.Context, id string, m *actors.HandleHook, t
 	case r := <-ch:
 		return r.res, r.err
 	case <-ctx.Done():
-		s.system.Root.Send(s.root, &actors.ToSession{SessionID: id, Msg: &actors.ReleaseHold{RequestID: m.RequestID}})
-		r := <-ch
-		return r.res, r.err
+	case <-s.draining:
 	}
+	s.system.Root.Send(s.root, &actors.ToSession{SessionID: id, Msg: &actors.ReleaseHold{RequestID: m.RequestID}})
+	r := <-ch
+	return r.res, r.err
 }
 
 func statusFor(err error) int {

@@ -34,6 +34,7 @@ const testVersion = "1.2.3-test"
 // actor tree are real, the socket and the lock are not there.
 type apiServer struct {
 	t      *testing.T
+	srv    *Server
 	paths  project.Paths
 	url    string
 	client *http.Client
@@ -68,7 +69,7 @@ func newAPIServerConfig(t *testing.T, cfg config.Config) *apiServer {
 			t.Errorf("closing the server: %v", err)
 		}
 	})
-	return &apiServer{t: t, paths: p, url: ts.URL, client: ts.Client()}
+	return &apiServer{t: t, srv: s, paths: p, url: ts.URL, client: ts.Client()}
 }
 
 // response is one answer of the API.

@@ -130,3 +130,57 @@ func TestAbandonedHeldStopKeepsTheAnswer(t *testing.T) {
 		t.Errorf("the stop after an abandoned held stop: %+v, want the review's answer", out.Output)
 	}
 }
+
+// A supervisor that starts to stop answers a Stop it holds at once, with
+// the committed wait instruction, rather than keeping its shutdown
+// waiting for the review.
+func TestDrainingAnswersAHeldStop(t *testing.T) {
+	fake := t.TempDir()
+	script := filepath.Join(fake, "reviewer")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n: > \"$(dirname \"$0\")/started\"\nexec sleep 3600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Defaults()
+	cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+script+"' {{model}} {{prompt}}"
+	a := newAPIServerConfig(t, cfg)
+	dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Demo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st api.PlanStatus
+	a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &st)
+
+	body, err := json.Marshal(api.HookRequest{RequestID: "stop-1", HoldMS: 600000, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := make(chan api.HookResponse, 1)
+	go func() {
+		// No t.Fatal off the test's goroutine: a failure is a zero answer.
+		var out api.HookResponse
+		defer func() { answer <- out }()
+		res, err := a.client.Post(a.url+api.HookPath(hook.Stop), "application/json", bytes.NewReader(body))
+		if err != nil {
+			return
+		}
+		defer res.Body.Close()
+		_ = json.NewDecoder(res.Body).Decode(&out)
+	}()
+	eventually.True(t, 20*time.Second, "the reviewer to start", func() bool {
+		_, err := os.Stat(filepath.Join(fake, "started"))
+		return err == nil
+	})
+	a.srv.drain()
+	select {
+	case out := <-answer:
+		if !out.Output.IsBlock() || !strings.Contains(out.Output.Reason, "drover plan wait") {
+			t.Errorf("the held stop when the supervisor stops: %+v, want the wait instruction", out.Output)
+		}
+	case <-time.After(30 * time.Second):
+		// The hold is ten minutes: only the drain answers in time.
+		t.Fatal("the held stop was not answered when the supervisor started to stop")
+	}
+}
