@@ -66,9 +66,6 @@ func (a *sessionActor) planMessage(actx actor.Context, msg any) bool {
 	case *reviewFiled:
 		a.reviewFiled(actx, m)
 		return true
-	case *holdExpired:
-		a.holdEnded(actx, m.seq)
-		return true
 	case *actor.Stopping:
 		// The review child is stopped with this actor, which kills the
 		// reviewer; a Stop held for it gets its committed answer.

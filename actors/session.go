@@ -142,6 +142,8 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 		if h := a.plan.held; h != nil && h.msg.RequestID == msg.RequestID {
 			a.answerHeld(ctx)
 		}
+	case *holdExpired:
+		a.holdEnded(ctx, msg.seq)
 	default:
 		a.receiveOther(ctx, msg)
 	}
