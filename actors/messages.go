@@ -61,6 +61,10 @@ type HandleHook struct {
 	// reviewer runs (the hook client's review.hold); the session holds it
 	// no longer than this nor than its own review.hold. 0: never held.
 	Hold time.Duration
+	// OnHold, when set, is called (on the session's goroutine; it must
+	// not block) when the session holds the Stop: the decision is taken
+	// and committed, and only its answer waits for the review.
+	OnHold func()
 }
 
 // ReleaseHold tells a session actor that the asker of its held Stop

@@ -62,6 +62,9 @@ func (a *sessionActor) holdStop(actx actor.Context, m *HandleHook, res *HookResu
 		seq: seq, msg: m, sender: actx.Sender(), res: res,
 		timer: time.AfterFunc(d, func() { system.Root.Send(self, &holdExpired{seq: seq}) }),
 	}
+	if m.OnHold != nil {
+		m.OnHold()
+	}
 	a.log.Debug("stop held for the review", zap.String("request", m.RequestID), zap.Duration("hold", d))
 }
 

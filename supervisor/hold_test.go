@@ -184,3 +184,18 @@ func TestDrainingAnswersAHeldStop(t *testing.T) {
 		t.Fatal("the held stop was not answered when the supervisor started to stop")
 	}
 }
+
+// The hook client cannot tell a held Stop from a session that does not
+// answer, and waits for both; the supervisor can, since the session says
+// when it holds: a Stop that is neither decided nor held within the Stop
+// budget is an error, which the client turns into "let the agent go on".
+// (A budget of a nanosecond stands in for a session that does not answer.)
+func TestUndecidedStopIsGivenUpOnAtTheBudget(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Hook.Budget.Stop = time.Nanosecond
+	a := newAPIServerConfig(t, cfg)
+	r := a.do(http.MethodPost, api.HookPath(hook.Stop), api.HookRequest{RequestID: "stop-1", HoldMS: 60000, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}})
+	if r.status != http.StatusInternalServerError || !strings.Contains(r.errorText(), "no decision within the Stop budget") {
+		t.Errorf("a stop not decided within the budget = %d %s", r.status, r.body)
+	}
+}
