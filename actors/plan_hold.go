@@ -20,8 +20,10 @@ import (
 // plan gone), the Stop is decided again, as the agent's next Stop would
 // be, committed, and that answer is sent: the findings, at once. A timer
 // at the hold (review.hold, and no longer than the hook client said it
-// waits) sends the committed wait instruction instead, as does the actor
-// stopping or restarting. Each answer sent was committed first.
+// waits) sends the committed wait instruction instead, as do the actor
+// stopping or restarting and the asker going away (ReleaseHold), which
+// leaves the review's answer for the next Stop. Each answer sent was
+// committed first.
 
 // heldStop is the Stop whose answer waits for the review in flight.
 type heldStop struct {
