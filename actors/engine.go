@@ -35,6 +35,14 @@ type effect any
 func (a *sessionActor) onHook(actx actor.Context, m *HandleHook) {
 	a.begin(actx, m)
 	res, effects := a.handleHook(actx, m)
+	if d := a.holdFor(actx, m, res); d > 0 {
+		// A Stop that waits for a plan review: its answer is kept for
+		// the review's (plan_hold.go), which the effects may start.
+		a.inflight = nil
+		a.holdStop(actx, m, res, d)
+		a.execute(actx, effects)
+		return
+	}
 	actx.Respond(res)
 	a.inflight = nil
 	a.execute(actx, effects)
@@ -56,6 +64,14 @@ func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) (*HookResul
 	if out, ok := a.rec.Lookup(m.RequestID, m.Event); ok {
 		return &HookResult{Output: out, Replayed: true}, nil
 	}
+	return a.decideHook(actx, m, "")
+}
+
+// decideHook decides hook event m and commits the decision, as
+// handleHook does past the replay of a recorded answer; warn, when set,
+// goes first in the answer's systemMessage. A decision taken again for
+// the same request is recorded over the first.
+func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string) (*HookResult, []effect) {
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
 
@@ -63,8 +79,8 @@ func (a *sessionActor) handleHook(actx actor.Context, m *HandleHook) (*HookResul
 	if err != nil {
 		return &HookResult{Err: err}, nil
 	}
-	if a.notice != "" {
-		res.Output.SystemMessage = joinLines(a.notice, res.Output.SystemMessage)
+	if a.notice != "" || warn != "" {
+		res.Output.SystemMessage = joinLines(joinLines(warn, a.notice), res.Output.SystemMessage)
 		a.notice = ""
 	}
 	// SessionEnd's answer reaches no one.
@@ -190,9 +206,10 @@ func (a *sessionActor) resume(actx actor.Context) {
 
 // busy reports whether background work runs (a loop's checks, metric
 // commands or checkpoint, a plan's review): the actor is not passivated
-// meanwhile, or the work would be cut short.
+// meanwhile, or the work would be cut short (nor while a Stop is held
+// for a review).
 func (a *sessionActor) busy() bool {
-	return a.loop.busy() || a.plan.run != nil
+	return a.loop.busy() || a.plan.run != nil || a.plan.held != nil
 }
 
 // Background work runs in work children, the one mechanism of the session

@@ -38,6 +38,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
@@ -56,6 +57,22 @@ type HandleHook struct {
 	RequestID string
 	Event     hook.Event
 	Input     hook.Input
+	// Hold is how long the asker waits for a Stop held while a plan
+	// reviewer runs (the hook client's review.hold); the session holds it
+	// no longer than this nor than its own review.hold. 0: never held.
+	Hold time.Duration
+	// OnHold, when set, is called (on the session's goroutine; it must
+	// not block) when the session holds the Stop: the decision is taken
+	// and committed, and only its answer waits for the review.
+	OnHold func()
+}
+
+// ReleaseHold tells a session actor that the asker of its held Stop
+// RequestID went away (the hook was killed, the user interrupted): the
+// Stop is answered at once with its committed answer, and the review's
+// answer waits for the next Stop instead of going to nobody. No reply.
+type ReleaseHold struct {
+	RequestID string
 }
 
 // HookResult is the answer to HandleHook.

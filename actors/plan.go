@@ -44,6 +44,10 @@ type planRuntime struct {
 	seq uint64
 	// run is the reviewer running now, nil when none.
 	run *reviewRun
+	// held is the Stop whose answer waits for the review in flight, nil
+	// when none (plan_hold.go); holdSeq numbers the holds.
+	held    *heldStop
+	holdSeq uint64
 }
 
 // planMessage handles the plan workflow's background results; it reports
@@ -67,8 +71,9 @@ func (a *sessionActor) planMessage(actx actor.Context, msg any) bool {
 		return true
 	case *actor.Stopping:
 		// The review child is stopped with this actor, which kills the
-		// reviewer.
+		// reviewer; a Stop held for it gets its committed answer.
 		a.plan.run = nil
+		a.answerHeld(actx)
 	}
 	return false
 }

@@ -127,13 +127,21 @@ func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, n
 			f.TaskMD = string(taskMD)
 		}
 	}
-	if _, review := s.NextPhase.ReviewKind(); need&needGit != 0 && (review || s.Review != nil) {
+	kind, review := s.NextPhase.ReviewKind()
+	if s.Review != nil {
+		kind, review = s.Review.Kind, true
+	}
+	if need&needGit != 0 && review {
 		// Outside git (or with git failing) both stay empty: the review
 		// then reads the work as it is.
 		f.Head, _ = gitOutput(ctx, a.env.Root, 256, "rev-parse", "--verify", "--quiet", "HEAD")
 		f.Head = strings.TrimSpace(f.Head)
 		if s.ReviewHead != "" && s.Iteration >= 1 {
-			f.DiffSinceReview, _ = gitOutput(ctx, a.env.Root, maxDiffBytes, "diff", "--no-color", "--no-ext-diff", s.ReviewHead, "--")
+			// Only what is under review: drover's bookkeeping (state.json,
+			// the run log, review files) and other plans are noise to a
+			// reviewer, and would crowd the work out of a capped diff.
+			args := append([]string{"diff", "--no-color", "--no-ext-diff", s.ReviewHead, "--"}, plan.DiffPathspecs(kind, id)...)
+			f.DiffSinceReview, _ = gitOutput(ctx, a.env.Root, maxDiffBytes, args...)
 		}
 	}
 	return f, nil

@@ -114,6 +114,9 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 			ctx.Send(a.inflight, failedReply(ctx, a.lastMsg))
 			a.inflight = nil
 		}
+		// The new instance knows nothing of a held Stop: it gets its
+		// committed answer now.
+		a.answerHeld(ctx)
 	case *actor.ReceiveTimeout:
 		if a.busy() {
 			// Passivating would cut the background work short. A
@@ -139,9 +142,18 @@ func (a *sessionActor) Receive(ctx actor.Context) {
 		a.inflight = nil
 	case *StatusQuery:
 		ctx.Respond(a.status())
+	case *ReleaseHold:
+		if h := a.plan.held; h != nil && h.msg.RequestID == msg.RequestID {
+			a.answerHeld(ctx)
+		}
+	case *holdExpired:
+		a.holdEnded(ctx, msg.seq)
 	default:
 		a.receiveOther(ctx, msg)
 	}
+	// Whatever ended the review a Stop is held for (its answer, a
+	// cancel, a command) answers that Stop.
+	a.settleHeld(ctx)
 }
 
 // workflowCommand dispatches a loop or plan command.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/tasks"
 )
@@ -81,10 +82,15 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 // that cannot be delivered because the actor was stopping is retried once:
 // every request is safe to repeat (hooks carry a request id).
 func (s *Server) ask(id string, msg any) (any, error) {
+	return s.askFor(id, msg, askTimeout)
+}
+
+// askFor is ask with its own bound on the wait.
+func (s *Server) askFor(id string, msg any, timeout time.Duration) (any, error) {
 	var res any
 	var err error
 	for try := 0; try < 2; try++ {
-		res, err = s.system.Root.RequestFuture(s.root, &actors.ToSession{SessionID: id, Msg: msg}, askTimeout).Result()
+		res, err = s.system.Root.RequestFuture(s.root, &actors.ToSession{SessionID: id, Msg: msg}, timeout).Result()
 		if !errors.Is(err, actor.ErrDeadLetter) {
 			break
 		}
@@ -126,7 +132,11 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	res, err := s.ask(id, &actors.HandleHook{RequestID: req.RequestID, Event: e, Input: req.Input})
+	// A Stop may be held while a plan reviewer runs, as long as the hook
+	// client said it waits (review.hold), which cannot exceed the Stop
+	// timeout in hooks.json.
+	hold := time.Duration(min(max(req.HoldMS, 0), config.HookTimeout(hook.Stop).Milliseconds())) * time.Millisecond
+	res, err := s.askHook(r.Context(), id, &actors.HandleHook{RequestID: req.RequestID, Event: e, Input: req.Input, Hold: hold}, askTimeout+hold)
 	var out *actors.HookResult
 	if err == nil {
 		var ok bool

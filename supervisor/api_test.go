@@ -34,12 +34,19 @@ const testVersion = "1.2.3-test"
 // actor tree are real, the socket and the lock are not there.
 type apiServer struct {
 	t      *testing.T
+	srv    *Server
 	paths  project.Paths
 	url    string
 	client *http.Client
 }
 
 func newAPIServer(t *testing.T) *apiServer {
+	t.Helper()
+	return newAPIServerConfig(t, config.Defaults())
+}
+
+// newAPIServerConfig is newAPIServer with the configuration cfg.
+func newAPIServerConfig(t *testing.T, cfg config.Config) *apiServer {
 	t.Helper()
 	root := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -51,7 +58,7 @@ func newAPIServer(t *testing.T) *apiServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, closeServer, err := newServer(ctx, Options{Paths: p, Config: config.Defaults(), Version: testVersion}, "")
+	s, closeServer, err := newServer(ctx, Options{Paths: p, Config: cfg, Version: testVersion}, "")
 	if err != nil {
 		t.Fatalf("newServer: %v", err)
 	}
@@ -62,7 +69,7 @@ func newAPIServer(t *testing.T) *apiServer {
 			t.Errorf("closing the server: %v", err)
 		}
 	})
-	return &apiServer{t: t, paths: p, url: ts.URL, client: ts.Client()}
+	return &apiServer{t: t, srv: s, paths: p, url: ts.URL, client: ts.Client()}
 }
 
 // response is one answer of the API.

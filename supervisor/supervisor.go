@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,7 +82,15 @@ type Server struct {
 	// reviewers caps reviewer processes across all sessions and runs; a
 	// config reload resizes it to review.max_parallel.
 	reviewers *reviewer.Limiter
+	// draining is closed when the supervisor starts to stop: a Stop held
+	// for a review is then answered at once (askHook) instead of holding
+	// up the shutdown.
+	draining     chan struct{}
+	drainingOnce sync.Once
 }
+
+// drain marks the supervisor as stopping (see draining).
+func (s *Server) drain() { s.drainingOnce.Do(func() { close(s.draining) }) }
 
 // Run starts the supervisor and serves until ctx ends, then stops
 // gracefully: requests in flight are answered, the actor tree is stopped,
@@ -152,6 +161,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          zap.NewStdLog(s.log),
 	}
+	srv.RegisterOnShutdown(s.drain)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	s.log.Info("supervisor started", zap.String("project", p.Root), zap.String("socket", p.Socket), zap.Int("pid", os.Getpid()), zap.String("version", opts.Version))
@@ -189,7 +199,7 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 	}
 	cfg := opts.Config
 	p := opts.Paths
-	s := &Server{opts: opts, log: lg.Zap(), started: time.Now(), reviewers: reviewer.NewLimiter(cfg.Review.MaxParallel)}
+	s := &Server{opts: opts, log: lg.Zap(), started: time.Now(), reviewers: reviewer.NewLimiter(cfg.Review.MaxParallel), draining: make(chan struct{})}
 	s.cfg.Store(&cfg)
 
 	if _, err := tasks.EnsureDroverDir(p.Root); err != nil {

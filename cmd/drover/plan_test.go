@@ -57,13 +57,10 @@ func TestPlanThroughTheCLI(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for i, post := range []bool{true, false} {
-		if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() || !strings.Contains(h.Reason, "drover plan wait") {
-			t.Fatalf("stop %d: want the wait block, got %+v", i, h)
-		}
-		if out := p.must("", "plan", "wait", "--session", id); !strings.Contains(out, "is done: PASS") {
-			t.Fatalf("plan wait printed:\n%s", out)
-		}
+	for _, post := range []bool{true, false} {
+		// The stop that starts a review is held while the reviewer runs
+		// (review.hold) and answered with what it found: the agent
+		// spends no turn on drover plan wait.
 		h := p.hook(hook.Stop, stopInput(id))
 		if post {
 			if !h.IsBlock() || !strings.Contains(h.Reason, "drover plan post-review-done") {
@@ -141,7 +138,8 @@ func writePlanReviewer(t *testing.T, p *proj) {
 	if err := os.WriteFile(script, []byte(planFakeReviewer), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p.useReviewer(script)
+	// Not held: the standalone cycle below goes through drover plan wait.
+	p.useReviewer(script, "hold: 0s")
 }
 
 // TestPlanActionsThroughTheCLI drives the agent's side of a plan through
@@ -392,13 +390,10 @@ func TestPlanFindingsThroughTheCLI(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Found\n\n## Overview\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// review runs one review to its answer and returns the stop after it.
+	// review runs one review: the stop that starts it is held while the
+	// reviewer runs (review.hold) and answered with what it found.
 	review := func(n int) hook.Output {
 		t.Helper()
-		if h := p.hook(hook.Stop, stopInput(id)); !h.IsBlock() {
-			t.Fatalf("stop before review %d: %+v", n, h)
-		}
-		p.must("", "plan", "wait", "--session", id)
 		return p.hook(hook.Stop, stopInput(id))
 	}
 
@@ -537,7 +532,8 @@ func TestPlanReviewSurvivesKill9(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p.useReviewer(script)
+	// Not held: the first stop must answer while the reviewer sleeps.
+	p.useReviewer(script, "hold: 0s")
 	read := func(name string) string {
 		b, _ := os.ReadFile(filepath.Join(fake, name))
 		return strings.TrimSpace(string(b))
@@ -618,13 +614,17 @@ func TestPlanReviewSurvivesKill9(t *testing.T) {
 }
 
 // useReviewer configures the project's reviewer as the custom command
-// script, given the model and the prompt.
-func (p *proj) useReviewer(script string) {
+// script, given the model and the prompt; keys are more lines of the
+// review section ("hold: 0s").
+func (p *proj) useReviewer(script string, keys ...string) {
 	p.t.Helper()
 	if err := os.MkdirAll(filepath.Join(p.root, ".drover"), 0o755); err != nil {
 		p.t.Fatal(err)
 	}
 	cfg := "review:\n  cli: custom\n  command: \"'" + script + "' {{model}} {{prompt}}\"\n"
+	for _, k := range keys {
+		cfg += "  " + k + "\n"
+	}
 	if err := os.WriteFile(filepath.Join(p.root, ".drover", "config.yaml"), []byte(cfg), 0o644); err != nil {
 		p.t.Fatal(err)
 	}

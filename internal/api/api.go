@@ -53,6 +53,11 @@ type HookRequest struct {
 	// on retries, so a retried request gets the recorded decision.
 	RequestID string     `json:"request_id"`
 	Input     hook.Input `json:"input"`
+	// HoldMS is how long, in milliseconds, the client waits beyond its
+	// budget for a Stop held while a plan reviewer runs (review.hold): the
+	// supervisor holds the answer no longer than this, nor than its own
+	// review.hold. 0 (an older client) is never held.
+	HoldMS int64 `json:"hold_ms,omitempty"`
 }
 
 // HookResponse is the decision for a hook event.

@@ -98,6 +98,7 @@ type Review struct {
 	Command     string        `koanf:"command" help:"custom reviewer command template, e.g. mycli --model {{model}} {{prompt}}"`
 	BudgetUSD   string        `koanf:"budget_usd" number:"text" help:"dollar budget per reviewer run (empty: none)"`
 	CountMinor  bool          `koanf:"count_minor" help:"minor findings also make a plan review unclean (by default only blocking findings do)"`
+	Hold        time.Duration `koanf:"hold" help:"how long a Stop that starts or waits for a plan review is held for the reviewer's answer, which it then gives at once (0: never; a longer review is answered with the drover plan wait instruction); with hook.budget.stop it stays below the Stop timeout in hooks.json"`
 }
 
 // Budget returns review.budget_usd in dollars; 0 means no budget.
@@ -222,6 +223,7 @@ func Defaults() Config {
 			Timeout:     10 * time.Minute,
 			MaxParallel: 2,
 			CLI:         "claude",
+			Hold:        DefaultReviewHold,
 		},
 		Run: Run{
 			Concurrency:      2,
@@ -262,7 +264,8 @@ func HookTimeout(e hook.Event) time.Duration {
 	case hook.UserPromptSubmit:
 		return 15 * time.Second
 	case hook.Stop:
-		return 30 * time.Second
+		// Room for review.hold: a Stop may wait for a reviewer.
+		return 600 * time.Second
 	case hook.SubagentStop:
 		return 15 * time.Second
 	case hook.PreCompact:
@@ -294,6 +297,11 @@ func (c Config) Budget(e hook.Event) time.Duration {
 	return 0
 }
 
+// DefaultReviewHold is review.hold's built-in value: most reviews end
+// within it, and with the Stop budget it stays below the Stop timeout in
+// hooks.json.
+const DefaultReviewHold = 5 * time.Minute
+
 // budgetKey is the config key of event e's budget: hook.budget.stop,
 // hook.budget.session_start, ...
 func budgetKey(e hook.Event) string {
@@ -317,6 +325,11 @@ func (c Config) Validate() error {
 		if b <= 0 || b >= ceiling {
 			bad(budgetKey(e), "must be above 0 and below %v (the %s timeout in hooks.json), got %v", ceiling, e.ClaudeName(), b)
 		}
+	}
+	// A held Stop still has its own budget to answer in: the hook client
+	// waits for both, and Claude Code kills the hook at the ceiling.
+	if ceiling := HookTimeout(hook.Stop); c.Review.Hold < 0 || c.Review.Hold+c.Hook.Budget.Stop >= ceiling {
+		bad("review.hold", "must be at least 0 and, with hook.budget.stop (%v), below %v (the Stop timeout in hooks.json), got %v", c.Hook.Budget.Stop, ceiling, c.Review.Hold)
 	}
 	positive := []struct {
 		key string

@@ -132,7 +132,7 @@ func TestLoadFileErrors(t *testing.T) {
 		{"mapping under a leaf", "log:\n  level:\n    name: debug\n", []string{`config key "log.level"`, "want a string, got a mapping"}},
 		{"bad yaml", "queue: [\n", []string{"reading config file", "yaml"}},
 		{"top-level list", "- a\n- b\n", []string{"reading config file"}},
-		{"valid type, invalid value", "hook:\n  budget:\n    stop: 45s\n", []string{`config key "hook.budget.stop"`, "below 30s"}},
+		{"valid type, invalid value", "hook:\n  budget:\n    stop: 700s\n", []string{`config key "hook.budget.stop"`, "below 10m0s"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestLoadEnv(t *testing.T) {
 		{"number", []string{"DROVER_LOOP_MIN_IMPROVEMENT=0.02"}, func(c Config) bool { return c.Loop.MinImprovement == 0.02 }, nil},
 		{"bad number", []string{"DROVER_LOOP_SUCCESS_PASS_RATE=most"}, nil, []string{"DROVER_LOOP_SUCCESS_PASS_RATE", "want a number"}},
 		{"number out of range", []string{"DROVER_LOOP_SUCCESS_PASS_RATE=95"}, nil, []string{"loop.success_pass_rate", "at most 1"}},
-		{"out of range", []string{"DROVER_HOOK_BUDGET_STOP=31s"}, nil, []string{"hook.budget.stop"}},
+		{"out of range", []string{"DROVER_HOOK_BUDGET_STOP=601s"}, nil, []string{"hook.budget.stop"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

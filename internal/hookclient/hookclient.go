@@ -124,7 +124,15 @@ func run(ctx context.Context, o Options) Result {
 	if err != nil {
 		warn = joinMsg(warn, fmt.Sprintf("drover: %v; using default hook budgets", err))
 	}
-	ctx, cancel := context.WithTimeout(ctx, budget)
+	// A Stop may be held while a plan reviewer runs (review.hold): it
+	// waits that much longer, and tells the supervisor so.
+	var hold time.Duration
+	if o.Event == hook.Stop {
+		if hold, err = hookconf.Hold(src, budget); err != nil {
+			warn = joinMsg(warn, fmt.Sprintf("drover: %v; the Stop is not held for a reviewer", err))
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget+hold)
 	defer cancel()
 	var started time.Duration
 	startTimeout := func() time.Duration {
@@ -155,10 +163,14 @@ func run(ctx context.Context, o Options) Result {
 	if newID == nil {
 		newID = randomID
 	}
-	req := api.HookRequest{RequestID: newID(), Input: in}
+	req := api.HookRequest{RequestID: newID(), Input: in, HoldMS: hold.Milliseconds()}
 	c := client.New(paths.Socket)
 
-	resp, err := send(ctx, c, o.Event, req, startTimeout, func() error { return spawn(root, paths) })
+	// The hold is for an answer the supervisor holds, not for reaching a
+	// supervisor: retries and starts end with the budget.
+	retry, cancelRetry := context.WithTimeout(ctx, budget)
+	defer cancelRetry()
+	resp, err := send(ctx, retry, c, o.Event, req, startTimeout, func() error { return spawn(root, paths) })
 	if errors.Is(err, errNoStore) {
 		// Nothing runs and nothing is stored: drover was never used here.
 		return Result{}
@@ -179,9 +191,10 @@ func run(ctx context.Context, o Options) Result {
 }
 
 // send forwards the event, starting a supervisor when none answers and
-// retrying with the same request id when one dies mid-request, until ctx
-// ends.
-func send(ctx context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout func() time.Duration, spawn func() error) (api.HookResponse, error) {
+// retrying with the same request id when one dies mid-request. Each
+// request may take until ctx ends; retrying and starting a supervisor stop
+// when retry (within ctx) ends.
+func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout func() time.Duration, spawn func() error) (api.HookResponse, error) {
 	spawned := false
 	pause := retryPause
 	for try := 0; ; try++ {
@@ -195,13 +208,13 @@ func send(ctx context.Context, c *client.Client, e hook.Event, req api.HookReque
 		// for the whole budget.
 		if try > 0 {
 			select {
-			case <-ctx.Done():
+			case <-retry.Done():
 				return api.HookResponse{}, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
 			case <-time.After(pause):
 			}
 			pause = min(2*pause, maxRetryPause)
 		}
-		sctx, cancel := context.WithTimeout(ctx, startTimeout())
+		sctx, cancel := context.WithTimeout(retry, startTimeout())
 		_, err = client.Ensure(sctx, c, func() error {
 			// Only one start attempt: a supervisor that does not come up
 			// in time will not come up by being started again.
@@ -213,10 +226,10 @@ func send(ctx context.Context, c *client.Client, e hook.Event, req api.HookReque
 		})
 		cancel()
 		if err != nil {
-			if cause := context.Cause(ctx); errors.Is(cause, client.ErrSupervisorExited) {
+			if cause := context.Cause(retry); errors.Is(cause, client.ErrSupervisorExited) {
 				return api.HookResponse{}, cause
 			}
-			if ctx.Err() != nil {
+			if retry.Err() != nil {
 				return api.HookResponse{}, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
 			}
 			return api.HookResponse{}, fmt.Errorf("starting the supervisor: %w", err)

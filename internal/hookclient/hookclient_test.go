@@ -36,7 +36,9 @@ func setup(t *testing.T, extra ...string) (root string, o Options) {
 	if err := os.WriteFile(filepath.Join(root, ".drover", "state", "drover.db"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	environ := append([]string{"XDG_RUNTIME_DIR=" + run, "HOME=" + base, "CLAUDE_PROJECT_DIR=" + root}, extra...)
+	// No Stop is held for a reviewer unless a test asks for it: a test of
+	// the budget must not wait review.hold's five minutes.
+	environ := append([]string{"XDG_RUNTIME_DIR=" + run, "HOME=" + base, "CLAUDE_PROJECT_DIR=" + root, "DROVER_REVIEW_HOLD=0s"}, extra...)
 	getenv := func(k string) string {
 		for i := len(environ) - 1; i >= 0; i-- {
 			if v, ok := strings.CutPrefix(environ[i], k+"="); ok {
@@ -339,5 +341,95 @@ func TestRetriesBackOff(t *testing.T) {
 	// second; a tight loop makes hundreds. A slow machine only makes fewer.
 	if n := asked.Load(); n < 2 || n > 10 {
 		t.Errorf("the Stop was sent %d times in one second, want a few (2 to 10)", n)
+	}
+}
+
+// A Stop may be held while a plan reviewer runs: the hook waits its budget
+// plus review.hold for the answer, and tells the supervisor how long it
+// can wait. A hold that does not fit under the Stop timeout of hooks.json
+// is not used, and the user hears why.
+func TestStopBudgetCoversTheHold(t *testing.T) {
+	tests := []struct {
+		name     string
+		hold     string
+		wantHold int64
+		// wantAnswer: the held answer arrives; else the hook gives up at
+		// its budget and says why.
+		wantAnswer bool
+		wantWarn   string
+	}{
+		{name: "held", hold: "1m", wantHold: 60000, wantAnswer: true},
+		{name: "not held", hold: "0s", wantHold: 0},
+		{name: "hold beyond the Stop timeout", hold: "20m", wantHold: 0, wantWarn: "review.hold"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			root, o := setup(t, "DROVER_HOOK_BUDGET_STOP=100ms", "DROVER_REVIEW_HOLD="+tc.hold)
+			p, err := project.PathsFor(root, o.Getenv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotHold atomic.Int64
+			serveStops(t, root, p, func(w http.ResponseWriter, r *http.Request) {
+				var req api.HookRequest
+				if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+					t.Errorf("decoding the hook request: %v", err)
+				}
+				gotHold.Store(req.HoldMS)
+				// The reviewer answers well past the Stop's own budget.
+				select {
+				case <-time.After(time.Second):
+				case <-r.Context().Done():
+					return
+				}
+				_ = json.NewEncoder(w).Encode(api.HookResponse{Output: hook.Output{Decision: "block", Reason: "the review found 1 blocking issue"}})
+			})
+			o.Stdin = strings.NewReader(`{"session_id":"s1"}`)
+			o.Spawn = func(string, project.Paths) error { t.Error("spawned although a supervisor answers"); return nil }
+			r := Run(context.Background(), o)
+			if got := gotHold.Load(); got != tc.wantHold {
+				t.Errorf("the request asks for a hold of %dms, want %dms", got, tc.wantHold)
+			}
+			if tc.wantAnswer {
+				var out hook.Output
+				if err := json.Unmarshal([]byte(r.Stdout), &out); err != nil || !out.IsBlock() || !strings.Contains(out.Reason, "blocking issue") {
+					t.Errorf("want the held answer, got %q (problem %q)", r.Stdout, r.Problem)
+				}
+				return
+			}
+			out := decode(t, r)
+			if !strings.Contains(out.SystemMessage, "letting the agent go on") || !strings.Contains(out.SystemMessage, tc.wantWarn) {
+				t.Errorf("systemMessage %q", out.SystemMessage)
+			}
+		})
+	}
+}
+
+// The hold is for an answer the supervisor holds, not for reaching one: a
+// supervisor that drops every Stop is given up on at the Stop's budget, as
+// without a hold, not review.hold later.
+func TestHoldDoesNotExtendTheRetries(t *testing.T) {
+	root, o := setup(t, "DROVER_HOOK_BUDGET_STOP=300ms", "DROVER_REVIEW_HOLD=9m")
+	p, err := project.PathsFor(root, o.Getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveStops(t, root, p, func(w http.ResponseWriter, r *http.Request) {
+		if conn, _, err := w.(http.Hijacker).Hijack(); err == nil {
+			conn.Close()
+		}
+	})
+	o.Stdin = strings.NewReader(`{"session_id":"s1"}`)
+	o.Spawn = func(string, project.Paths) error { return nil }
+	// The caller's own deadline is far beyond the budget and far below
+	// the hold: the hook must end on its budget, before it.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out := decode(t, Run(ctx, o))
+	if ctx.Err() != nil {
+		t.Fatal("the hook retried until its caller's deadline: the hold extended the retries")
+	}
+	if !strings.Contains(out.SystemMessage, "letting the agent go on") {
+		t.Errorf("systemMessage %q", out.SystemMessage)
 	}
 }

@@ -1,5 +1,6 @@
 // Package hookconf reads the few configuration keys the hook client needs
-// (hook.budget.<event> and hook.start_timeout) without the configuration
+// (hook.budget.<event>, hook.start_timeout, and review.hold, which a Stop
+// waits for on top of its budget) without the configuration
 // loader of internal/config, which links koanf and every other key's
 // rules: the hook client runs as a new process on every hook event, so it
 // reads one key, from the first layer that sets it, and nothing else.
@@ -69,11 +70,39 @@ func Ceiling(e hook.Event) time.Duration {
 	case hook.UserPromptSubmit, hook.SubagentStop, hook.PreCompact:
 		return 15 * time.Second
 	case hook.Stop:
-		return 30 * time.Second
+		return 600 * time.Second
 	case hook.SessionEnd:
 		return 2 * time.Second
 	}
 	return 0
+}
+
+// HoldKey is the key of how long the supervisor may hold a Stop's answer
+// while a plan reviewer runs. It is the supervisor's key, in the review
+// section; the hook client reads it because its Stop budget must cover it.
+const HoldKey = "review.hold"
+
+// DefaultHold is review.hold's built-in value.
+const DefaultHold = 5 * time.Minute
+
+// Hold returns review.hold for a Stop whose own budget is stopBudget: how
+// much longer than its budget the hook waits for a held answer (and asks
+// the supervisor to hold it at most). Budget and hold together stay below
+// the Stop ceiling. On an error (a bad value, or one that does not fit) it
+// returns 0, with the error: a Stop that is not held is answered with the
+// wait instruction, within the budget.
+func Hold(src Sources, stopBudget time.Duration) (time.Duration, error) {
+	d, set, err := lookupSet(src, HoldKey)
+	if err != nil {
+		return 0, err
+	}
+	if !set {
+		d = DefaultHold
+	}
+	if ceiling := Ceiling(hook.Stop); d < 0 || d+stopBudget >= ceiling {
+		return 0, fmt.Errorf("config key %q: must be at least 0 and, with %s (%v), below %v (the Stop timeout in hooks.json), got %v", HoldKey, BudgetKey(hook.Stop), stopBudget, ceiling, d)
+	}
+	return d, nil
 }
 
 // Sources names the layers above the defaults, as internal/config's
@@ -139,16 +168,26 @@ func EnvName(key string) string {
 }
 
 // lookup returns key's value from the top layer that sets it, or 0 when
-// none does.
+// none does; a value of 0 is an error.
 func lookup(src Sources, key string) (time.Duration, error) {
+	d, set, err := lookupSet(src, key)
+	if err != nil || !set {
+		return 0, err
+	}
+	return nonZero(key, d)
+}
+
+// lookupSet returns key's value from the top layer that sets it; set is
+// false when none does.
+func lookupSet(src Sources, key string) (d time.Duration, set bool, err error) {
 	if src.Getenv != nil {
 		// An empty value is how shells unset a variable for one command.
 		if v := strings.TrimSpace(src.Getenv(EnvName(key))); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil {
-				return 0, fmt.Errorf("environment variable %s (config key %q): %s", EnvName(key), key, wantDuration(strconv.Quote(v)))
+				return 0, false, fmt.Errorf("environment variable %s (config key %q): %s", EnvName(key), key, wantDuration(strconv.Quote(v)))
 			}
-			return nonZero(key, d)
+			return d, true, nil
 		}
 	}
 	for _, path := range []string{src.ProjectFile, src.UserFile} {
@@ -157,13 +196,13 @@ func lookup(src Sources, key string) (time.Duration, error) {
 		}
 		keys, err := readHookSection(path)
 		if err != nil {
-			return 0, err
+			return 0, false, err
 		}
 		if d, ok := keys[key]; ok {
-			return nonZero(key, d)
+			return d, true, nil
 		}
 	}
-	return 0, nil
+	return 0, false, nil
 }
 
 // nonZero turns a value of 0 into the range error the loader gives, since
@@ -185,8 +224,10 @@ func known() map[string]bool {
 }
 
 // readHookSection reads the config file at path and returns the keys of
-// its hook section. A missing file has none; an unknown hook key or a
-// value that is not a duration is an error naming the key and the file.
+// its hook section, and review.hold (HoldKey) when it is set. A missing
+// file has none; an unknown hook key or a value that is not a duration is
+// an error naming the key and the file. The review section's other keys
+// are the supervisor's to check.
 func readHookSection(path string) (map[string]time.Duration, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -203,7 +244,7 @@ func readHookSection(path string) (map[string]time.Duration, error) {
 	flatten("", doc, flat)
 	keys := make([]string, 0, len(flat))
 	for k := range flat {
-		if k == "hook" || strings.HasPrefix(k, "hook.") {
+		if k == "hook" || strings.HasPrefix(k, "hook.") || k == HoldKey {
 			keys = append(keys, k)
 		}
 	}
@@ -214,7 +255,7 @@ func readHookSection(path string) (map[string]time.Duration, error) {
 	for _, k := range keys {
 		v := flat[k]
 		switch {
-		case valid[k]:
+		case valid[k] || k == HoldKey:
 			s, ok := v.(string)
 			d, err := time.ParseDuration(s)
 			if !ok || err != nil {

@@ -33,6 +33,9 @@ func TestAgreesWithConfigDefaults(t *testing.T) {
 			t.Errorf("EnvName = %s, config has %s", got, want)
 		}
 	}
+	if DefaultHold != def.Review.Hold || !keys[HoldKey] {
+		t.Errorf("hold %v (key %s), config has %v", DefaultHold, HoldKey, def.Review.Hold)
+	}
 	if DefaultStartTimeout != def.Hook.StartTimeout || !keys[StartTimeoutKey] {
 		t.Errorf("start timeout %v (key %s), config has %v", DefaultStartTimeout, StartTimeoutKey, def.Hook.StartTimeout)
 	}
@@ -70,7 +73,14 @@ func TestAgreesWithConfigLoad(t *testing.T) {
 		{name: "empty sections", project: "hook:\n  budget:\n"},
 		{name: "unknown hook key", project: "hook:\n  budgett: {}\n", wantErr: "budgett"},
 		{name: "bare number", project: "hook:\n  budget:\n    stop: 15\n", wantErr: "want a duration"},
-		{name: "above the ceiling", project: "hook:\n  budget:\n    stop: 45s\n", wantErr: "below 30s"},
+		{name: "above the ceiling", project: "hook:\n  budget:\n    stop: 700s\n", wantErr: "below 10m0s"},
+		{name: "hold", project: "review:\n  hold: 2m\n  max_reviews: 3\n"},
+		{name: "no hold", user: "review:\n  hold: 0s\n"},
+		{name: "hold from env", project: "review:\n  hold: 2m\n", env: []string{"DROVER_REVIEW_HOLD=90s"}},
+		{name: "hold over the ceiling", project: "review:\n  hold: 590s\n", wantErr: "review.hold"},
+		{name: "hold and budget over the ceiling", project: "hook:\n  budget:\n    stop: 300s\nreview:\n  hold: 300s\n", wantErr: "review.hold"},
+		{name: "negative hold", env: []string{"DROVER_REVIEW_HOLD=-1s"}, wantErr: "review.hold"},
+		{name: "hold not a duration", project: "review:\n  hold: 5\n", wantErr: "want a duration"},
 		{name: "zero", project: "hook:\n  start_timeout: 0s\n", wantErr: "above 0"},
 		{name: "bad env", env: []string{"DROVER_HOOK_BUDGET_STOP=15"}, wantErr: "DROVER_HOOK_BUDGET_STOP"},
 		{name: "not YAML", project: "hook: [\n", wantErr: "config.yaml"},
@@ -116,6 +126,16 @@ func TestAgreesWithConfigLoad(t *testing.T) {
 				if cerr == nil && got != cfg.Budget(e) {
 					t.Errorf("Budget(%s) = %v, config loads %v", e, got, cfg.Budget(e))
 				}
+			}
+			budget, _ := Budget(src, hook.Stop)
+			hold, err := Hold(src, budget)
+			if err != nil {
+				errs = append(errs, err)
+				if hold != 0 {
+					t.Errorf("on an error Hold = %v, want 0", hold)
+				}
+			} else if cerr == nil && hold != cfg.Review.Hold {
+				t.Errorf("Hold = %v, config loads %v", hold, cfg.Review.Hold)
 			}
 			st, err := StartTimeout(src)
 			if err != nil {

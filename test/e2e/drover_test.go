@@ -73,6 +73,10 @@ func newQueueProject(t *testing.T, sc *fakemodel.Scenario) *queueProject {
 	p.env = []string{
 		"PATH=" + droverDir + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"XDG_RUNTIME_DIR=" + run,
+		// A Stop that starts a plan review is answered at once with the
+		// `drover plan wait` instruction, the flow these tests script,
+		// unless a test sets a hold (review.hold) for its CLI run.
+		"DROVER_REVIEW_HOLD=0s",
 	}
 	t.Cleanup(p.stopSupervisor)
 	p.model = startModel(t, sc)

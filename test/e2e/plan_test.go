@@ -31,13 +31,15 @@ type planReview struct {
 // the CLI's environment and its reviewers reach the scripted model too.
 //
 // The scripted agent writes plan.md and stops; each stop starts a review
-// and blocks with "run drover plan wait"; after the wait the next stop
-// gets the review's answer: a post-review to perform (the agent amends the
+// and blocks with "run drover plan wait" (review.hold 0s); after the wait
+// the next stop gets the review's answer: a post-review to perform (the agent amends the
 // plan, writes the post-review file, commits, runs drover plan
 // post-review-done, stops), or, after two clean reviews in a row, an
 // allowed stop with the plan moved on to create-tasks.
 //
 //   - pass: both reviews pass (opus, then sonnet).
+//   - held: as pass, with review.hold: the stop that starts a review is
+//     held and gets the review's answer, with no wait in between.
 //   - fail-then-pass: review 1 (opus) fails with a blocking finding;
 //     reviews 2 (sonnet, a re-check naming the finding) and 3 (opus) pass.
 //   - max-reviews: review.max_reviews 1 in the project's config, the
@@ -55,8 +57,10 @@ func TestPlanReviews(t *testing.T) {
 	opusFail.verdict, opusFail.blocking = "FAIL", 1
 	for _, c := range []struct {
 		name, scenario string
-		// config is .drover/config.yaml, when set.
+		// config is .drover/config.yaml, when set; env is more of the
+		// CLI's environment (and so of its hooks and supervisor).
 		config  string
+		env     []string
 		reviews []planReview
 		blocks  []string
 		// stdout is the agent's last answer.
@@ -75,6 +79,18 @@ func TestPlanReviews(t *testing.T) {
 			reviews: []planReview{opus, sonnet},
 			blocks:  []string{"wait 1 opus", "post-review 1 opus: PASS, 0 blocking", "wait 2 sonnet"},
 			stdout:  "Review 2 is done: PASS.",
+			phase:   "plan-review", next: "create-tasks", iteration: 2, clean: 2, maxReviews: 8, model: "opus",
+			message: "[drover] The plan review of plan demo-plan passed: 2 clean review(s) in a row (iteration 2; 2 end the cycle). Next: create-tasks.",
+		},
+		{
+			// review.hold: each Stop that starts a review is held while
+			// the reviewer runs and answered with its answer, so the
+			// agent never runs drover plan wait.
+			name: "held", scenario: "plan-pass.yaml",
+			env:     []string{"DROVER_REVIEW_HOLD=2m"},
+			reviews: []planReview{opus, sonnet},
+			blocks:  []string{"post-review 1 opus: PASS, 0 blocking"},
+			stdout:  "Post-review done.",
 			phase:   "plan-review", next: "create-tasks", iteration: 2, clean: 2, maxReviews: 8, model: "opus",
 			message: "[drover] The plan review of plan demo-plan passed: 2 clean review(s) in a row (iteration 2; 2 end the cycle). Next: create-tasks.",
 		},
@@ -114,7 +130,7 @@ func TestPlanReviews(t *testing.T) {
 				}
 			}
 			sid := newSessionID(t)
-			res := p.claude("--session-id", sid, "/drover:plan new demo-plan")
+			res := p.claudeEnv(c.env, "--session-id", sid, "/drover:plan new demo-plan")
 			if res.ExitCode != 0 || strings.TrimSpace(res.Stdout) != c.stdout {
 				t.Fatalf("exit %d, stdout %q; want 0 and %q", res.ExitCode, res.Stdout, c.stdout)
 			}

@@ -1,0 +1,201 @@
+package supervisor
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventually"
+	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/reviewer"
+)
+
+// failingReviewer is a reviewer CLI (review.cli custom) that finds one
+// blocking issue.
+const failingReviewer = `#!/bin/sh
+printf '{"type":"result","subtype":"success","is_error":false,"structured_output":{"verdict":"FAIL","findings":[{"severity":"blocking","file":"plan.md","line":1,"summary":"no tests"}]}}\n'
+`
+
+// A Stop that starts a plan review, from a hook client that waits
+// review.hold for it (hold_ms), is answered with what the review found:
+// no `drover plan wait` turn in between.
+func TestStopHeldForAPlanReview(t *testing.T) {
+	tests := []struct {
+		name   string
+		holdMS int64
+		want   string
+	}{
+		{name: "held", holdMS: 60000, want: "plan-review-1.md"},
+		{name: "not held", holdMS: 0, want: "drover plan wait"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			script := filepath.Join(t.TempDir(), "reviewer")
+			if err := os.WriteFile(script, []byte(failingReviewer), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			cfg := config.Defaults()
+			cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+script+"' {{model}} {{prompt}}"
+			a := newAPIServerConfig(t, cfg)
+			dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Demo\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var st api.PlanStatus
+			a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &st)
+
+			var out api.HookResponse
+			a.decode(http.MethodPost, api.HookPath(hook.Stop), api.HookRequest{RequestID: "stop-1", HoldMS: tc.holdMS, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}}, &out)
+			if !out.Output.IsBlock() || !strings.Contains(out.Output.Reason, tc.want) {
+				t.Errorf("the stop that starts the review: %+v, want a block naming %q", out.Output, tc.want)
+			}
+		})
+	}
+}
+
+// slowFailingReviewer is failingReviewer that says it started (a file
+// "started" beside it) and then takes a second.
+const slowFailingReviewer = `#!/bin/sh
+: > "$(dirname "$0")/started"
+sleep 1
+printf '{"type":"result","subtype":"success","is_error":false,"structured_output":{"verdict":"FAIL","findings":[{"severity":"blocking","file":"plan.md","line":1,"summary":"no tests"}]}}\n'
+`
+
+// A hook client that goes away while its Stop is held (the user
+// interrupted the agent) does not take the review's answer with it: the
+// next Stop gets it.
+func TestAbandonedHeldStopKeepsTheAnswer(t *testing.T) {
+	fake := t.TempDir()
+	script := filepath.Join(fake, "reviewer")
+	if err := os.WriteFile(script, []byte(slowFailingReviewer), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Defaults()
+	cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+script+"' {{model}} {{prompt}}"
+	a := newAPIServerConfig(t, cfg)
+	dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Demo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st api.PlanStatus
+	a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &st)
+
+	body, err := json.Marshal(api.HookRequest{RequestID: "stop-1", HoldMS: 60000, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url+api.HookPath(hook.Stop), bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		res, err := a.client.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	eventually.True(t, 20*time.Second, "the reviewer to start", func() bool {
+		_, err := os.Stat(filepath.Join(fake, "started"))
+		return err == nil
+	})
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the held stop was answered before the client went away")
+	}
+	eventually.True(t, 20*time.Second, "the review to end", func() bool {
+		var st api.PlanStatus
+		a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "status"), api.PlanArgs{}, &st)
+		return !st.ReviewRunning
+	})
+	out := a.hook(hook.Stop, "stop-2", "s1")
+	if !out.Output.IsBlock() || !strings.Contains(out.Output.Reason, "plan-review-1.md") || !strings.Contains(out.Output.Reason, "1 blocking") {
+		t.Errorf("the stop after an abandoned held stop: %+v, want the review's answer", out.Output)
+	}
+}
+
+// A supervisor that starts to stop answers a Stop it holds at once, with
+// the committed wait instruction, rather than keeping its shutdown
+// waiting for the review.
+func TestDrainingAnswersAHeldStop(t *testing.T) {
+	fake := t.TempDir()
+	script := filepath.Join(fake, "reviewer")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\n: > \"$(dirname \"$0\")/started\"\nexec sleep 3600\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Defaults()
+	cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+script+"' {{model}} {{prompt}}"
+	a := newAPIServerConfig(t, cfg)
+	dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Demo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st api.PlanStatus
+	a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &st)
+
+	body, err := json.Marshal(api.HookRequest{RequestID: "stop-1", HoldMS: 600000, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := make(chan api.HookResponse, 1)
+	go func() {
+		// No t.Fatal off the test's goroutine: a failure is a zero answer.
+		var out api.HookResponse
+		defer func() { answer <- out }()
+		res, err := a.client.Post(a.url+api.HookPath(hook.Stop), "application/json", bytes.NewReader(body))
+		if err != nil {
+			return
+		}
+		defer res.Body.Close()
+		_ = json.NewDecoder(res.Body).Decode(&out)
+	}()
+	eventually.True(t, 20*time.Second, "the reviewer to start", func() bool {
+		_, err := os.Stat(filepath.Join(fake, "started"))
+		return err == nil
+	})
+	a.srv.drain()
+	select {
+	case out := <-answer:
+		if !out.Output.IsBlock() || !strings.Contains(out.Output.Reason, "drover plan wait") {
+			t.Errorf("the held stop when the supervisor stops: %+v, want the wait instruction", out.Output)
+		}
+	case <-time.After(30 * time.Second):
+		// The hold is ten minutes: only the drain answers in time.
+		t.Fatal("the held stop was not answered when the supervisor started to stop")
+	}
+}
+
+// The hook client cannot tell a held Stop from a session that does not
+// answer, and waits for both; the supervisor can, since the session says
+// when it holds: a Stop that is neither decided nor held within the Stop
+// budget is an error, which the client turns into "let the agent go on".
+// (A budget of a nanosecond stands in for a session that does not answer.)
+func TestUndecidedStopIsGivenUpOnAtTheBudget(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Hook.Budget.Stop = time.Nanosecond
+	a := newAPIServerConfig(t, cfg)
+	r := a.do(http.MethodPost, api.HookPath(hook.Stop), api.HookRequest{RequestID: "stop-1", HoldMS: 60000, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}})
+	if r.status != http.StatusInternalServerError || !strings.Contains(r.errorText(), "no decision within the Stop budget") {
+		t.Errorf("a stop not decided within the budget = %d %s", r.status, r.body)
+	}
+}
