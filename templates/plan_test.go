@@ -45,7 +45,7 @@ var planContent = []struct {
 	{PlanPostReviewCode, []string{"{{review_file}}", "{{post_review_file}}", "post-code-review", "drover plan post-review-done", "state.json", "drover plan stop-reviews", "{{clean_streak}} end the cycle"}},
 	{PlanPostReviewAllCode, []string{"{{review_file}}", "{{post_review_file}}", "post-all-code-review", "drover plan post-review-done", "state.json", "drover plan stop-reviews", "{{clean_streak}} end the cycle"}},
 	{PlanReviewWait, []string{"{{model}}", "{{review_file}}", "drover plan wait"}},
-	{PlanReviewFile, []string{"{{verdict}}", "{{findings}}", "{{model}}"}},
+	{PlanReviewFile, []string{"{{verdict}}", "{{findings}}", "{{model}}", "{{review}}", "{{denials}}"}},
 	{PlanInvalid, []string{"{{violations}}", "{{plan_dir}}"}},
 	{PlanReviewFailed, []string{"{{error}}", "{{log_note}}"}},
 	{PlanReviewMissing, []string{"{{problem}}", "drover plan stop-reviews"}},

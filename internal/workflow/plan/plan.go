@@ -136,6 +136,9 @@ func reviewing(s State, f Facts, t templates.Set) (decision, error) {
 	}
 	d := decision{state: s}
 	if !f.ReviewInFlight && r.Answered == nil {
+		if f.ReviewerMissing != nil {
+			return reviewerMissing(s, f, t, r.Kind)
+		}
 		// Started before a restart and lost: run it again, with the same
 		// iteration and model. An answered review is not: its answer is
 		// applied once its review file is written (ReviewFiled).
@@ -227,6 +230,9 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 		d.warn(msg)
 		return d, nil
 	}
+	if f.ReviewerMissing != nil {
+		return reviewerMissing(s, f, t, kind)
+	}
 	sr, err := startEffect(s, f, t, r)
 	if err != nil {
 		return d, err
@@ -314,6 +320,13 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 			return d, err
 		}
 		d.warn(msg)
+		note, err := denied(s, f, t, r, o)
+		if err != nil {
+			return d, err
+		}
+		if note != "" {
+			d.warn(note)
+		}
 		return d, nil
 	}
 
@@ -334,6 +347,7 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 
 	v := answerVars(next, f, t, r, o)
 	addVerdictVars(v, t, o)
+	addReviewVars(v, t, o)
 	body, err := t.Render(templates.PlanReviewFile, v)
 	if err != nil {
 		return d, err
@@ -358,6 +372,15 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 			return d, err
 		}
 		d.warn(msg)
+		// The user, who looks over the work now, hears of what the
+		// reviewer could not check.
+		note, err := denied(next, f, t, r, o)
+		if err != nil {
+			return d, err
+		}
+		if note != "" {
+			d.warn(note)
+		}
 		return d, nil
 	}
 	next.Phase = r.Kind.ReviewPhase()
@@ -366,6 +389,15 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 	reason, err := t.Render(postReviewTemplate(r.Kind), v)
 	if err != nil {
 		return d, err
+	}
+	// The agent that acts on the review hears of what the reviewer could
+	// not check.
+	note, err := denied(next, f, t, r, o)
+	if err != nil {
+		return d, err
+	}
+	if note != "" {
+		reason += "\n\n" + note
 	}
 	d.out = hook.Block(reason)
 	return d, nil
