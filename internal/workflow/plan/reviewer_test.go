@@ -98,7 +98,9 @@ func TestReviewerMissing(t *testing.T) {
 	missing := func(f *Facts) {
 		f.ReviewerMissing = &MissingReviewer{Command: "claude", Key: "review.cli", Reason: "executable file not found in $PATH"}
 	}
-	lost := func(s *State) { s.Review = &InFlight{Kind: KindCode, Iteration: 1, Model: "opus", Task: "1", Head: "abc123"} }
+	lost := func(s *State) {
+		s.Review = &InFlight{Kind: KindCode, Iteration: 1, Model: "opus", Task: "1", Head: "abc123"}
+	}
 	tests := []struct {
 		name string
 		s    State
