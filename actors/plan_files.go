@@ -128,6 +128,7 @@ func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, n
 		}
 	}
 	if _, review := s.NextPhase.ReviewKind(); need&needGit != 0 && (review || s.Review != nil) {
+		f.ReviewerMissing = a.reviewerMissing()
 		// Outside git (or with git failing) both stay empty: the review
 		// then reads the work as it is.
 		f.Head, _ = gitOutput(ctx, a.env.Root, 256, "rev-parse", "--verify", "--quiet", "HEAD")
