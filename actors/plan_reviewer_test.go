@@ -8,6 +8,8 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/templates"
 )
 
 // TestPlanMissingReviewerAllowsTheStop has a plan whose reviewer CLI does
@@ -126,5 +128,24 @@ func TestPlanReviewFileHoldsTheReview(t *testing.T) {
 	}
 	if !strings.Contains(file, "Refused tool calls") || !strings.Contains(file, "- `Bash` `go test ./...`") {
 		t.Errorf("plan-review-1.md does not list the refused call:\n%s", file)
+	}
+}
+
+// TestConsensusTextNamesRefusedCalls: a loop checkpoint whose reviewers'
+// CLIs refused them tool calls says which, after the consensus, so that the
+// agent does not take the verdict for checks nobody made.
+func TestConsensusTextNamesRefusedCalls(t *testing.T) {
+	results := []reviewer.Result{
+		{Model: "opus", Outcome: reviewer.Pass, Denials: []reviewer.Denial{{Tool: "Bash", Input: "go test ./..."}}},
+		{Model: "sonnet", Outcome: reviewer.Pass, Denials: []reviewer.Denial{{Tool: "WebFetch", Input: "https://example.invalid/spec"}}},
+	}
+	got := consensusText(templates.Defaults(), 4, reviewer.Combined{Result: reviewer.Result{Outcome: reviewer.Pass}, PassVotes: 2}, results)
+	want := "After iteration 4: PASS (2 pass, 0 fail, 0 reviewer run(s) failed).\n" +
+		"The reviewers' CLIs refused them 2 tool call(s) (Bash \"go test ./...\" (opus); WebFetch \"https://example.invalid/spec\" (sonnet)), so this checkpoint may rest on checks they could not make: run them yourself."
+	if !strings.HasPrefix(got, "After iteration 4: PASS") || !strings.HasSuffix(got, want[strings.Index(want, "\n")+1:]) {
+		t.Errorf("consensus:\n%s\nwant it to end with:\n%s", got, want)
+	}
+	if clean := consensusText(templates.Defaults(), 4, reviewer.Combined{Result: reviewer.Result{Outcome: reviewer.Pass}, PassVotes: 1}, []reviewer.Result{{Model: "opus", Outcome: reviewer.Pass}}); strings.Contains(clean, "refused") {
+		t.Errorf("a checkpoint with no refused call mentions one:\n%s", clean)
 	}
 }

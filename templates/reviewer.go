@@ -18,4 +18,7 @@ const (
 	// PlanReviewerMissing allows a stop whose review cannot start: the
 	// configured reviewer CLI is not there.
 	PlanReviewerMissing = "plan_reviewer_missing"
+	// LoopCheckpointDenied follows a loop checkpoint's consensus when its
+	// reviewers' CLIs refused them tool calls.
+	LoopCheckpointDenied = "loop_checkpoint_denied"
 )
