@@ -206,9 +206,13 @@ func codexArgs(s Spec) []string {
 //     settings cannot make the reviewer yolo.
 //   - --allowed-tools run_shell_command lets the shell run without an
 //     approval, so that the reviewer can run the tests and git. 0.61 marks
-//     the flag deprecated in favour of its policy engine but still maps it
-//     to an allow rule (and older versions keep an allowed tool out of the
-//     headless exclusions); edits stay refused.
+//     the flag deprecated in favour of its policy engine (a warning on
+//     stderr) but still maps it to an allow rule, and older versions keep
+//     an allowed tool out of the headless exclusions. Observed on 0.61.0
+//     against a scripted server: with it the model is offered
+//     run_shell_command and its call runs; without it the model is offered
+//     no shell ("Tool "run_shell_command" not found"); write_file and
+//     replace are offered in neither case.
 //   - --model (-m) names a Gemini model, such as gemini-2.5-pro.
 //
 // Gemini CLI has no flag for a response schema (issues #5021, #13388; PR
