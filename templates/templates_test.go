@@ -15,7 +15,7 @@ var allNames = []string{
 }
 
 func TestNames(t *testing.T) {
-	want := slices.Concat(allNames, planNames, loopNames, runNames, queueNames, reviewerNames)
+	want := slices.Concat(allNames, planNames, loopNames, runNames, queueNames)
 	slices.Sort(want)
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
@@ -49,7 +49,7 @@ func TestDefaultsContent(t *testing.T) {
 	}
 	d := Defaults()
 	seen := map[string]bool{}
-	for _, tt := range slices.Concat(tests, planContent, loopContent, runContent, queueContent, reviewerContent) {
+	for _, tt := range slices.Concat(tests, planContent, loopContent, runContent, queueContent) {
 		seen[tt.name] = true
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := d.Render(tt.name, nil)
