@@ -296,11 +296,19 @@ func startEffect(s State, f Facts, t templates.Set, r InFlight) (StartReview, er
 }
 
 // apply applies a reviewer's answer to the review in flight.
-func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error) {
+func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (d decision, err error) {
+	// Whatever the answer leads to, it tells of the tool calls the
+	// reviewer's CLI refused it (reportDenials): the checks it may rest
+	// on without having made them.
+	defer func() {
+		if err == nil {
+			err = d.reportDenials(s, f, t, o)
+		}
+	}()
 	r := *s.Review
 	next := s
 	next.Review = nil
-	d := decision{state: next}
+	d = decision{state: next}
 
 	if o.Outcome != reviewer.Pass && o.Outcome != reviewer.Fail {
 		var err error
@@ -320,13 +328,6 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 			return d, err
 		}
 		d.warn(msg)
-		note, err := denied(s, f, t, r, o)
-		if err != nil {
-			return d, err
-		}
-		if note != "" {
-			d.warn(note)
-		}
 		return d, nil
 	}
 
@@ -372,15 +373,6 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 			return d, err
 		}
 		d.warn(msg)
-		// The user, who looks over the work now, hears of what the
-		// reviewer could not check.
-		note, err := denied(next, f, t, r, o)
-		if err != nil {
-			return d, err
-		}
-		if note != "" {
-			d.warn(note)
-		}
 		return d, nil
 	}
 	next.Phase = r.Kind.ReviewPhase()
@@ -389,15 +381,6 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 	reason, err := t.Render(postReviewTemplate(r.Kind), v)
 	if err != nil {
 		return d, err
-	}
-	// The agent that acts on the review hears of what the reviewer could
-	// not check.
-	note, err := denied(next, f, t, r, o)
-	if err != nil {
-		return d, err
-	}
-	if note != "" {
-		reason += "\n\n" + note
 	}
 	d.out = hook.Block(reason)
 	return d, nil

@@ -80,19 +80,30 @@ func closeFences(text string) string {
 	return text
 }
 
-// denied says, for the agent and the user, that the reviewer of the answer
-// o to review r was refused tool calls; "" when it was not.
-func denied(s State, f Facts, t templates.Set, r InFlight, o ReviewOutcome) (string, error) {
-	if len(o.Denials) == 0 {
-		return "", nil
+// reportDenials tells, of the answer o to the review in flight in s, the
+// tool calls the reviewer's CLI refused it: to the agent after the block
+// reason when d blocks (it acts on the review), else to the user after the
+// message (who looks over the work now). Nothing when there were none.
+func (d *decision) reportDenials(s State, f Facts, t templates.Set, o ReviewOutcome) error {
+	if len(o.Denials) == 0 || s.Review == nil {
+		return nil
 	}
-	v := answerVars(s, f, t, r, o)
+	v := answerVars(s, f, t, *s.Review, o)
 	list := make([]string, 0, len(o.Denials))
 	for _, dn := range o.Denials {
 		list = append(list, denialText(dn))
 	}
 	v["denials"], v["denial_count"] = strings.Join(list, "; "), strconv.Itoa(len(o.Denials))
-	return t.Render(templates.PlanReviewerDenied, v)
+	note, err := t.Render(templates.PlanReviewerDenied, v)
+	if err != nil {
+		return err
+	}
+	if d.out.IsBlock() {
+		d.out.Reason += "\n\n" + note
+		return nil
+	}
+	d.warn(note)
+	return nil
 }
 
 // denialText is one refused call in Markdown: the tool, and what it asked
