@@ -128,7 +128,6 @@ func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, n
 		}
 	}
 	if _, review := s.NextPhase.ReviewKind(); need&needGit != 0 && (review || s.Review != nil) {
-		f.ReviewerMissing = a.reviewerMissing()
 		// Outside git (or with git failing) both stay empty: the review
 		// then reads the work as it is.
 		f.Head, _ = gitOutput(ctx, a.env.Root, 256, "rev-parse", "--verify", "--quiet", "HEAD")
@@ -136,6 +135,10 @@ func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, n
 		if s.ReviewHead != "" && s.Iteration >= 1 {
 			f.DiffSinceReview, _ = gitOutput(ctx, a.env.Root, maxDiffBytes, "diff", "--no-color", "--no-ext-diff", s.ReviewHead, "--")
 		}
+	}
+	if need&needGit != 0 {
+		// A review may start: say so if its reviewer cannot.
+		f.ReviewerMissing = a.reviewerMissing()
 	}
 	return f, nil
 }
