@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
@@ -120,5 +122,29 @@ func consensusText(t templates.Set, iteration int, c reviewer.Combined, results 
 		// override must not lose the consensus.
 		text, _ = loop.Consensus(r, templates.Defaults())
 	}
+	if note := deniedText(t, results); note != "" {
+		text = strings.TrimRight(text, "\n") + "\n" + note
+	}
 	return text
+}
+
+// deniedText says which tool calls the reviewers' CLIs refused them (the
+// tests, say), so that the agent does not take the consensus for checks
+// nobody made; "" when none was refused.
+func deniedText(t templates.Set, results []reviewer.Result) string {
+	var list []string
+	for _, res := range results {
+		for _, d := range res.Denials {
+			list = append(list, fmt.Sprintf("%s %q (%s)", d.Tool, d.Input, res.Model))
+		}
+	}
+	if len(list) == 0 {
+		return ""
+	}
+	v := map[string]string{"denials": strings.Join(list, "; "), "denial_count": strconv.Itoa(len(list))}
+	text, err := t.Render(templates.LoopCheckpointDenied, v)
+	if err != nil {
+		text, _ = templates.Defaults().Render(templates.LoopCheckpointDenied, v)
+	}
+	return strings.TrimRight(text, "\n")
 }

@@ -144,6 +144,10 @@ func (a *sessionActor) planFacts(ctx context.Context, s plan.State, id string, n
 			f.DiffSinceReview, _ = gitOutput(ctx, a.env.Root, maxDiffBytes, args...)
 		}
 	}
+	if need&needGit != 0 {
+		// A review may start: say so if its reviewer cannot.
+		f.ReviewerMissing = a.reviewerMissing()
+	}
 	return f, nil
 }
 

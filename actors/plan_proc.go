@@ -36,6 +36,16 @@ func (a *sessionActor) reviewJob(cfg config.Config, id uint64, e plan.StartRevie
 	return reviewJob{id: id, specs: reviewconf.PerModel(base, cfg.ReviewModels()), quorum: reviewconf.Quorum(cfg.Review)}, nil
 }
 
+// reviewerMissing says whether the configured reviewer CLI cannot be
+// started, for a decision that may start a review: nil when it can.
+func (a *sessionActor) reviewerMissing() *plan.MissingReviewer {
+	command, key, reason := reviewconf.Missing(a.env.Config().Review, a.env.Root)
+	if reason == "" {
+		return nil
+	}
+	return &plan.MissingReviewer{Command: command, Key: key, Reason: reason}
+}
+
 // gitOutput runs git in dir (proc.GitCmd) and returns its stdout, at most
 // about limit bytes of it: past limit its middle is cut, with a line that
 // says so. It returns nothing when git failed.

@@ -28,12 +28,17 @@ var customPlaceholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_]+)\s*\}\}`)
 //
 // For CLIClaude it is
 //
-//	claude --print --model M --output-format json --json-schema SCHEMA
-//	  --settings {"disableAllHooks":true} [--max-budget-usd X] PROMPT
+//	claude --print --model M --allowedTools Read,Grep,Glob,Bash
+//	  --disallowedTools Edit,Write,NotebookEdit --output-format json
+//	  --json-schema SCHEMA --settings {"disableAllHooks":true}
+//	  [--max-budget-usd X] PROMPT
 //
 // where --settings turns every hook off for the reviewer (the first
-// recursion guard; GuardEnv in env is the second), and the reviewer gets no
-// permission to write: drover writes the review file from the answer.
+// recursion guard; GuardEnv in env is the second). The reviewer may read
+// and run commands (the tests, linters, git), which the default permission
+// mode of --print refuses ("This command requires approval"), but has no
+// tool to edit with: drover writes the review file from the answer. See
+// ClaudeAllowedTools.
 //
 // For CLICodex it is
 //
@@ -43,7 +48,7 @@ var customPlaceholder = regexp.MustCompile(`\{\{\s*([A-Za-z0-9_]+)\s*\}\}`)
 // and for CLIGemini
 //
 //	gemini [--model M] --output-format json --approval-mode default
-//	  --prompt PROMPT+SCHEMA
+//	  --allowed-tools run_shell_command --prompt PROMPT+SCHEMA
 //
 // (see codexArgs and geminiArgs for where each flag is documented).
 //
@@ -76,7 +81,12 @@ func BuildCommand(s Spec) (name string, args []string, env []string, err error) 
 		if s.Model != "" {
 			args = append(args, "--model", s.Model)
 		}
+		// Each tool list is one argument, and a flag follows it: the
+		// CLI's option parser takes every word after --allowedTools up
+		// to the next flag as a tool, the prompt included.
 		args = append(args,
+			"--allowedTools", ClaudeAllowedTools,
+			"--disallowedTools", ClaudeDisallowedTools,
 			"--output-format", "json",
 			"--json-schema", string(sch),
 			"--settings", `{"disableAllHooks":true}`,
@@ -111,6 +121,25 @@ func BuildCommand(s Spec) (name string, args []string, env []string, err error) 
 	return "", nil, nil, fmt.Errorf("reviewer spec: unknown CLI %q (want %s)", s.CLI, strings.Join(CLIs(), ", "))
 }
 
+// The tools of a claude reviewer. Read, Grep and Glob need no permission
+// in any mode; Bash is allowed so that the reviewer can run the tests, the
+// linters and git, as the review prompts ask (the CLI still refuses some
+// commands, such as one it cannot analyse, and lists them in the result's
+// permission_denials: see Result.Denials). The edit tools are not offered
+// to the model at all. A reviewer may still write through Bash: what keeps
+// it from changing the work is its prompt, as it keeps the agent that a
+// reviewer checks.
+const (
+	ClaudeAllowedTools    = "Read,Grep,Glob,Bash"
+	ClaudeDisallowedTools = "Edit,Write,NotebookEdit"
+)
+
+// GeminiAllowedTools is the tool a gemini reviewer may run besides the
+// read-only ones: its shell, for the tests, the linters and git. Edits
+// (write_file, replace) still need an approval that a headless run cannot
+// give, so they are refused.
+const GeminiAllowedTools = "run_shell_command"
+
 // CLIs returns the names BuildCommand knows, for messages and validation.
 func CLIs() []string { return []string{CLIClaude, CLICodex, CLIGemini, CLICustom} }
 
@@ -138,7 +167,9 @@ func executable(path, cli string) string {
 //     The schema must be a file, unlike claude's inline --json-schema.
 //   - --sandbox read-only (also exec's default, stated so that a user's
 //     config.toml cannot widen it): the model's commands can read the
-//     project but not write to it or reach the network. -a/--ask-for-approval
+//     project but not write to it or reach the network. A test command
+//     that must write (a build cache, say) fails in it; codex reports no
+//     refusal drover could read, so Result.Denials stays empty. -a/--ask-for-approval
 //     is not passed: exec has no prompts to approve, and 0.139 removed the
 //     flag from exec, failing every run that still passed it.
 //   - --skip-git-repo-check: exec refuses to run outside a Git repository
@@ -170,9 +201,18 @@ func codexArgs(s Spec) []string {
 //     with a non-zero exit (1 general, 42 bad input, 53 turn limit).
 //     ParseGeminiOutput reads these.
 //   - --approval-mode default: in a non-interactive run the tools that
-//     need approval (shell, edit, write_file) are excluded, so the
-//     reviewer can read but not change the project. Stated so that a
-//     user's settings cannot make the reviewer yolo.
+//     need approval (shell, edit, write_file) are refused, so the reviewer
+//     can read but not change the project. Stated so that a user's
+//     settings cannot make the reviewer yolo.
+//   - --allowed-tools run_shell_command lets the shell run without an
+//     approval, so that the reviewer can run the tests and git. 0.61 marks
+//     the flag deprecated in favour of its policy engine (a warning on
+//     stderr) but still maps it to an allow rule, and older versions keep
+//     an allowed tool out of the headless exclusions. Observed on 0.61.0
+//     against a scripted server: with it the model is offered
+//     run_shell_command and its call runs; without it the model is offered
+//     no shell ("Tool "run_shell_command" not found"); write_file and
+//     replace are offered in neither case.
 //   - --model (-m) names a Gemini model, such as gemini-2.5-pro.
 //
 // Gemini CLI has no flag for a response schema (issues #5021, #13388; PR
@@ -183,7 +223,7 @@ func geminiArgs(s Spec, sch []byte) []string {
 	if s.Model != "" {
 		args = append(args, "--model", s.Model)
 	}
-	return append(args, "--output-format", "json", "--approval-mode", "default", "--prompt", positional(geminiPrompt(s.Templates, s.Prompt, sch)))
+	return append(args, "--output-format", "json", "--approval-mode", "default", "--allowed-tools", GeminiAllowedTools, "--prompt", positional(geminiPrompt(s.Templates, s.Prompt, sch)))
 }
 
 // geminiPrompt appends to prompt the instruction to answer in the schema,

@@ -21,22 +21,22 @@ func TestBuildCommandClaude(t *testing.T) {
 		{
 			name: "seed 4.1 4.4 4.14 model print and structured json output",
 			spec: Spec{Model: "opus", Prompt: "p", Env: base},
-			want: []string{"--print", "--model", "opus", "--output-format", "json", "--json-schema", string(Schema()), "--settings", `{"disableAllHooks":true}`, "p"},
+			want: []string{"--print", "--model", "opus", "--allowedTools", "Read,Grep,Glob,Bash", "--disallowedTools", "Edit,Write,NotebookEdit", "--output-format", "json", "--json-schema", string(Schema()), "--settings", `{"disableAllHooks":true}`, "p"},
 		},
 		{
 			name: "seed 4.2 sonnet and a budget",
 			spec: Spec{CLI: CLIClaude, Model: "sonnet", Prompt: "p", BudgetUSD: 1.5, Env: base},
-			want: []string{"--print", "--model", "sonnet", "--output-format", "json", "--json-schema", string(Schema()), "--settings", `{"disableAllHooks":true}`, "--max-budget-usd", "1.5", "p"},
+			want: []string{"--print", "--model", "sonnet", "--allowedTools", "Read,Grep,Glob,Bash", "--disallowedTools", "Edit,Write,NotebookEdit", "--output-format", "json", "--json-schema", string(Schema()), "--settings", `{"disableAllHooks":true}`, "--max-budget-usd", "1.5", "p"},
 		},
 		{
 			name: "no model leaves the CLI default and a custom schema is used",
 			spec: Spec{Prompt: "p", Schema: []byte(`{"type":"object"}`), Env: base},
-			want: []string{"--print", "--output-format", "json", "--json-schema", `{"type":"object"}`, "--settings", `{"disableAllHooks":true}`, "p"},
+			want: []string{"--print", "--allowedTools", "Read,Grep,Glob,Bash", "--disallowedTools", "Edit,Write,NotebookEdit", "--output-format", "json", "--json-schema", `{"type":"object"}`, "--settings", `{"disableAllHooks":true}`, "p"},
 		},
 		{
 			name: "a prompt starting with a dash is not a flag",
 			spec: Spec{Model: "opus", Prompt: "- review this", Env: base},
-			want: []string{"--print", "--model", "opus", "--output-format", "json", "--json-schema", string(Schema()), "--settings", `{"disableAllHooks":true}`, "\n- review this"},
+			want: []string{"--print", "--model", "opus", "--allowedTools", "Read,Grep,Glob,Bash", "--disallowedTools", "Edit,Write,NotebookEdit", "--output-format", "json", "--json-schema", string(Schema()), "--settings", `{"disableAllHooks":true}`, "\n- review this"},
 		},
 	}
 	for _, tt := range tests {
@@ -141,10 +141,10 @@ func TestSchema(t *testing.T) {
 	if err := json.Unmarshal(Schema(), &s); err != nil {
 		t.Fatalf("schema is not JSON: %v", err)
 	}
-	if !slices.Equal(s.Required, []string{"verdict", "findings"}) {
+	if !slices.Equal(s.Required, []string{"review", "verdict", "findings"}) {
 		t.Errorf("required = %v", s.Required)
 	}
-	for _, want := range []string{`"enum":["PASS","FAIL"]`, `"enum":["blocking","minor"]`, `"file"`, `"line"`, `"summary"`} {
+	for _, want := range []string{`"review":{"type":"string"}`, `"enum":["PASS","FAIL"]`, `"enum":["blocking","minor"]`, `"file"`, `"line"`, `"summary"`} {
 		if !strings.Contains(string(Schema()), want) {
 			t.Errorf("schema lacks %s", want)
 		}
@@ -159,7 +159,7 @@ func TestSchema(t *testing.T) {
 func TestBuildCommandCodexAndGemini(t *testing.T) {
 	base := []string{"PATH=/bin", "CLAUDECODE=1", GuardEnv + "=0", "HOME=/h"}
 	geminiTail := func(prompt string) []string {
-		return []string{"--output-format", "json", "--approval-mode", "default", "--prompt", prompt}
+		return []string{"--output-format", "json", "--approval-mode", "default", "--allowed-tools", "run_shell_command", "--prompt", prompt}
 	}
 	tests := []struct {
 		name     string

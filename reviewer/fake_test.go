@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 //	FAKE_VERDICT       the envelope's verdict (default PASS)
 //	FAKE_FINDINGS      the envelope's findings, as JSON
 //	FAKE_NITS          a seed: 1-4 random minor findings, verdict FAIL
+//	FAKE_REVIEW        the answer's review text (no "review" when unset)
+//	FAKE_DENIALS       claude's permission_denials, as JSON
+//	FAKE_IS_ERROR      claude's envelope is an error (is_error, no answer)
 //	FAKE_VERBOSE       print the --verbose array instead of one object
 //	FAKE_CLI           codex or gemini: print that CLI's output instead of
 //	                   claude's envelope (JSON Lines events; a JSON object
@@ -141,7 +144,11 @@ func fakeEnvelope() string {
 		findings, _ = json.Marshal(nits)
 		verdict = VerdictFail
 	}
-	so, _ := json.Marshal(map[string]any{"verdict": verdict, "findings": findings})
+	answer := map[string]any{"verdict": verdict, "findings": findings}
+	if r, ok := os.LookupEnv("FAKE_REVIEW"); ok {
+		answer["review"] = r
+	}
+	so, _ := json.Marshal(answer)
 	switch os.Getenv("FAKE_CLI") {
 	case CLICodex:
 		msg, _ := json.Marshal(string(so))
@@ -163,7 +170,14 @@ func fakeEnvelope() string {
 		}, "", "  ")
 		return string(out)
 	}
-	env := fmt.Sprintf(`{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"","structured_output":%s,"session_id":"s","total_cost_usd":0.25,"duration_ms":10}`, so)
+	denials := "[]"
+	if d := os.Getenv("FAKE_DENIALS"); d != "" {
+		denials = d
+	}
+	env := fmt.Sprintf(`{"type":"result","subtype":"success","is_error":false,"num_turns":2,"result":"","structured_output":%s,"session_id":"s","total_cost_usd":0.25,"duration_ms":10,"permission_denials":%s}`, so, denials)
+	if os.Getenv("FAKE_IS_ERROR") != "" {
+		env = fmt.Sprintf(`{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":9,"result":"","session_id":"s","total_cost_usd":0.25,"duration_ms":10,"permission_denials":%s}`, denials)
+	}
 	if os.Getenv("FAKE_VERBOSE") != "" {
 		return `[{"type":"system","subtype":"init"},{"type":"assistant","message":{}},` + env + `]`
 	}

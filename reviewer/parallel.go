@@ -39,8 +39,10 @@ func (q Quorum) String() string {
 
 // Combined is the outcome of several reviewers. Its Result holds the
 // combined Outcome and Verdict, the findings of every reviewer that answered
-// (duplicates by file and summary merged, blocking wins), the summed cost
-// and tokens, and the wall time of the whole batch; Model lists the models.
+// (duplicates by file and summary merged, blocking wins), each one's review
+// under a heading that names its model, the refused tool calls of all, the
+// summed cost and tokens, and the wall time of the whole batch; Model lists
+// the models.
 type Combined struct {
 	Result
 	Quorum                           Quorum
@@ -94,12 +96,14 @@ func RunParallel(ctx context.Context, specs []Spec, limit int, quorum Quorum) (C
 func Combine(results []Result, quorum Quorum) Combined {
 	c := Combined{Quorum: quorum}
 	var (
-		models []string
-		errs   []error
-		ledger Ledger
+		models  []string
+		errs    []error
+		ledger  Ledger
+		reviews []string
 	)
 	for _, r := range results {
 		models = append(models, r.Model)
+		c.Denials = append(c.Denials, r.Denials...)
 		c.CostUSD += r.CostUSD
 		c.InputTokens += r.InputTokens
 		c.OutputTokens += r.OutputTokens
@@ -115,8 +119,12 @@ func Combine(results []Result, quorum Quorum) Combined {
 			continue
 		}
 		ledger.Add(1, r.Findings)
+		if r.Review != "" {
+			reviews = append(reviews, "### "+r.Model+"\n\n"+r.Review)
+		}
 	}
 	c.Model = strings.Join(models, ",")
+	c.Review = strings.Join(reviews, "\n\n")
 	c.ExitCode = 0
 	for _, e := range ledger.Open() {
 		c.Findings = append(c.Findings, e.Finding)

@@ -13,10 +13,18 @@ import (
 // Bounds on what ParseOutput keeps of a reviewer's answer. A reviewer is
 // untrusted output: its findings end up in files and prompts.
 const (
-	MaxFindings       = 100
-	MaxSummaryBytes   = 2000
-	MaxFileBytes      = 512
-	maxErrorTextBytes = 300
+	MaxFindings     = 100
+	MaxSummaryBytes = 2000
+	MaxFileBytes    = 512
+	// MaxReviewBytes bounds the reviewer's write-up (the answer's
+	// "review"); it is kept with the session and written to the review
+	// file.
+	MaxReviewBytes = 32 << 10
+	// MaxDenials bounds the refused tool calls kept of one run, and
+	// maxDenialInputBytes what is kept of each call's input.
+	MaxDenials          = 20
+	maxDenialInputBytes = 300
+	maxErrorTextBytes   = 300
 	// maxCandidates bounds how many line starts ParseOutput tries when
 	// stdout is not one JSON value, so that adversarial output cannot
 	// make parsing quadratic.
@@ -35,6 +43,19 @@ type envelope struct {
 	TotalCostUSD     float64         `json:"total_cost_usd"`
 	TerminalReason   string          `json:"terminal_reason"`
 	Usage            json.RawMessage `json:"usage"`
+	// PermissionDenials lists the tool calls the CLI refused, each
+	// {"tool_name", "tool_use_id", "tool_input"} (observed on 2.1.197: a
+	// Bash call such as `go version` that the default permission mode
+	// does not admit is refused with "This command requires approval" and
+	// listed here; a tool removed by --disallowedTools is not offered to
+	// the model at all, so it never appears).
+	PermissionDenials json.RawMessage `json:"permission_denials"`
+}
+
+// claudeDenial is one entry of the envelope's permission_denials.
+type claudeDenial struct {
+	ToolName  string          `json:"tool_name"`
+	ToolInput json.RawMessage `json:"tool_input"`
 }
 
 // claudeUsage is the envelope's usage, as the Messages API counts it: input
@@ -46,18 +67,21 @@ type claudeUsage struct {
 	OutputTokens             float64 `json:"output_tokens"`
 }
 
-// Parsed is what a reviewer's output says. Verdict and Findings are set
-// only when the parse succeeded; CostUSD and the token counts are kept
-// whenever the CLI reported them, also next to an error.
+// Parsed is what a reviewer's output says. Verdict, Findings and Review
+// are set only when the parse succeeded; CostUSD, the token counts and the
+// Denials are kept whenever the CLI reported them, also next to an error.
 type Parsed struct {
 	Verdict                   string
 	Findings                  []Finding
+	Review                    string
+	Denials                   []Denial
 	CostUSD                   float64
 	InputTokens, OutputTokens int64
 }
 
 // answer is the structured output the verdict schema asks for.
 type answer struct {
+	Review   json.RawMessage   `json:"review"`
 	Verdict  *string           `json:"verdict"`
 	Findings []json.RawMessage `json:"findings"`
 }
@@ -134,6 +158,7 @@ func parseClaude(stdout []byte) (Parsed, error) {
 			p.InputTokens = tokens(u.InputTokens) + tokens(u.CacheCreationInputTokens) + tokens(u.CacheReadInputTokens)
 			p.OutputTokens = tokens(u.OutputTokens)
 		}
+		p.Denials = denials(env.PermissionDenials)
 		if env.Type != "result" {
 			return p, fmt.Errorf("%w: the last message has type %q, not \"result\"", ErrUnparsable, cut(env.Type, 40))
 		}
@@ -147,26 +172,27 @@ func parseClaude(stdout []byte) (Parsed, error) {
 	} else if _, ok := fields["verdict"]; !ok {
 		return p, fmt.Errorf("%w: an object with neither \"type\" nor \"verdict\"", ErrUnparsable)
 	}
-	p.Verdict, p.Findings, err = decodeAnswer(structured)
-	return p, err
+	return p, decodeAnswer(structured, &p)
 }
 
-// decodeAnswer reads a verdict object: the verdict, exactly PASS or FAIL,
-// and at most MaxFindings findings. On error both results are zero.
-func decodeAnswer(structured []byte) (verdict string, findings []Finding, err error) {
+// decodeAnswer reads a verdict object into p: the verdict, exactly PASS or
+// FAIL, at most MaxFindings findings, and the review text (a review that is
+// not a string is left out: the verdict does not depend on it). On error
+// none of the three is set.
+func decodeAnswer(structured []byte, p *Parsed) error {
 	var a answer
 	if err := json.Unmarshal(structured, &a); err != nil {
-		return "", nil, fmt.Errorf("%w: structured output is not a verdict object: %v", ErrNoStructuredOutput, err)
+		return fmt.Errorf("%w: structured output is not a verdict object: %v", ErrNoStructuredOutput, err)
 	}
 	if a.Verdict == nil {
-		return "", nil, fmt.Errorf("%w: structured output has no verdict", ErrNoStructuredOutput)
+		return fmt.Errorf("%w: structured output has no verdict", ErrNoStructuredOutput)
 	}
 	switch *a.Verdict {
 	case VerdictPass, VerdictFail:
-		verdict = *a.Verdict
 	default:
-		return "", nil, fmt.Errorf("%w: %q", ErrBadVerdict, cut(*a.Verdict, 40))
+		return fmt.Errorf("%w: %q", ErrBadVerdict, cut(*a.Verdict, 40))
 	}
+	var findings []Finding
 	for _, raw := range a.Findings {
 		if len(findings) == MaxFindings {
 			break
@@ -176,7 +202,56 @@ func decodeAnswer(structured []byte) (verdict string, findings []Finding, err er
 			findings = append(findings, f)
 		}
 	}
-	return verdict, findings, nil
+	var review string
+	if json.Unmarshal(a.Review, &review) == nil {
+		review = cut(strings.TrimSpace(review), MaxReviewBytes)
+	}
+	p.Verdict, p.Findings, p.Review = *a.Verdict, findings, review
+	return nil
+}
+
+// denials reads claude's permission_denials: at most MaxDenials, each with
+// what its input asked for. Anything unreadable is left out.
+func denials(raw json.RawMessage) []Denial {
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) != nil {
+		return nil
+	}
+	var out []Denial
+	for _, item := range list {
+		if len(out) == MaxDenials {
+			break
+		}
+		var d claudeDenial
+		if json.Unmarshal(item, &d) != nil || strings.TrimSpace(d.ToolName) == "" {
+			continue
+		}
+		out = append(out, Denial{Tool: cut(strings.TrimSpace(d.ToolName), 60), Input: denialInput(d.ToolInput)})
+	}
+	return out
+}
+
+// denialInput says in one line what a refused call asked for: a shell
+// command, a file path or pattern, else its input as JSON.
+func denialInput(raw json.RawMessage) string {
+	var in map[string]json.RawMessage
+	if json.Unmarshal(raw, &in) != nil {
+		return ""
+	}
+	for _, key := range []string{"command", "file_path", "notebook_path", "path", "pattern", "url"} {
+		var v string
+		if json.Unmarshal(in[key], &v) == nil && strings.TrimSpace(v) != "" {
+			return cut(strings.Join(strings.Fields(v), " "), maxDenialInputBytes)
+		}
+	}
+	if len(in) == 0 {
+		return ""
+	}
+	compact, err := json.Marshal(in)
+	if err != nil {
+		return ""
+	}
+	return cut(string(compact), maxDenialInputBytes)
 }
 
 // lastJSON returns stdout itself when it is one JSON value, else the last

@@ -105,8 +105,7 @@ func ParseCodexOutput(stdout []byte) (Parsed, error) {
 	if err != nil {
 		return p, err
 	}
-	p.Verdict, p.Findings, err = decodeAnswer(obj)
-	return p, err
+	return p, decodeAnswer(obj, &p)
 }
 
 // geminiOutput is gemini's --output-format json result
@@ -181,8 +180,7 @@ func ParseGeminiOutput(stdout []byte) (Parsed, error) {
 	if err != nil {
 		return p, err
 	}
-	p.Verdict, p.Findings, err = decodeAnswer(obj)
-	return p, err
+	return p, decodeAnswer(obj, &p)
 }
 
 func describeGeminiError(out geminiOutput) string {

@@ -148,6 +148,17 @@ type Finding struct {
 // Blocking reports whether f must be fixed before the work is clean.
 func (f Finding) Blocking() bool { return f.Severity != SeverityMinor }
 
+// Denial is one tool call the reviewer CLI refused its model: a command
+// or an edit that its permissions do not admit. A review written after one
+// may rest on a check that never ran (the tests, say), so drover reports it.
+type Denial struct {
+	// Tool is the CLI's name for the tool, such as Bash.
+	Tool string `json:"tool"`
+	// Input says what the call asked for: the command of a shell call,
+	// the file of an edit, else the call's input as JSON; shortened.
+	Input string `json:"input,omitempty"`
+}
+
 // Result is what one run produced.
 type Result struct {
 	// Index is the position of the run's Spec in RunParallel's specs
@@ -159,6 +170,14 @@ type Result struct {
 	Outcome  Outcome
 	Verdict  string
 	Findings []Finding
+	// Review is the reviewer's own write-up, the answer's "review" text:
+	// what it checked and what it thinks, in its words. It is empty when
+	// the reviewer wrote none (a custom CLI may not).
+	Review string
+	// Denials are the tool calls the CLI refused the reviewer, from
+	// claude's permission_denials; codex and gemini report none. They are
+	// kept for a Failed run too.
+	Denials []Denial
 	// CostUSD is the CLI's total_cost_usd, when it reported one (also for
 	// some failed runs, such as is_error). codex and gemini report none:
 	// it is 0 for them.
@@ -198,8 +217,12 @@ var (
 // schema is the verdict schema. Severity is an enum so that the CLI rejects
 // anything else and retries; ParseOutput still treats an unknown severity
 // as blocking, since a lenient CLI must not turn a problem into a nit.
+// "review" comes first so that the model writes its review before it
+// settles on a verdict; it is required so that every review file holds the
+// reviewer's own words, and ParseOutput still accepts an answer without it.
 const schema = `{"type":"object",` +
 	`"properties":{` +
+	`"review":{"type":"string"},` +
 	`"verdict":{"type":"string","enum":["PASS","FAIL"]},` +
 	`"findings":{"type":"array","items":{"type":"object",` +
 	`"properties":{` +
@@ -208,11 +231,12 @@ const schema = `{"type":"object",` +
 	`"line":{"type":"integer","minimum":0},` +
 	`"summary":{"type":"string"}},` +
 	`"required":["severity","summary"],"additionalProperties":false}}},` +
-	`"required":["verdict","findings"],"additionalProperties":false}`
+	`"required":["review","verdict","findings"],"additionalProperties":false}`
 
 // Schema returns the JSON schema of a reviewer's answer:
-// {"verdict": "PASS"|"FAIL", "findings": [{"severity": "blocking"|"minor",
-// "file", "line", "summary"}]}. Each call returns a fresh copy.
+// {"review": "...", "verdict": "PASS"|"FAIL", "findings": [{"severity":
+// "blocking"|"minor", "file", "line", "summary"}]}, where review is the
+// reviewer's write-up in Markdown. Each call returns a fresh copy.
 func Schema() []byte { return []byte(schema) }
 
 // strictSchema is schema under the rules of OpenAI's strict structured
@@ -225,6 +249,7 @@ func Schema() []byte { return []byte(schema) }
 // keyword older strict modes rejected.
 const strictSchema = `{"type":"object",` +
 	`"properties":{` +
+	`"review":{"type":"string"},` +
 	`"verdict":{"type":"string","enum":["PASS","FAIL"]},` +
 	`"findings":{"type":"array","items":{"type":"object",` +
 	`"properties":{` +
@@ -233,7 +258,7 @@ const strictSchema = `{"type":"object",` +
 	`"line":{"type":"integer"},` +
 	`"summary":{"type":"string"}},` +
 	`"required":["severity","file","line","summary"],"additionalProperties":false}}},` +
-	`"required":["verdict","findings"],"additionalProperties":false}`
+	`"required":["review","verdict","findings"],"additionalProperties":false}`
 
 // StrictSchema returns Schema() in the form strict structured outputs
 // accept: every property required. It is what codex gets. Each call returns

@@ -82,6 +82,7 @@ func Run(ctx context.Context, s Spec) Result {
 
 	parsed, perr := Parse(s.CLI, res.Stdout)
 	res.CostUSD, res.InputTokens, res.OutputTokens = parsed.CostUSD, parsed.InputTokens, parsed.OutputTokens
+	res.Denials = parsed.Denials
 	switch {
 	case pr.TimedOut:
 		return failed(res, s, args, fmt.Errorf("%w after %s", ErrTimeout, timeout))
@@ -104,7 +105,7 @@ func Run(ctx context.Context, s Spec) Result {
 	case perr != nil:
 		return failed(res, s, args, perr)
 	}
-	res.Verdict, res.Findings = parsed.Verdict, parsed.Findings
+	res.Verdict, res.Findings, res.Review = parsed.Verdict, parsed.Findings, parsed.Review
 	res.Outcome = Fail
 	if parsed.Verdict == VerdictPass {
 		res.Outcome = Pass
@@ -142,7 +143,7 @@ func writeSchemaFile(sch []byte) (string, error) {
 // failed marks res as Failed with err and writes the failure log.
 func failed(res Result, s Spec, args []string, err error) Result {
 	res.Outcome = Failed
-	res.Verdict, res.Findings = "", nil
+	res.Verdict, res.Findings, res.Review = "", nil, ""
 	res.Err = err
 	if s.LogPath != "" {
 		if lerr := writeLog(s, args, res); lerr != nil {
@@ -176,6 +177,9 @@ func writeLog(s Spec, args []string, res Result) error {
 		fmt.Fprintf(&b, "dir: %s\n", s.Dir)
 	}
 	fmt.Fprintf(&b, "model: %s\nexit code: %d\nduration: %s\nerror: %v\n", s.Model, res.ExitCode, res.Duration.Round(time.Millisecond), res.Err)
+	for _, d := range res.Denials {
+		fmt.Fprintf(&b, "refused tool call: %s %s\n", d.Tool, strconv.Quote(d.Input))
+	}
 	fmt.Fprintf(&b, "--- stderr (last %d bytes of %d kept%s) ---\n%s\n", min(len(res.Stderr), logTailBytes), len(res.Stderr), truncNote(res.StderrTruncated), tail(res.Stderr, logTailBytes))
 	fmt.Fprintf(&b, "--- stdout (last %d bytes of %d kept%s) ---\n%s\n", min(len(res.Stdout), logTailBytes), len(res.Stdout), truncNote(res.StdoutTruncated), tail(res.Stdout, logTailBytes))
 

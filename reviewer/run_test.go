@@ -435,7 +435,7 @@ func TestRunCodexAndGemini(t *testing.T) {
 			name: "gemini",
 			spec: fakeAs(CLIGemini, "gemini-2.5-pro", "FAKE_VERDICT=FAIL", "FAKE_FINDINGS="+blocking),
 			wantArgs: func(invocation) []string {
-				return []string{"--model", "gemini-2.5-pro", "--output-format", "json", "--approval-mode", "default", "--prompt", geminiPrompt(templates.Set{}, "Review the work.", Schema())}
+				return []string{"--model", "gemini-2.5-pro", "--output-format", "json", "--approval-mode", "default", "--allowed-tools", "run_shell_command", "--prompt", geminiPrompt(templates.Set{}, "Review the work.", Schema())}
 			},
 			outcome: Fail, findings: 1, input: 900, output: 60,
 		},

@@ -5,6 +5,7 @@ var planNames = []string{
 	PlanReviewPlan, PlanReviewTasks, PlanReviewCode, PlanReviewAllCode, ReviewerRecheck,
 	PlanPostReviewPlan, PlanPostReviewTasks, PlanPostReviewCode, PlanPostReviewAllCode,
 	PlanReviewWait, PlanReviewFile, PlanInvalid,
+	PlanReviewText, PlanReviewDenials, PlanReviewerDenied, PlanReviewerMissing, LoopCheckpointDenied,
 	PlanReviewFailed, PlanReviewMissing, PlanPassed, PlanMaxReviews, PlanReviewsOff, PlanViewRewritten, PlanFolderMissing,
 	PlanMaxReviewsStandalone,
 	PlanNext,
@@ -46,7 +47,14 @@ var planContent = []struct {
 	{PlanPostReviewCode, []string{"{{review_file}}", "{{post_review_file}}", "post-code-review", "drover plan post-review-done", "state.json", "drover plan stop-reviews", "{{clean_streak}} end the cycle"}},
 	{PlanPostReviewAllCode, []string{"{{review_file}}", "{{post_review_file}}", "post-all-code-review", "drover plan post-review-done", "state.json", "drover plan stop-reviews", "{{clean_streak}} end the cycle"}},
 	{PlanReviewWait, []string{"{{model}}", "{{review_file}}", "drover plan wait"}},
-	{PlanReviewFile, []string{"{{verdict}}", "{{findings}}", "{{model}}"}},
+	{PlanReviewFile, []string{"{{verdict}}", "{{findings}}", "{{model}}", "{{review}}", "{{denials}}"}},
+	// The reviewer itself (reviewer.go): its review, its refused tool
+	// calls, and a CLI that cannot start.
+	{PlanReviewText, []string{"{{review}}"}},
+	{PlanReviewDenials, []string{"{{denials}}", "{{denial_count}}", "Refused tool calls"}},
+	{PlanReviewerDenied, []string{"[drover]", "{{denials}}", "{{denial_count}}", "{{review_name}}", "run them yourself"}},
+	{PlanReviewerMissing, []string{"[drover]", "{{review_name}}", "{{command}}", "{{reason}}", "{{key}}", ".drover/config.yaml", "drover plan stop-reviews"}},
+	{LoopCheckpointDenied, []string{"{{denials}}", "{{denial_count}}", "run them yourself"}},
 	{PlanInvalid, []string{"{{violations}}", "{{plan_dir}}"}},
 	{PlanReviewFailed, []string{"{{error}}", "{{log_note}}"}},
 	{PlanReviewMissing, []string{"{{problem}}", "drover plan stop-reviews"}},

@@ -11,6 +11,9 @@ package reviewconf
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"github.com/drover-dev/drover/internal/argsplit"
@@ -67,4 +70,56 @@ func PerModel(base reviewer.Spec, models []string) []reviewer.Spec {
 		specs = append(specs, s)
 	}
 	return specs
+}
+
+// Missing says whether the executable of the reviewer CLI that r configures
+// can be started by a reviewer run in dir: the CLI's name (claude, codex,
+// gemini) looked up in PATH, or review.command's first word, which, when it
+// holds a slash but is relative, is taken from dir as the run would take
+// it. When it cannot, command is that executable, key the config key that
+// names it (review.cli, or review.command for a custom CLI), and reason why
+// (not found, not executable, or review.command that does not parse);
+// reason is empty when it can. A reviewer that cannot start would fail every
+// review at once, so callers say so instead of waiting for one.
+func Missing(r config.Review, dir string) (command, key, reason string) {
+	command, key = r.CLI, "review.cli"
+	switch r.CLI {
+	case "":
+		command = reviewer.CLIClaude
+	case reviewer.CLICustom:
+		key = "review.command"
+		argv, err := argsplit.Split(r.Command)
+		if err != nil {
+			return r.Command, key, err.Error()
+		}
+		if len(argv) == 0 {
+			return r.Command, key, "review.command is empty"
+		}
+		command = argv[0]
+	case reviewer.CLIClaude, reviewer.CLICodex, reviewer.CLIGemini:
+	default:
+		// The config loader refuses an unknown CLI; one that got past
+		// it fails in reviewer.BuildCommand, which names the CLIs.
+		return command, key, ""
+	}
+	path := command
+	if strings.Contains(path, "/") && !filepath.IsAbs(path) && dir != "" {
+		path = filepath.Join(dir, path)
+	}
+	if _, err := exec.LookPath(path); err != nil {
+		// exec.Error and fs.PathError repeat the name; the cause alone
+		// reads better after it.
+		var (
+			ee *exec.Error
+			pe *fs.PathError
+		)
+		if errors.As(err, &ee) {
+			err = ee.Err
+		}
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return command, key, err.Error()
+	}
+	return command, key, ""
 }

@@ -1,6 +1,8 @@
 package reviewconf
 
 import (
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -74,5 +76,54 @@ func TestPerModel(t *testing.T) {
 	}
 	if got := PerModel(base, nil); len(got) != 0 {
 		t.Errorf("PerModel(no models) = %+v", got)
+	}
+}
+
+// TestMissing: a reviewer CLI is found as a run would start it, and one
+// that cannot start is named with its config key.
+func TestMissing(t *testing.T) {
+	bin := t.TempDir()
+	for _, name := range []string{"claude", "gemini", "myreviewer"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(bin, "notexec"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	project := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(project, "tools"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(project, "tools", "rev"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	tests := []struct {
+		name                 string
+		r                    config.Review
+		command, key, reason string
+	}{
+		{"claude on PATH", config.Review{CLI: "claude"}, "claude", "review.cli", ""},
+		{"empty CLI is claude", config.Review{}, "claude", "review.cli", ""},
+		{"gemini on PATH", config.Review{CLI: "gemini"}, "gemini", "review.cli", ""},
+		{"codex not installed", config.Review{CLI: "codex"}, "codex", "review.cli", "executable file not found in $PATH"},
+		{"custom on PATH", config.Review{CLI: "custom", Command: "myreviewer --model {{model}} {{prompt}}"}, "myreviewer", "review.command", ""},
+		{"custom relative to the project", config.Review{CLI: "custom", Command: "./tools/rev {{prompt}}"}, "./tools/rev", "review.command", ""},
+		{"custom path missing", config.Review{CLI: "custom", Command: "'/no/such dir/rev' {{prompt}}"}, "/no/such dir/rev", "review.command", "no such file or directory"},
+		{"custom not executable", config.Review{CLI: "custom", Command: filepath.Join(bin, "notexec") + " {{prompt}}"}, filepath.Join(bin, "notexec"), "review.command", "permission denied"},
+		{"custom not on PATH", config.Review{CLI: "custom", Command: "nosuchreviewer {{prompt}}"}, "nosuchreviewer", "review.command", "executable file not found in $PATH"},
+		{"custom that does not parse", config.Review{CLI: "custom", Command: `rev "oops`}, `rev "oops`, "review.command", "unterminated"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			command, key, reason := Missing(tt.r, project)
+			if command != tt.command || key != tt.key {
+				t.Errorf("Missing = %q, %q; want %q, %q", command, key, tt.command, tt.key)
+			}
+			if (tt.reason == "") != (reason == "") || !strings.Contains(reason, tt.reason) {
+				t.Errorf("reason = %q, want one containing %q", reason, tt.reason)
+			}
+		})
 	}
 }

@@ -236,7 +236,9 @@ func Pending(s State, f Facts, t templates.Set) ([]Effect, error) {
 			return nil, fmt.Errorf("pending review file: %w", err)
 		}
 		effects = append(effects, w)
-	case !f.ReviewInFlight:
+	case !f.ReviewInFlight && f.ReviewerMissing == nil:
+		// A reviewer that cannot start is not started again: the
+		// next stop says why and lets the agent go (reviewerMissing).
 		sr, err := startEffect(s, f, t, *r)
 		if err != nil {
 			return nil, fmt.Errorf("pending review: %w", err)

@@ -186,6 +186,9 @@ func reviewing(s State, f Facts, t templates.Set) (decision, error) {
 	}
 	d := decision{state: s}
 	if !f.ReviewInFlight && r.Answered == nil {
+		if f.ReviewerMissing != nil {
+			return reviewerMissing(s, f, t, r.Kind)
+		}
 		// Started before a restart and lost: run it again, with the same
 		// iteration and model. An answered review is not: its answer is
 		// applied once its review file is written (ReviewFiled).
@@ -277,6 +280,9 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 		d.warn(msg)
 		return d, nil
 	}
+	if f.ReviewerMissing != nil {
+		return reviewerMissing(s, f, t, kind)
+	}
 	sr, err := startEffect(s, f, t, r)
 	if err != nil {
 		return d, err
@@ -340,11 +346,19 @@ func startEffect(s State, f Facts, t templates.Set, r InFlight) (StartReview, er
 }
 
 // apply applies a reviewer's answer to the review in flight.
-func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error) {
+func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (d decision, err error) {
+	// Whatever the answer leads to, it tells of the tool calls the
+	// reviewer's CLI refused it (reportDenials): the checks it may rest
+	// on without having made them.
+	defer func() {
+		if err == nil {
+			err = d.reportDenials(s, f, t, o)
+		}
+	}()
 	r := *s.Review
 	next := s
 	next.Review = nil
-	d := decision{state: next}
+	d = decision{state: next}
 
 	if o.Outcome != reviewer.Pass && o.Outcome != reviewer.Fail {
 		var err error
@@ -384,6 +398,7 @@ func apply(s State, f Facts, t templates.Set, o ReviewOutcome) (decision, error)
 
 	v := answerVars(next, f, t, r, o)
 	addVerdictVars(v, t, o)
+	addReviewVars(v, t, o)
 	body, err := t.Render(templates.PlanReviewFile, v)
 	if err != nil {
 		return d, err

@@ -258,6 +258,12 @@ type Facts struct {
 	// it); ReviewInFlight is true while the reviewer still runs.
 	Review         *ReviewOutcome
 	ReviewInFlight bool
+	// ReviewerMissing, when set, says that the configured reviewer CLI
+	// cannot be started (internal/reviewconf.Missing): no review starts,
+	// and the stop is allowed with a message that names the CLI and its
+	// config key, instead of a review that would fail at once, stop after
+	// stop.
+	ReviewerMissing *MissingReviewer
 
 	// Models is the alternation of reviewer models (config); empty means
 	// reviewer.DefaultModels.
@@ -312,6 +318,12 @@ type ReviewOutcome struct {
 	// Err says why a Failed run failed; LogPath is its log, if any.
 	Err     string `json:"error,omitempty"`
 	LogPath string `json:"log_path,omitempty"`
+	// Review is the reviewer's own write-up, which the review file
+	// holds before the findings, and Denials the tool calls its CLI
+	// refused it (also of a Failed run), which the review file and the
+	// messages report.
+	Review  string            `json:"review,omitempty"`
+	Denials []reviewer.Denial `json:"denials,omitempty"`
 }
 
 // cleanStreak returns how many clean reviews in a row end a cycle under f.
@@ -334,6 +346,7 @@ func OutcomeOf(r InFlight, res reviewer.Result, logPath string) ReviewOutcome {
 	o := ReviewOutcome{
 		Kind: r.Kind, Iteration: r.Iteration, Model: r.Model,
 		Outcome: res.Outcome, Verdict: res.Verdict, Findings: res.Findings, CostUSD: res.CostUSD,
+		Review: res.Review, Denials: res.Denials,
 	}
 	if res.Model != "" {
 		// A parallel review's answer is every model that ran at once.

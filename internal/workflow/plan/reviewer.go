@@ -1,0 +1,136 @@
+package plan
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/drover-dev/drover/reviewer"
+	"github.com/drover-dev/drover/templates"
+)
+
+// What the plan workflow says about its reviewer itself: a reviewer CLI
+// that cannot start, the reviewer's own review, and the tool calls its CLI
+// refused it.
+
+// MissingReviewer is a reviewer CLI that cannot be started (Facts).
+type MissingReviewer struct {
+	// Command is the executable as configured ("claude", or the first
+	// word of review.command), Key the config key that names it
+	// (review.cli or review.command), and Reason why it cannot start.
+	Command, Key, Reason string
+}
+
+// reviewerMissing decides a stop whose review of kind cannot start because
+// its reviewer CLI is missing: no review starts and none stays in flight,
+// the plan does not move, and the stop falls through to the folder rules
+// with a message for the user that names the CLI and its config key. The
+// seed allows the stop when its reviewer CLI fails.
+func reviewerMissing(s State, f Facts, t templates.Set, kind Kind) (decision, error) {
+	d := decision{state: s}
+	d.state.Review = nil
+	var err error
+	if d.out, err = validation(f, t); err != nil {
+		return d, err
+	}
+	v := vars(s, f, t, kind)
+	m := f.ReviewerMissing
+	v["command"], v["key"], v["reason"] = strconv.Quote(m.Command), m.Key, m.Reason
+	msg, err := t.Render(templates.PlanReviewerMissing, v)
+	if err != nil {
+		return d, err
+	}
+	d.warn(msg)
+	return d, nil
+}
+
+// addReviewVars adds to v what the review file says of the reviewer beside
+// its verdict: review (its own write-up under a heading, then a blank line;
+// empty when it wrote none) and denials (the tool calls its CLI refused,
+// one a line, then a blank line; empty when there were none).
+func addReviewVars(v map[string]string, t templates.Set, o ReviewOutcome) {
+	v["review"], v["denials"] = "", ""
+	if text := strings.TrimSpace(o.Review); text != "" {
+		text = closeFences(text)
+		v["review"] = strings.TrimRight(say(t, templates.PlanReviewText, map[string]string{"review": text}), "\n") + "\n\n"
+	}
+	if len(o.Denials) > 0 {
+		var b strings.Builder
+		for _, dn := range o.Denials {
+			fmt.Fprintf(&b, "- %s\n", denialText(dn))
+		}
+		dv := map[string]string{"denials": strings.TrimRight(b.String(), "\n"), "denial_count": strconv.Itoa(len(o.Denials))}
+		v["denials"] = strings.TrimRight(say(t, templates.PlanReviewDenials, dv), "\n") + "\n"
+	}
+}
+
+// closeFences closes a code fence the reviewer left open (a write-up cut
+// at reviewer.MaxReviewBytes, say), which would otherwise swallow the
+// findings that follow it in the review file.
+func closeFences(text string) string {
+	open := false
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			open = !open
+		}
+	}
+	if open {
+		return text + "\n```"
+	}
+	return text
+}
+
+// reportDenials tells, of the answer o to the review in flight in s, the
+// tool calls the reviewer's CLI refused it: to the agent after the block
+// reason when d blocks (it acts on the review), else to the user after the
+// message (who looks over the work now). Nothing when there were none.
+func (d *decision) reportDenials(s State, f Facts, t templates.Set, o ReviewOutcome) error {
+	if len(o.Denials) == 0 || s.Review == nil {
+		return nil
+	}
+	v := answerVars(s, f, t, *s.Review, o)
+	list := make([]string, 0, len(o.Denials))
+	for _, dn := range o.Denials {
+		list = append(list, denialText(dn))
+	}
+	v["denials"], v["denial_count"] = strings.Join(list, "; "), strconv.Itoa(len(o.Denials))
+	note, err := t.Render(templates.PlanReviewerDenied, v)
+	if err != nil {
+		return err
+	}
+	if d.out.IsBlock() {
+		d.out.Reason += "\n\n" + note
+		return nil
+	}
+	d.warn(note)
+	return nil
+}
+
+// denialText is one refused call in Markdown: the tool, and what it asked
+// for as code. Neither may break out of its span: a backquote in either
+// would end the code early, so the span's fence is longer than any run of
+// them.
+func denialText(dn reviewer.Denial) string {
+	if dn.Input == "" {
+		return code(dn.Tool)
+	}
+	return code(dn.Tool) + " " + code(dn.Input)
+}
+
+// code is s as a Markdown code span.
+func code(s string) string {
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if longest > 0 {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
+}
