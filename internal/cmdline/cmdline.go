@@ -131,8 +131,10 @@ func Route() *cobra.Command {
 project's routing rules, loop.routes (first match wins; defaults: initial to
 developer, test or build failure to debugger, plateau or thrashing to
 architect). Seed 004's words are taken as aliases (phase "implementing" for
-iterating, last_outcome "test_fail" for tests_failed, null for none); any
-other unknown value is an error naming its field.`,
+iterating, last_outcome "test_fail" for tests_failed, null for none), and so
+are the pass/fail words of tests, build and lint ("test_pass", "build_fail",
+"build_pass", "lint_fail" for lint_failed, "lint_pass", ...); any other
+unknown value is an error naming its field.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.Flags().String("input", "", "input JSON file")
