@@ -198,6 +198,12 @@ func TestUndecidedStopIsGivenUpOnAtTheBudget(t *testing.T) {
 	if r.status != http.StatusInternalServerError || !strings.Contains(r.errorText(), "no decision within the Stop budget") {
 		t.Errorf("a stop not decided within the budget = %d %s", r.status, r.body)
 	}
+	// Only a Stop is held, and so only a Stop has that bound: hold_ms on
+	// another event changes nothing.
+	r = a.do(http.MethodPost, api.HookPath(hook.PreCompact), api.HookRequest{RequestID: "compact-1", HoldMS: 60000, Input: hook.Input{SessionID: "s1", HookEventName: "PreCompact"}})
+	if r.status != http.StatusOK {
+		t.Errorf("a PreCompact with hold_ms = %d %s", r.status, r.body)
+	}
 }
 
 // A Stop given up on at the budget that the session holds afterwards
