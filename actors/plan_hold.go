@@ -100,9 +100,12 @@ func (a *sessionActor) settleHeld(actx actor.Context) {
 	if h == nil || (a.rec.Workflow == session.Plan && a.rec.Plan.Review != nil) {
 		return
 	}
-	a.plan.held = nil
 	h.timer.Stop()
+	// Still held while it is decided again: should that decision fail
+	// (a panic restarts the actor), Restarting gives it its committed
+	// answer.
 	res, effects := a.decideHook(actx, h.msg, h.res.Output.SystemMessage)
+	a.plan.held = nil
 	if res.Err != nil {
 		a.log.Warn("deciding a held stop again; it gets the wait instruction", zap.Error(res.Err))
 		res, effects = h.res, nil

@@ -1,7 +1,9 @@
 package actors
 
 import (
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,6 +12,7 @@ import (
 	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/workflow/plan"
+	"github.com/drover-dev/drover/templates"
 )
 
 // heldStop is a Stop from a hook client that waits hold for a review.
@@ -130,5 +133,60 @@ func TestReleasedHoldKeepsTheAnswerForTheNextStop(t *testing.T) {
 	f.waitReview(sid)
 	if r := f.stop(sid, "stop-2"); !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "plan-review-1.md") || !strings.Contains(r.Output.Reason, "1 blocking") {
 		t.Errorf("the stop after the review: %+v, want its answer", r)
+	}
+}
+
+// A held Stop whose second decision fails (the actor panics while it
+// decides the Stop again, once the review ended) is still answered, with
+// the wait instruction it was given and committed, rather than left to
+// its asker's timeout.
+func TestHeldStopAnsweredWhenItsSecondDecisionFails(t *testing.T) {
+	var armed, panicked atomic.Bool
+	f := newPlanFixtureEnv(t, SessionsOptions{RestartMax: 3}, func(env *Env) {
+		load := env.Templates
+		env.Templates = func() (templates.Set, error) {
+			if armed.Load() && calledFrom("(*sessionActor).settleHeld") {
+				panicked.Store(true)
+				panic("injected failure while deciding a held stop again")
+			}
+			return load()
+		}
+	})
+	const sid = "plan-hold-panic"
+	f.write("slow", "plan.md", "# Slow\n")
+	f.fakeScript("sleep", "3600")
+	f.mustPlan(sid, "new", api.PlanArgs{PlanID: "slow"})
+
+	held := f.system.Root.RequestFuture(f.pid, &ToSession{SessionID: sid, Msg: &HandleHook{RequestID: "stop-1", Event: hook.Stop, Hold: time.Minute, Input: hook.Input{SessionID: sid, HookEventName: "Stop"}}}, testTimeout)
+	eventually.True(t, testTimeout, "the reviewer to start", func() bool { return f.fakeFile("child-1") != "" })
+	armed.Store(true)
+	// stop-reviews ends the review: the held Stop is decided again, and
+	// that decision panics.
+	f.mustPlan(sid, "stop-reviews", api.PlanArgs{})
+	res, err := held.Result()
+	if err != nil {
+		t.Fatalf("the held stop whose second decision failed: %v", err)
+	}
+	if !panicked.Load() {
+		t.Fatal("the held stop was not decided again")
+	}
+	if r := res.(*HookResult); r.Err != nil || !r.Output.IsBlock() || !strings.Contains(r.Output.Reason, "drover plan wait") {
+		t.Errorf("the held stop whose second decision failed: %+v, want the committed wait instruction", r)
+	}
+}
+
+// calledFrom reports whether a function whose name ends in fn is on the
+// caller's stack.
+func calledFrom(fn string) bool {
+	pc := make([]uintptr, 64)
+	frames := runtime.CallersFrames(pc[:runtime.Callers(2, pc)])
+	for {
+		fr, more := frames.Next()
+		if strings.HasSuffix(fr.Function, fn) {
+			return true
+		}
+		if !more {
+			return false
+		}
 	}
 }

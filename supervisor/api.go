@@ -134,8 +134,12 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 	}
 	// A Stop may be held while a plan reviewer runs, as long as the hook
 	// client said it waits (review.hold), which cannot exceed the Stop
-	// timeout in hooks.json.
-	hold := time.Duration(min(max(req.HoldMS, 0), config.HookTimeout(hook.Stop).Milliseconds())) * time.Millisecond
+	// timeout in hooks.json. Only a Stop is held: hold_ms on another
+	// event would put the Stop budget on its decision (askHook).
+	var hold time.Duration
+	if e == hook.Stop {
+		hold = time.Duration(min(max(req.HoldMS, 0), config.HookTimeout(hook.Stop).Milliseconds())) * time.Millisecond
+	}
 	res, err := s.askHook(r.Context(), id, &actors.HandleHook{RequestID: req.RequestID, Event: e, Input: req.Input, Hold: hold}, askTimeout+hold)
 	var out *actors.HookResult
 	if err == nil {

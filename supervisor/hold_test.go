@@ -198,4 +198,48 @@ func TestUndecidedStopIsGivenUpOnAtTheBudget(t *testing.T) {
 	if r.status != http.StatusInternalServerError || !strings.Contains(r.errorText(), "no decision within the Stop budget") {
 		t.Errorf("a stop not decided within the budget = %d %s", r.status, r.body)
 	}
+	// Only a Stop is held, and so only a Stop has that bound: hold_ms on
+	// another event changes nothing.
+	r = a.do(http.MethodPost, api.HookPath(hook.PreCompact), api.HookRequest{RequestID: "compact-1", HoldMS: 60000, Input: hook.Input{SessionID: "s1", HookEventName: "PreCompact"}})
+	if r.status != http.StatusOK {
+		t.Errorf("a PreCompact with hold_ms = %d %s", r.status, r.body)
+	}
+}
+
+// A Stop given up on at the budget that the session holds afterwards
+// (the decision came late) is let go too: the review's answer is not
+// spent on a Stop nobody waits for, the next Stop gets it.
+func TestStopGivenUpOnKeepsTheReviewsAnswer(t *testing.T) {
+	fake := t.TempDir()
+	script := filepath.Join(fake, "reviewer")
+	if err := os.WriteFile(script, []byte(slowFailingReviewer), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Defaults()
+	cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+script+"' {{model}} {{prompt}}"
+	cfg.Hook.Budget.Stop = time.Nanosecond
+	a := newAPIServerConfig(t, cfg)
+	dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Demo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st api.PlanStatus
+	a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &st)
+
+	r := a.do(http.MethodPost, api.HookPath(hook.Stop), api.HookRequest{RequestID: "stop-1", HoldMS: 60000, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}})
+	if r.status != http.StatusInternalServerError {
+		t.Fatalf("a stop not decided within the budget = %d %s", r.status, r.body)
+	}
+	eventually.True(t, 20*time.Second, "the review to end", func() bool {
+		var st api.PlanStatus
+		a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "status"), api.PlanArgs{}, &st)
+		return st.LastReview != nil && !st.ReviewRunning
+	})
+	out := a.hook(hook.Stop, "stop-2", "s1")
+	if !out.Output.IsBlock() || !strings.Contains(out.Output.Reason, "plan-review-1.md") || !strings.Contains(out.Output.Reason, "1 blocking") {
+		t.Errorf("the stop after a stop given up on: %+v, want the review's answer", out.Output)
+	}
 }
