@@ -821,3 +821,45 @@ func TestCreateOverAnEmptyFolder(t *testing.T) {
 		t.Errorf("the work tree is not the branch's: %+v", wt)
 	}
 }
+
+// Reset touches only a work tree of its own at the task's path. A plain
+// folder there (a work tree whose registration was lost, a folder a person
+// made) is inside the main work tree, where git would find the main
+// repository: resetting that would check the task's branch out over the
+// person's checkout and throw away their changes.
+func TestResetRefusesAFolderThatIsNotAWorkTree(t *testing.T) {
+	root := newRepo(t)
+	ctx := context.Background()
+	wt, err := Create(ctx, root, "run", "t", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, wt.Path, "task work", map[string]string{"a.txt": "work\n"})
+	if err := os.RemoveAll(wt.Path); err != nil {
+		t.Fatal(err)
+	}
+	run(t, root, "worktree", "prune")
+	write(t, filepath.Join(wt.Path, "x.txt"), "x\n")
+	// The person's work in the main work tree.
+	write(t, filepath.Join(root, "a.txt"), "mine\n")
+	write(t, filepath.Join(root, "notes.txt"), "mine\n")
+	head := run(t, root, "rev-parse", "HEAD")
+
+	if err := Reset(ctx, wt); err == nil {
+		t.Error("Reset of a folder that is not a work tree succeeded")
+	}
+	if got := run(t, root, "symbolic-ref", "--short", "HEAD"); got != "main" {
+		t.Errorf("the main work tree is on %q, want main", got)
+	}
+	if got := run(t, root, "rev-parse", "HEAD"); got != head {
+		t.Errorf("the main work tree's HEAD moved to %s", got)
+	}
+	for _, f := range []string{"a.txt", "notes.txt"} {
+		if got := read(t, filepath.Join(root, f)); got != "mine\n" {
+			t.Errorf("%s = %q, want the person's %q", f, got, "mine\n")
+		}
+	}
+	if got := read(t, filepath.Join(wt.Path, "x.txt")); got != "x\n" {
+		t.Errorf("x.txt in the folder = %q, want it kept", got)
+	}
+}
