@@ -863,3 +863,48 @@ func TestResetRefusesAFolderThatIsNotAWorkTree(t *testing.T) {
 		t.Errorf("x.txt in the folder = %q, want it kept", got)
 	}
 }
+
+// A person may change the main work tree between a supervisor killed mid-
+// merge and the run it resumes. The cleanup undoes only what the merge
+// could have written (the files that differ between the target and the
+// branch); the person's change to any other file is kept, and the merge
+// is refused as dirty until they commit or drop it.
+func TestMergeCleanupKeepsAPersonsChanges(t *testing.T) {
+	cases := []struct {
+		name  string
+		leave func(t *testing.T, root, b1 string)
+	}{
+		{"files checked out, the index not written", func(t *testing.T, root, b1 string) {
+			write(t, filepath.Join(root, "x.txt"), "x\n")
+			write(t, filepath.Join(root, "a.txt"), "zero\none\ntwo\nthree\n")
+		}},
+		{"the merge committed", func(t *testing.T, root, b1 string) {
+			run(t, root, "merge", "--no-ff", "--no-edit", "refs/heads/"+b1)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := newRepo(t)
+			ctx := context.Background()
+			commit(t, root, "b", map[string]string{"b.txt": "b\n"})
+			b1 := task(t, root, "one", map[string]string{"x.txt": "x\n", "a.txt": "zero\none\ntwo\nthree\n"})
+			pre := run(t, root, "rev-parse", "HEAD")
+			if _, err := markMerge(ctx, root, "refs/heads/"+b1, pre); err != nil {
+				t.Fatal(err)
+			}
+			tc.leave(t, root, b1)
+			write(t, filepath.Join(root, "b.txt"), "the person's\n")
+
+			_, err := MergeInOrder(ctx, root, "main", []string{b1}, StopOnConflict)
+			if !errors.Is(err, ErrDirty) {
+				t.Fatalf("MergeInOrder: %v; want ErrDirty", err)
+			}
+			if got := read(t, filepath.Join(root, "b.txt")); got != "the person's\n" {
+				t.Errorf("b.txt = %q, want the person's change kept", got)
+			}
+			if st := run(t, root, "status", "--porcelain"); st != "M b.txt" {
+				t.Errorf("status after the cleanup: %q, want only the person's change", st)
+			}
+		})
+	}
+}
