@@ -21,7 +21,7 @@ const MergeMarker = "DROVER_MERGE"
 
 // lockFiles are the lock files, relative to the git directory, that a git
 // merge killed mid-way leaves behind (each fails every later git command
-// that needs it). The target branch's ref lock is added by recoverMerge.
+// that needs it). removeStaleLocks adds the branch's ref lock.
 var lockFiles = []string{"index.lock", "HEAD.lock", "ORIG_HEAD.lock", "MERGE_HEAD.lock", "AUTO_MERGE.lock"}
 
 // markMerge writes the marker of a merge of ref into the target, whose
@@ -63,23 +63,8 @@ func recoverMerge(ctx context.Context, root, target string) error {
 		return fmt.Errorf("reading %s: %w", marker, err)
 	}
 	ref, pre, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
-	commonDir, err := gitCleanup(ctx, root, "rev-parse", "--git-common-dir")
-	if err != nil {
+	if err := removeStaleLocks(ctx, root, gitDir, target); err != nil {
 		return fmt.Errorf("cleaning up the merge of %s left half done: %w", ref, err)
-	}
-	if commonDir = strings.TrimSpace(commonDir); !filepath.IsAbs(commonDir) {
-		// Older git prints it relative to root.
-		commonDir = filepath.Join(root, commonDir)
-	}
-	locks := make([]string, 0, len(lockFiles)+1)
-	for _, l := range lockFiles {
-		locks = append(locks, filepath.Join(gitDir, l))
-	}
-	locks = append(locks, filepath.Join(commonDir, "refs", "heads", filepath.FromSlash(target)+".lock"))
-	for _, l := range locks {
-		if err := os.Remove(l); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("cleaning up the merge of %s left half done: removing its stale lock: %w", ref, err)
-		}
 	}
 	if mergeInProgress(ctx, root) {
 		// Judged by the checks below and by checkClean.
@@ -162,6 +147,32 @@ func restoreTree(ctx context.Context, root, ref, pre string) error {
 			if err := os.Remove(path); err != nil {
 				return fmt.Errorf("removing %s, left by the merge: %w", f, err)
 			}
+		}
+	}
+	return nil
+}
+
+// removeStaleLocks removes the lock files a git killed in the work tree
+// at dir, whose git directory is gitDir, leaves behind: lockFiles, and the
+// ref lock of branch, which lives in the repository's common directory.
+// Callers know that no git of theirs still runs there.
+func removeStaleLocks(ctx context.Context, dir, gitDir, branch string) error {
+	commonDir, err := gitCleanup(ctx, dir, "rev-parse", "--git-common-dir")
+	if err != nil {
+		return err
+	}
+	if commonDir = strings.TrimSpace(commonDir); !filepath.IsAbs(commonDir) {
+		// Older git prints it relative to dir.
+		commonDir = filepath.Join(dir, commonDir)
+	}
+	locks := make([]string, 0, len(lockFiles)+1)
+	for _, l := range lockFiles {
+		locks = append(locks, filepath.Join(gitDir, l))
+	}
+	locks = append(locks, filepath.Join(commonDir, "refs", "heads", filepath.FromSlash(branch)+".lock"))
+	for _, l := range locks {
+		if err := os.Remove(l); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("removing a stale lock: %w", err)
 		}
 	}
 	return nil

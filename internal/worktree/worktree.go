@@ -14,9 +14,7 @@ package worktree
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -349,21 +347,8 @@ func Reset(ctx context.Context, wt Worktree) error {
 	if err != nil {
 		return fail(err)
 	}
-	commonDir, err := git(ctx, path, "rev-parse", "--git-common-dir")
-	if err != nil {
+	if err := removeStaleLocks(ctx, path, gitDir, branch); err != nil {
 		return fail(err)
-	}
-	if commonDir = strings.TrimSpace(commonDir); !filepath.IsAbs(commonDir) {
-		commonDir = filepath.Join(path, commonDir)
-	}
-	locks := []string{filepath.Join(commonDir, "refs", "heads", filepath.FromSlash(branch)+".lock")}
-	for _, l := range lockFiles {
-		locks = append(locks, filepath.Join(gitDir, l))
-	}
-	for _, l := range locks {
-		if err := os.Remove(l); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fail(fmt.Errorf("removing a stale lock: %w", err))
-		}
 	}
 	// Each may have nothing to drop: their errors say so, and the
 	// commands below do the rest.
