@@ -524,8 +524,8 @@ func EnvName(key string) string {
 const envPrefix = "DROVER_"
 
 // IsNonConfigEnv reports whether name is a DROVER_* variable that other
-// parts of drover read and that is therefore not a config key: the strict
-// environment check lets these through.
+// parts of drover read and that is therefore not a config key: UnknownEnv
+// does not warn about these.
 func IsNonConfigEnv(name string) bool {
 	switch name {
 	case "DROVER_REVIEWER", "DROVER_SOCKET", "DROVER_BIN", "DROVER_HOOK_DISABLE":

@@ -205,22 +205,17 @@ func marshalGraph(tasks []Task) ([]byte, error) {
 // MarkDone returns tasksMD with the Status cell of each row whose task id
 // is in ids set to "done", the word the plan workflow reads as finished
 // (plan.TaskRow.Done), so that the next `drover run --plan` (FromPlan)
-// and the plan workflow skip those tasks. The status column is found as
-// the plan workflow finds it: the column headed "Status", else the
-// second. Everything else is kept byte for byte; a row already done, or
-// without a status cell, is left as it is. marked are the ids changed.
+// and the plan workflow skip those tasks. The status column is the one
+// the plan workflow reads (plan.StatusColumn). Everything else is kept
+// byte for byte; a row already done, or without a status cell, is left as
+// it is. marked are the ids changed.
 func MarkDone(tasksMD string, ids []string) (out string, marked []string) {
 	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		want[id] = true
 	}
 	header, rows := plan.Table(tasksMD)
-	statusCol := 1
-	for i, h := range header {
-		if strings.EqualFold(h, "status") {
-			statusCol = i
-		}
-	}
+	statusCol := plan.StatusColumn(header)
 	lines := strings.Split(tasksMD, "\n")
 	for _, r := range rows {
 		id := cellID(r.Cells[0])

@@ -14,9 +14,7 @@ package worktree
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -318,7 +316,8 @@ func clip(s string) string {
 // ignored are removed (ignored ones, such as build caches, stay). Lock
 // files left by a git killed in it are removed first: Reset is for a work
 // tree whose agent is dead, before another starts in it, and nothing else
-// may be working there. The branch and its commits are kept. Like Create,
+// may be working there. The branch and its commits are kept. A path that
+// is not a work tree of its own is refused, untouched. Like Create,
 // it must not run at once with another Create or Remove in the same
 // repository.
 func Reset(ctx context.Context, wt Worktree) error {
@@ -334,25 +333,22 @@ func Reset(ctx context.Context, wt Worktree) error {
 	fail := func(err error) error {
 		return fmt.Errorf("resetting work tree %s of task %q: %w", path, wt.TaskID, err)
 	}
+	// A folder at path that is not a work tree of its own lies inside the
+	// main work tree, where git finds the main repository: the commands
+	// below would check the task's branch out over a person's checkout.
+	top, err := git(ctx, path, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return fail(err)
+	}
+	if top = strings.TrimSpace(top); !samePath(top, path) {
+		return fail(fmt.Errorf("it is not a work tree of its own (git finds the one at %s there): nothing was reset", top))
+	}
 	gitDir, err := absGitDir(ctx, path)
 	if err != nil {
 		return fail(err)
 	}
-	commonDir, err := git(ctx, path, "rev-parse", "--git-common-dir")
-	if err != nil {
+	if err := removeStaleLocks(ctx, path, gitDir, branch); err != nil {
 		return fail(err)
-	}
-	if commonDir = strings.TrimSpace(commonDir); !filepath.IsAbs(commonDir) {
-		commonDir = filepath.Join(path, commonDir)
-	}
-	locks := []string{filepath.Join(commonDir, "refs", "heads", filepath.FromSlash(branch)+".lock")}
-	for _, l := range lockFiles {
-		locks = append(locks, filepath.Join(gitDir, l))
-	}
-	for _, l := range locks {
-		if err := os.Remove(l); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fail(fmt.Errorf("removing a stale lock: %w", err))
-		}
 	}
 	// Each may have nothing to drop: their errors say so, and the
 	// commands below do the rest.

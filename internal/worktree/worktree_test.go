@@ -821,3 +821,90 @@ func TestCreateOverAnEmptyFolder(t *testing.T) {
 		t.Errorf("the work tree is not the branch's: %+v", wt)
 	}
 }
+
+// Reset touches only a work tree of its own at the task's path. A plain
+// folder there (a work tree whose registration was lost, a folder a person
+// made) is inside the main work tree, where git would find the main
+// repository: resetting that would check the task's branch out over the
+// person's checkout and throw away their changes.
+func TestResetRefusesAFolderThatIsNotAWorkTree(t *testing.T) {
+	root := newRepo(t)
+	ctx := context.Background()
+	wt, err := Create(ctx, root, "run", "t", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	commit(t, wt.Path, "task work", map[string]string{"a.txt": "work\n"})
+	if err := os.RemoveAll(wt.Path); err != nil {
+		t.Fatal(err)
+	}
+	run(t, root, "worktree", "prune")
+	write(t, filepath.Join(wt.Path, "x.txt"), "x\n")
+	// The person's work in the main work tree.
+	write(t, filepath.Join(root, "a.txt"), "mine\n")
+	write(t, filepath.Join(root, "notes.txt"), "mine\n")
+	head := run(t, root, "rev-parse", "HEAD")
+
+	if err := Reset(ctx, wt); err == nil {
+		t.Error("Reset of a folder that is not a work tree succeeded")
+	}
+	if got := run(t, root, "symbolic-ref", "--short", "HEAD"); got != "main" {
+		t.Errorf("the main work tree is on %q, want main", got)
+	}
+	if got := run(t, root, "rev-parse", "HEAD"); got != head {
+		t.Errorf("the main work tree's HEAD moved to %s", got)
+	}
+	for _, f := range []string{"a.txt", "notes.txt"} {
+		if got := read(t, filepath.Join(root, f)); got != "mine\n" {
+			t.Errorf("%s = %q, want the person's %q", f, got, "mine\n")
+		}
+	}
+	if got := read(t, filepath.Join(wt.Path, "x.txt")); got != "x\n" {
+		t.Errorf("x.txt in the folder = %q, want it kept", got)
+	}
+}
+
+// A person may change the main work tree between a supervisor killed mid-
+// merge and the run it resumes. The cleanup undoes only what the merge
+// could have written (the files that differ between the target and the
+// branch); the person's change to any other file is kept, and the merge
+// is refused as dirty until they commit or drop it.
+func TestMergeCleanupKeepsAPersonsChanges(t *testing.T) {
+	cases := []struct {
+		name  string
+		leave func(t *testing.T, root, b1 string)
+	}{
+		{"files checked out, the index not written", func(t *testing.T, root, b1 string) {
+			write(t, filepath.Join(root, "x.txt"), "x\n")
+			write(t, filepath.Join(root, "a.txt"), "zero\none\ntwo\nthree\n")
+		}},
+		{"the merge committed", func(t *testing.T, root, b1 string) {
+			run(t, root, "merge", "--no-ff", "--no-edit", "refs/heads/"+b1)
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := newRepo(t)
+			ctx := context.Background()
+			commit(t, root, "b", map[string]string{"b.txt": "b\n"})
+			b1 := task(t, root, "one", map[string]string{"x.txt": "x\n", "a.txt": "zero\none\ntwo\nthree\n"})
+			pre := run(t, root, "rev-parse", "HEAD")
+			if _, err := markMerge(ctx, root, "refs/heads/"+b1, pre); err != nil {
+				t.Fatal(err)
+			}
+			tc.leave(t, root, b1)
+			write(t, filepath.Join(root, "b.txt"), "the person's\n")
+
+			_, err := MergeInOrder(ctx, root, "main", []string{b1}, StopOnConflict)
+			if !errors.Is(err, ErrDirty) {
+				t.Fatalf("MergeInOrder: %v; want ErrDirty", err)
+			}
+			if got := read(t, filepath.Join(root, "b.txt")); got != "the person's\n" {
+				t.Errorf("b.txt = %q, want the person's change kept", got)
+			}
+			if st := run(t, root, "status", "--porcelain"); st != "M b.txt" {
+				t.Errorf("status after the cleanup: %q, want only the person's change", st)
+			}
+		})
+	}
+}

@@ -198,12 +198,7 @@ func Table(md string) (header []string, rows []TableRow) {
 // header says so). Rows whose id is not a valid task id are skipped.
 func Tasks(tasksMD string) []TaskRow {
 	header, table := Table(tasksMD)
-	statusCol := 1
-	for i, c := range header {
-		if strings.EqualFold(c, "status") {
-			statusCol = i
-		}
-	}
+	statusCol := StatusColumn(header)
 	var rows []TaskRow
 	for _, r := range table {
 		id := strings.Trim(r.Cells[0], "`*")
@@ -217,6 +212,18 @@ func Tasks(tasksMD string) []TaskRow {
 		rows = append(rows, row)
 	}
 	return rows
+}
+
+// StatusColumn is the index of the status column of a task table with
+// header (Table): the column headed "Status", else the second.
+func StatusColumn(header []string) int {
+	col := 1
+	for i, c := range header {
+		if strings.EqualFold(c, "status") {
+			col = i
+		}
+	}
+	return col
 }
 
 func isSeparator(cells []string) bool {
