@@ -298,6 +298,14 @@ second line`
 			want:    []string{"no pending tasks in "},
 		},
 		{
+			// The flags of drover note reach it through the heredoc as
+			// typed: $HOME and $(id) stay text.
+			name:    "note",
+			session: []string{"--session-id", newSessionID(t)},
+			args:    `--question "keep $HOME and $(id) as typed?" --doing 'item 1'`,
+			want:    []string{"Pending question to the user: keep $HOME and $(id) as typed?", "item 1"},
+		},
+		{
 			name:    "cleanup",
 			session: []string{"--session-id", newSessionID(t)},
 			args:    "30",
