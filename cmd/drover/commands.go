@@ -230,20 +230,30 @@ func (a *app) prompt(args []string) (string, error) {
 	return strings.TrimRight(string(data), "\n"), nil
 }
 
+// stdinArgs reads the argument string a slash command passes on stdin
+// (--args -), refusing one over maxPromptBytes rather than cutting it.
+func (a *app) stdinArgs() (string, error) {
+	data, err := io.ReadAll(io.LimitReader(a.stdin, maxPromptBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("reading arguments from stdin: %w", err)
+	}
+	if len(data) > maxPromptBytes {
+		return "", fmt.Errorf("the arguments on stdin are larger than %d bytes", maxPromptBytes)
+	}
+	return string(data), nil
+}
+
 // argsFromStdin parses the words on stdin, split as a shell would (nothing
 // expanded), as cmd's flags and arguments, and returns args, the command
 // line's arguments, followed by those of stdin. With
 // --args - a slash command hands drover what the user typed in a quoted
 // heredoc, so that no shell reads it: typed text stays text.
 func (a *app) argsFromStdin(cmd *cobra.Command, args []string) ([]string, error) {
-	data, err := io.ReadAll(io.LimitReader(a.stdin, maxPromptBytes+1))
+	data, err := a.stdinArgs()
 	if err != nil {
-		return nil, fmt.Errorf("reading arguments from stdin: %w", err)
+		return nil, err
 	}
-	if len(data) > maxPromptBytes {
-		return nil, fmt.Errorf("the arguments on stdin are larger than %d bytes", maxPromptBytes)
-	}
-	words, err := argsplit.Split(string(data))
+	words, err := argsplit.Split(data)
 	if err != nil {
 		return nil, fmt.Errorf("reading arguments from stdin: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -732,6 +733,26 @@ func TestTemplatesAndCleanupSlashCommandsRunNothingTyped(t *testing.T) {
 	}
 	if _, err := os.Stat(pwned); err == nil {
 		t.Errorf("a command typed after a slash command ran")
+	}
+}
+
+// Arguments on stdin (--args -) larger than drover reads are refused as
+// such, by every command that takes them, not cut and then read as
+// something else (an unterminated quote, a shorter prompt).
+func TestArgsOnStdinOverTheCap(t *testing.T) {
+	p := newProj(t)
+	big := `"` + strings.Repeat("x", maxPromptBytes) + `"`
+	for _, args := range [][]string{
+		{"loop", "start"},
+		{"plan"},
+		{"note"},
+		{"templates"},
+		{"cleanup"},
+	} {
+		r := p.drover(big, append(args, "--session", "big", "--args", "-")...)
+		if r.code == 0 || !strings.Contains(r.stderr, "the arguments on stdin are larger than "+strconv.Itoa(maxPromptBytes)+" bytes") {
+			t.Errorf("drover %s with %d bytes on stdin: exit %d, stderr %.200q", strings.Join(args, " "), len(big), r.code, r.stderr)
+		}
 	}
 }
 
