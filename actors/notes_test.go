@@ -45,6 +45,7 @@ func (f *planFixture) mustNote(id string, args *api.NoteArgs) api.Notes {
 	return n
 }
 
+// ptr returns a pointer to a copy of v.
 func ptr[T any](v T) *T { return &v }
 
 // TestNotesSurviveCompaction: whatever workflow a session runs, none

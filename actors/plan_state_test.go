@@ -84,19 +84,19 @@ func TestPlanHandEditsOfStateJSON(t *testing.T) {
 			name: "max_reviews lowered to the reviews done: the hard stop",
 			edit: func(m map[string]any) { m["max_reviews"] = 1 },
 			runs: 1, has: []string{"max_reviews to 1 (it was 8)", "reached its limit"},
-			next: ptrTo("plan-review"), maxReviews: 1, phase: "post-plan-review",
+			next: ptr("plan-review"), maxReviews: 1, phase: "post-plan-review",
 		},
 		{
 			name: "max_reviews raised: the review runs",
 			edit: func(m map[string]any) { m["max_reviews"] = 12 },
 			runs: 2, block: true, has: []string{"max_reviews to 12 (it was 8)"},
-			next: ptrTo("post-plan-review"), maxReviews: 12, phase: "plan-review", clean: 1,
+			next: ptr("post-plan-review"), maxReviews: 12, phase: "plan-review", clean: 1,
 		},
 		{
 			name: "phase and consecutive_clean are undone",
 			edit: func(m map[string]any) { m["phase"] = "complete"; m["consecutive_clean"] = 2 },
 			runs: 2, block: true, has: []string{"edited by hand (phase, consecutive_clean)", "undone", "`drover plan set KEY=VALUE`"},
-			next: ptrTo("post-plan-review"), maxReviews: 8, phase: "plan-review", clean: 1,
+			next: ptr("post-plan-review"), maxReviews: 8, phase: "plan-review", clean: 1,
 		},
 		{
 			name: "next_phase null with phase complete: null is taken, the phase undone",
@@ -256,8 +256,6 @@ func TestPlanTakenOverBySecondSession(t *testing.T) {
 		return f.mustPlan(b, "status", api.PlanArgs{}).TakenBy == a
 	})
 }
-
-func ptrTo[T any](v T) *T { return &v }
 
 // TestPlanEditTakenByACommand: a hand edit is taken by whichever decision
 // reads state.json first, here the agent's drover plan post-review-done

@@ -24,6 +24,32 @@ const failingReviewer = `#!/bin/sh
 printf '{"type":"result","subtype":"success","is_error":false,"structured_output":{"verdict":"FAIL","findings":[{"severity":"blocking","file":"plan.md","line":1,"summary":"no tests"}]}}\n'
 `
 
+// newPlanUnderReview starts a supervisor whose reviewer CLI (review.cli
+// custom) is the shell script script, in a folder of its own, and plan
+// demo in session s1, so that s1's next Stop starts a plan review. It
+// returns the server and the script's folder.
+func newPlanUnderReview(t *testing.T, script string) (*apiServer, string) {
+	t.Helper()
+	fake := t.TempDir()
+	file := filepath.Join(fake, "reviewer")
+	if err := os.WriteFile(file, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Defaults()
+	cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+file+"' {{model}} {{prompt}}"
+	a := newAPIServerConfig(t, cfg)
+	dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Demo\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var st api.PlanStatus
+	a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &st)
+	return a, fake
+}
+
 // A Stop that starts a plan review, from a hook client that waits
 // review.hold for it (hold_ms), is answered with what the review found:
 // no `drover plan wait` turn in between.
@@ -38,22 +64,7 @@ func TestStopHeldForAPlanReview(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			script := filepath.Join(t.TempDir(), "reviewer")
-			if err := os.WriteFile(script, []byte(failingReviewer), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			cfg := config.Defaults()
-			cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+script+"' {{model}} {{prompt}}"
-			a := newAPIServerConfig(t, cfg)
-			dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Demo\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			var st api.PlanStatus
-			a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &st)
+			a, _ := newPlanUnderReview(t, failingReviewer)
 
 			var out api.HookResponse
 			a.decode(http.MethodPost, api.HookPath(hook.Stop), api.HookRequest{RequestID: "stop-1", HoldMS: tc.holdMS, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}}, &out)
@@ -76,23 +87,7 @@ printf '{"type":"result","subtype":"success","is_error":false,"structured_output
 // interrupted the agent) does not take the review's answer with it: the
 // next Stop gets it.
 func TestAbandonedHeldStopKeepsTheAnswer(t *testing.T) {
-	fake := t.TempDir()
-	script := filepath.Join(fake, "reviewer")
-	if err := os.WriteFile(script, []byte(slowFailingReviewer), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Defaults()
-	cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+script+"' {{model}} {{prompt}}"
-	a := newAPIServerConfig(t, cfg)
-	dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Demo\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var st api.PlanStatus
-	a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &st)
+	a, fake := newPlanUnderReview(t, slowFailingReviewer)
 
 	body, err := json.Marshal(api.HookRequest{RequestID: "stop-1", HoldMS: 60000, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}})
 	if err != nil {
@@ -135,23 +130,7 @@ func TestAbandonedHeldStopKeepsTheAnswer(t *testing.T) {
 // the committed wait instruction, rather than keeping its shutdown
 // waiting for the review.
 func TestDrainingAnswersAHeldStop(t *testing.T) {
-	fake := t.TempDir()
-	script := filepath.Join(fake, "reviewer")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\n: > \"$(dirname \"$0\")/started\"\nexec sleep 3600\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Defaults()
-	cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+script+"' {{model}} {{prompt}}"
-	a := newAPIServerConfig(t, cfg)
-	dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Demo\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var st api.PlanStatus
-	a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &st)
+	a, fake := newPlanUnderReview(t, "#!/bin/sh\n: > \"$(dirname \"$0\")/started\"\nexec sleep 3600\n")
 
 	body, err := json.Marshal(api.HookRequest{RequestID: "stop-1", HoldMS: 600000, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}})
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -16,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/argsplit"
 	"github.com/drover-dev/drover/internal/client"
 	"github.com/drover-dev/drover/internal/cmdline"
 	"github.com/drover-dev/drover/internal/hook"
@@ -228,6 +230,50 @@ func (a *app) prompt(args []string) (string, error) {
 	return strings.TrimRight(string(data), "\n"), nil
 }
 
+// stdinArgs reads the argument string a slash command passes on stdin
+// (--args -), refusing one over maxPromptBytes rather than cutting it.
+func (a *app) stdinArgs() (string, error) {
+	data, err := io.ReadAll(io.LimitReader(a.stdin, maxPromptBytes+1))
+	if err != nil {
+		return "", fmt.Errorf("reading arguments from stdin: %w", err)
+	}
+	if len(data) > maxPromptBytes {
+		return "", fmt.Errorf("the arguments on stdin are larger than %d bytes", maxPromptBytes)
+	}
+	return string(data), nil
+}
+
+// argsFromStdin parses the words on stdin, split as a shell would (nothing
+// expanded), as cmd's flags and arguments, and returns args, the command
+// line's arguments, followed by those of stdin. With
+// --args - a slash command hands drover what the user typed in a quoted
+// heredoc, so that no shell reads it: typed text stays text.
+func (a *app) argsFromStdin(cmd *cobra.Command, args []string) ([]string, error) {
+	data, err := a.stdinArgs()
+	if err != nil {
+		return nil, err
+	}
+	words, err := argsplit.Split(data)
+	if err != nil {
+		return nil, fmt.Errorf("reading arguments from stdin: %w", err)
+	}
+	for _, w := range words {
+		if w == "--args" || strings.HasPrefix(w, "--args=") {
+			return nil, fmt.Errorf("%s: --args cannot be given on stdin", cmd.Name())
+		}
+	}
+	f := cmd.Flags()
+	if err := f.Parse(words); err != nil {
+		return nil, err
+	}
+	all := append(slices.Clone(args), f.Args()...)
+	// cobra checked the command line's arguments, not these.
+	if err := cmd.ValidateArgs(all); err != nil {
+		return nil, err
+	}
+	return all, nil
+}
+
 func (a *app) add(ctx context.Context, g *globalFlags, prompt string) (api.AddResponse, error) {
 	id, c, err := a.sessionClient(ctx, g)
 	if err != nil {
@@ -398,6 +444,7 @@ still runs there (.drover/ was removed under it): that one is asked.`,
 
 func (a *app) cleanupCmd(g *globalFlags) *cobra.Command {
 	var force bool
+	var argsFrom string
 	cmd := &cobra.Command{
 		Use:   "cleanup [DAYS]",
 		Short: "Remove session folders older than DAYS (default 7) that are finished; -f removes any old session",
@@ -405,9 +452,17 @@ func (a *app) cleanupCmd(g *globalFlags) *cobra.Command {
 Without -f only finished sessions go: no workflow running (no queue on or in
 review, no loop, no plan short of complete) and every task .done.md (no
 pending, no stuck). With -f every session older than DAYS goes, whatever its
-state.`,
+state. With --args - DAYS and -f are read from stdin, split as a shell would
+(nothing expanded): that is how the /drover:cleanup slash command passes
+what was typed.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if argsFrom == "-" {
+				var err error
+				if args, err = a.argsFromStdin(cmd, args); err != nil {
+					return err
+				}
+			}
 			days := 7
 			if len(args) == 1 {
 				n, err := strconv.Atoi(args[0])
@@ -440,11 +495,13 @@ state.`,
 		},
 	}
 	cmd.Flags().BoolVarP(&force, "force", "f", false, "also delete active and unfinished sessions older than DAYS")
+	cmd.Flags().StringVar(&argsFrom, "args", "", "read DAYS and -f from stdin (-)")
 	return cmd
 }
 
 func (a *app) templatesCmd(g *globalFlags) *cobra.Command {
 	var all, list bool
+	var argsFrom string
 	cmd := &cobra.Command{
 		Use:   "templates [NAME...] [--all] [--list]",
 		Short: "Copy built-in prompt templates to .drover/templates/ for editing",
@@ -459,8 +516,16 @@ drover uses a file in that directory instead of the built-in one from the
 next hook on; placeholders such as {{next_task}} and {{iteration}} are
 filled in. Copy only what you mean to change: a copied prompt stays as it
 is when drover's own prompt is improved. An empty file is ignored (with a
-warning) in favour of the built-in.`,
+warning) in favour of the built-in. With --args - the names and flags are
+read from stdin, split as a shell would (nothing expanded): that is how the
+/drover:templates slash command passes what was typed.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if argsFrom == "-" {
+				var err error
+				if args, err = a.argsFromStdin(cmd, args); err != nil {
+					return err
+				}
+			}
 			p, err := a.paths(g)
 			if err != nil {
 				return err
@@ -508,6 +573,7 @@ warning) in favour of the built-in.`,
 	}
 	cmd.Flags().BoolVar(&all, "all", false, "copy every built-in template")
 	cmd.Flags().BoolVar(&list, "list", false, "list the templates' names, marking the ones the project overrides")
+	cmd.Flags().StringVar(&argsFrom, "args", "", "read the names and flags from stdin (-)")
 	return cmd
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -475,8 +476,8 @@ func TestUnrelatedDroverVariableWarns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(serveOut), "droverd: warning: ignoring environment variable DROVER_UNRELATED") {
-		t.Errorf("serve's stderr does not warn about DROVER_UNRELATED:\n%s", serveOut)
+	if n := strings.Count(string(serveOut), "droverd: warning: ignoring environment variable DROVER_UNRELATED"); n != 1 {
+		t.Errorf("serve's stderr warns about DROVER_UNRELATED %d times, want once:\n%s", n, serveOut)
 	}
 }
 
@@ -628,6 +629,129 @@ func TestPluginCommands(t *testing.T) {
 	for _, c := range []string{"do", "add", "start", "stop", "unstick", "status", "templates", "cleanup"} {
 		if !have[c] {
 			t.Errorf("plugin/commands/%s.md is missing", c)
+		}
+	}
+}
+
+// slash runs the shell block of the plugin's /drover:NAME command as
+// Claude Code does: $ARGUMENTS replaced by what the user typed after the
+// command, in the session's environment, with drover on PATH.
+func (p *proj) slash(name, id, arguments string) string {
+	p.t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "plugin", "commands", name+".md"))
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(b), "```!\n")
+	if ok {
+		block, _, ok = strings.Cut(block, "\n```")
+	}
+	if !ok {
+		p.t.Fatalf("%s.md has no ```! block:\n%s", name, b)
+	}
+	cmd := exec.Command("bash", "-c", strings.ReplaceAll(block, "$ARGUMENTS", arguments))
+	cmd.Dir = p.root
+	cmd.Env = append(slices.Clone(p.env), "CLAUDE_PROJECT_DIR="+p.root, "CLAUDE_CODE_SESSION_ID="+id)
+	for i, e := range cmd.Env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			cmd.Env[i] = "PATH=" + filepath.Dir(droverBin) + string(os.PathListSeparator) + v
+		}
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		p.t.Fatalf("the /drover:%s block failed: %v\n%s", name, err, out)
+	}
+	return string(out)
+}
+
+// shellArguments matches $ARGUMENTS on a line of its own right after a
+// quoted heredoc's start: the one way a slash command hands drover what
+// the user typed with no shell reading it.
+var shellArguments = regexp.MustCompile(`<<'([A-Z_]+)'\n\$ARGUMENTS\n([A-Z_]+)\n`)
+
+// Every plugin command that passes what the user typed to drover passes it
+// as text, in a quoted heredoc: no shell expands $(...), ; or quotes in it.
+func TestPluginCommandsPassArgumentsAsText(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "plugin", "commands", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no plugin commands (%v)", err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var shell []string
+		if _, block, ok := strings.Cut(string(b), "```!\n"); ok {
+			block, _, _ = strings.Cut(block, "\n```")
+			shell = append(shell, block+"\n")
+		}
+		for _, m := range regexp.MustCompile("!`([^`]*)`").FindAllStringSubmatch(string(b), -1) {
+			shell = append(shell, m[1])
+		}
+		for _, sh := range shell {
+			quoted := 0
+			for _, m := range shellArguments.FindAllStringSubmatch(sh, -1) {
+				if m[1] == m[2] {
+					quoted++
+				}
+			}
+			if n := strings.Count(sh, "$ARGUMENTS"); n != quoted {
+				t.Errorf("%s: %d of its shell's %d $ARGUMENTS are not alone in a quoted heredoc:\n%s", f, n-quoted, n, sh)
+			}
+		}
+	}
+}
+
+// What the user types after /drover:templates and /drover:cleanup reaches
+// drover as words: a $(...) or ; in it runs nothing, and is refused as a
+// name or a number of days.
+func TestTemplatesAndCleanupSlashCommandsRunNothingTyped(t *testing.T) {
+	p := newProj(t)
+	const id = "slash"
+	pwned := filepath.Join(p.root, "pwned")
+	out := p.slash("templates", id, "loop start")
+	if !strings.Contains(out, "Wrote 2 template(s)") || !strings.Contains(out, "loop.md, start.md") {
+		t.Errorf("/drover:templates loop start printed:\n%s", out)
+	}
+	if out := p.slash("templates", id, "--list"); !strings.Contains(out, "loop\t(yours: ") {
+		t.Errorf("/drover:templates --list printed:\n%s", out)
+	}
+	out = p.slash("templates", id, "review $(touch "+pwned+"); touch "+pwned)
+	if !strings.Contains(out, "no template named") {
+		t.Errorf("/drover:templates with a command in it printed:\n%s", out)
+	}
+	out = p.slash("cleanup", id, "`touch "+pwned+"`")
+	if !strings.Contains(out, "accepts at most 1 arg(s), received 2") {
+		t.Errorf("/drover:cleanup with a command in it printed:\n%s", out)
+	}
+	if out := p.slash("cleanup", id, "$HOME"); !strings.Contains(out, `DAYS must be a whole number of days, 0 or more, got "$HOME"`) {
+		t.Errorf("/drover:cleanup $HOME printed:\n%s", out)
+	}
+	if out := p.slash("cleanup", id, "3 -f"); !strings.Contains(out, "older than 3 day(s)") && !strings.Contains(out, "nothing to clean up") {
+		t.Errorf("/drover:cleanup 3 -f printed:\n%s", out)
+	}
+	if _, err := os.Stat(pwned); err == nil {
+		t.Errorf("a command typed after a slash command ran")
+	}
+}
+
+// Arguments on stdin (--args -) larger than drover reads are refused as
+// such, by every command that takes them, not cut and then read as
+// something else (an unterminated quote, a shorter prompt).
+func TestArgsOnStdinOverTheCap(t *testing.T) {
+	p := newProj(t)
+	big := `"` + strings.Repeat("x", maxPromptBytes) + `"`
+	for _, args := range [][]string{
+		{"loop", "start"},
+		{"plan"},
+		{"note"},
+		{"templates"},
+		{"cleanup"},
+	} {
+		r := p.drover(big, append(args, "--session", "big", "--args", "-")...)
+		if r.code == 0 || !strings.Contains(r.stderr, "the arguments on stdin are larger than "+strconv.Itoa(maxPromptBytes)+" bytes") {
+			t.Errorf("drover %s with %d bytes on stdin: exit %d, stderr %.200q", strings.Join(args, " "), len(big), r.code, r.stderr)
 		}
 	}
 }

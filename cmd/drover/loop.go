@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"strings"
 
@@ -47,17 +46,17 @@ typed. There, a lone unquoted cancel or status is drover loop cancel or
 drover loop status, not a prompt.`,
 		RunE: func(cmd *cobra.Command, rest []string) error {
 			if argsFrom == "-" {
-				data, err := io.ReadAll(io.LimitReader(a.stdin, maxPromptBytes+1))
+				data, err := a.stdinArgs()
 				if err != nil {
-					return fmt.Errorf("reading arguments from stdin: %w", err)
+					return err
 				}
-				if verb, ok := loopSubcommand(string(data)); ok {
+				if verb, ok := loopSubcommand(data); ok {
 					// The slash command hands everything the user typed
 					// to start: a lone cancel or status is that command,
 					// as in seed 004's /dev:loop cancel, not a prompt.
 					return a.loopCall(cmd.Context(), g, verb, nil, false)
 				}
-				words, err := argsplit.Split(string(data))
+				words, err := argsplit.Split(data)
 				if err != nil {
 					return fmt.Errorf("reading arguments from stdin: %w", err)
 				}

@@ -3,9 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -472,35 +470,10 @@ func TestLoopStatusWithoutALoop(t *testing.T) {
 	}
 }
 
-// slashLoop runs the shell block of the plugin's /drover:loop command as
-// Claude Code does: $ARGUMENTS replaced by what the user typed after the
-// command, in the session's environment, with drover on PATH.
+// slashLoop runs the plugin's /drover:loop command as Claude Code does.
 func (p *proj) slashLoop(id, arguments string) string {
 	p.t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "plugin", "commands", "loop.md"))
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	_, block, ok := strings.Cut(string(b), "```!\n")
-	if ok {
-		block, _, ok = strings.Cut(block, "\n```")
-	}
-	if !ok {
-		p.t.Fatalf("loop.md has no ```! block:\n%s", b)
-	}
-	cmd := exec.Command("bash", "-c", strings.ReplaceAll(block, "$ARGUMENTS", arguments))
-	cmd.Dir = p.root
-	cmd.Env = append(slices.Clone(p.env), "CLAUDE_PROJECT_DIR="+p.root, "CLAUDE_CODE_SESSION_ID="+id)
-	for i, e := range cmd.Env {
-		if v, ok := strings.CutPrefix(e, "PATH="); ok {
-			cmd.Env[i] = "PATH=" + filepath.Dir(droverBin) + string(os.PathListSeparator) + v
-		}
-	}
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		p.t.Fatalf("the /drover:loop block failed: %v\n%s", err, out)
-	}
-	return string(out)
+	return p.slash("loop", id, arguments)
 }
 
 // TestLoopSlashCommandCancelAndStatus: /drover:loop cancel and

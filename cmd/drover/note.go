@@ -2,15 +2,12 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/internal/api"
-	"github.com/drover-dev/drover/internal/argsplit"
 )
 
 func (a *app) noteCmd(g *globalFlags) *cobra.Command {
@@ -40,27 +37,17 @@ passes what was typed.`,
   drover note --decision "Keep the v1 wire format" --doing "task 3: the lexer"
   drover note --question ""
   drover note`,
-		Args: cobra.NoArgs,
+		Args: func(_ *cobra.Command, rest []string) error {
+			if len(rest) > 0 {
+				return fmt.Errorf("note: unexpected %q: give the text with --question, --decision or --doing", strings.Join(rest, " "))
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f := cmd.Flags()
 			if argsFrom == "-" {
-				data, err := io.ReadAll(io.LimitReader(a.stdin, maxPromptBytes+1))
-				if err != nil {
-					return fmt.Errorf("reading arguments from stdin: %w", err)
-				}
-				words, err := argsplit.Split(string(data))
-				if err != nil {
-					return fmt.Errorf("reading arguments from stdin: %w", err)
-				}
-				argsFrom = ""
-				if err := f.Parse(words); err != nil {
+				if _, err := a.argsFromStdin(cmd, nil); err != nil {
 					return err
-				}
-				if argsFrom != "" {
-					return errors.New("note: --args cannot be given on stdin")
-				}
-				if rest := f.Args(); len(rest) > 0 {
-					return fmt.Errorf("note: unexpected %q: give the text with --question, --decision or --doing", strings.Join(rest, " "))
 				}
 			}
 			if f.Changed("question") {

@@ -72,6 +72,9 @@ func TestNoteSurvivesCompaction(t *testing.T) {
 	if s := p.session(id); s.Workflow != "" || s.State != "off" {
 		t.Errorf("status of a session with notes alone: %+v", s)
 	}
+	if out := p.must("", "status"); !tableRow(out, id+" - off") {
+		t.Errorf("drover status does not show - for the workflow of a session with notes alone:\n%s", out)
+	}
 	if out := p.must("", "note", "--session", id, "--clear"); !strings.Contains(out, "No notes in session "+id) {
 		t.Errorf("note --clear printed:\n%s", out)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -114,11 +113,11 @@ Then drover plan continue says what comes next.`,
 
 // planFromStdin runs `drover plan <stdin words>`.
 func (a *app) planFromStdin(cmd *cobra.Command, g *globalFlags) error {
-	data, err := io.ReadAll(io.LimitReader(a.stdin, maxPromptBytes+1))
+	data, err := a.stdinArgs()
 	if err != nil {
-		return fmt.Errorf("reading plan arguments from stdin: %w", err)
+		return fmt.Errorf("plan: %w", err)
 	}
-	words, err := argsplit.Split(string(data))
+	words, err := argsplit.Split(data)
 	if err != nil {
 		return fmt.Errorf("reading plan arguments from stdin: %w", err)
 	}

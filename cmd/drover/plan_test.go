@@ -683,4 +683,21 @@ func TestPlanStateEditsAndTakeoverThroughTheHook(t *testing.T) {
 	if out := p.must("", "plan", "status", "--session", a); !strings.Contains(out, "taken over by session "+b) {
 		t.Errorf("plan status in session a:\n%s", out)
 	}
+	// Outside a session, the table of plans names the session that drives
+	// each.
+	out := p.must("", "plan", "status")
+	if fields := strings.Fields(lineStarting(out, "hatch ")); len(fields) == 0 || fields[len(fields)-1] != b || !strings.HasSuffix(lineStarting(out, "PLAN "), "SESSION") {
+		t.Errorf("plan status outside a session does not name session %s as hatch's:\n%s", b, out)
+	}
+}
+
+// lineStarting returns the first line of text that starts with prefix, or
+// "".
+func lineStarting(text, prefix string) string {
+	for line := range strings.Lines(text) {
+		if strings.HasPrefix(line, prefix) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }

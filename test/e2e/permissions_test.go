@@ -141,7 +141,7 @@ func TestSlashCommandsRunWithoutPermissionPrompt(t *testing.T) {
 	}})
 	plugin := filepath.Join(moduleRoot, "plugin")
 	sessions := filepath.Join(p.root, ".drover", "sessions")
-	queueSID, doSID, loopSID, noteSID := newSessionID(t), newSessionID(t), newSessionID(t), newSessionID(t)
+	queueSID, doSID, loopSID := newSessionID(t), newSessionID(t), newSessionID(t)
 	// Quotes, $, backquotes, a command substitution, shell operators and a
 	// second line: what a heredoc must pass through unchanged.
 	const nasty = `it's "quoted": keep $HOME, ` + "`date`" + ` and $(id) as typed; a && b || c > out
@@ -298,16 +298,12 @@ second line`
 			want:    []string{"no pending tasks in "},
 		},
 		{
-			// A note in a session drover has no other record of: its text
-			// must arrive as typed, quotes and all.
+			// The flags of drover note reach it through the heredoc as
+			// typed: $HOME and $(id) stay text.
 			name:    "note",
-			session: []string{"--session-id", noteSID},
-			args:    `--decision "keep $HOME and ` + "`date`" + ` as typed" --doing 'item 2'`,
-			want: []string{
-				"[drover] Your notes in session " + noteSID,
-				"- Decided: keep $HOME and `date` as typed",
-				"In progress: item 2",
-			},
+			session: []string{"--session-id", newSessionID(t)},
+			args:    `--question "keep $HOME and $(id) as typed?" --doing 'item 1'`,
+			want:    []string{"Pending question to the user: keep $HOME and $(id) as typed?", "item 1"},
 		},
 		{
 			name:    "cleanup",
