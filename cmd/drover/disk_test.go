@@ -14,20 +14,40 @@ import (
 	"github.com/drover-dev/drover/internal/hook"
 )
 
-// TestStoreOnAFullOrReadOnlyDisk puts the store (.drover/state) on a small
-// tmpfs. Filled up, the store cannot commit a loop's growing record: the
-// real `drover hook stop` exits 0 and lets the agent stop with a
-// systemMessage naming the reason and the store file; nothing committed is
-// lost; freed, the same supervisor commits the next stop. Remounted
-// read-only (a file system cannot be made so under a process that has a
-// file open for writing, so the supervisor is stopped first), the hook
-// that would start the supervisor fails open the same way, and the loop
-// goes on once the disk is writable again.
+// TestStoreOnAFullOrReadOnlyDisk puts the store on a small tmpfs: the
+// state directory alone, or the whole .drover directory (logs, task files
+// and loop files with it). Filled up, the store cannot commit a loop's
+// growing record: the real `drover hook stop` exits 0 and lets the agent
+// stop with a systemMessage naming the reason and the store file; nothing
+// committed is lost; freed, the same supervisor commits the next stop.
+// Remounted read-only (Linux refuses that under a process with a file open
+// for writing, so the supervisor is stopped first), the hook that would
+// start the supervisor fails open the same way, naming the first file it
+// could not write, and the loop goes on once the disk is writable again.
 func TestStoreOnAFullOrReadOnlyDisk(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// mount is the tmpfs's mount point under .drover.
+		mount string
+		// roFile is the file a start on the read-only disk names,
+		// under .drover.
+		roFile string
+	}{
+		{name: "state", mount: "state", roFile: "state/drover.db"},
+		{name: "drover dir", mount: ".", roFile: "logs/serve.out"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			diskFault(t, tc.mount, tc.roFile)
+		})
+	}
+}
+
+func diskFault(t *testing.T, mount, roFile string) {
 	const size = 1 << 20
 	p := newProj(t)
+	mnt := filepath.Join(p.root, ".drover", mount)
+	faultfs.MountTmpfs(t, mnt, size)
 	state := filepath.Join(p.root, ".drover", "state")
-	faultfs.MountTmpfs(t, state, size)
 	db := filepath.Join(state, "drover.db")
 	const id = "disk-loop"
 	// A long prompt is re-fed in every block reason and each answer is
@@ -54,7 +74,7 @@ func TestStoreOnAFullOrReadOnlyDisk(t *testing.T) {
 		t.Fatal("no supervisor runs after the first stop")
 	}
 
-	filled := faultfs.Fill(t, filepath.Join(state, "filler"))
+	filled := faultfs.Fill(t, filepath.Join(mnt, "filler"))
 	// Stops that find free pages in the file still commit; the record
 	// grows by the prompt at each, so one soon needs a page the disk
 	// cannot give. session.MaxRecorded (32) stops grow it past the file.
@@ -85,7 +105,7 @@ func TestStoreOnAFullOrReadOnlyDisk(t *testing.T) {
 		t.Errorf("loop status on the full disk: iteration %d active %v, want the committed %d", st.Iteration, st.Active, committed)
 	}
 
-	if err := os.Remove(filepath.Join(state, "filler")); err != nil {
+	if err := os.Remove(filepath.Join(mnt, "filler")); err != nil {
 		t.Fatal(err)
 	}
 	if out, _ := stop(); !out.IsBlock() || out.SystemMessage != "" {
@@ -101,18 +121,18 @@ func TestStoreOnAFullOrReadOnlyDisk(t *testing.T) {
 	t.Logf("%d bytes filled; %d iterations committed", filled, committed)
 
 	p.stopSupervisor()
-	faultfs.Remount(t, state, size, true)
+	faultfs.Remount(t, mnt, size, true)
 	ro, r := stop()
 	if ro.IsBlock() {
 		t.Fatalf("a stop with the store on a read-only disk blocked: %+v", ro)
 	}
-	for _, want := range []string{"read-only file system", db, id} {
+	for _, want := range []string{"read-only file system", filepath.Join(p.root, ".drover", roFile), id} {
 		if !strings.Contains(ro.SystemMessage, want) {
 			t.Errorf("the stop on a read-only disk said %q, not %q (stderr %s)", ro.SystemMessage, want, r.stderr)
 		}
 	}
 	t.Logf("read-only: %s", ro.SystemMessage)
-	faultfs.Remount(t, state, size, false)
+	faultfs.Remount(t, mnt, size, false)
 	if out, _ := stop(); !out.IsBlock() {
 		t.Fatalf("the stop once the disk is writable again: %+v", out)
 	}
