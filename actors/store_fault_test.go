@@ -139,3 +139,35 @@ func TestFailedCommitFailsOpenAndKeepsTheCommittedState(t *testing.T) {
 		}
 	}
 }
+
+// TestFailedCommitKeepsTheWarningsOfItsAnswer: a warning due with the next
+// answer (here, that the session's record was quarantined) is said with
+// the answer of a stop whose commit failed, not lost with its decision.
+func TestFailedCommitKeepsTheWarningsOfItsAnswer(t *testing.T) {
+	var fault *faultStore
+	f := newFixture(t, SessionsOptions{RestartMax: 3}, func(e *Env) {
+		fault = &faultStore{Store: e.Store, path: "/project/.drover/state/drover.db"}
+		e.Store = fault
+	})
+	if err := f.store.PutRaw(context.Background(), "s1", []byte("{not json")); err != nil {
+		t.Fatal(err)
+	}
+	f.add("s1", "write the parser")
+	if r := f.command("s1", "start"); r.Err != nil {
+		t.Fatalf("start: %v", r.Err)
+	}
+	fault.set(syscall.ENOSPC)
+	r := f.stop("s1", "a")
+	if r.Err != nil || r.Output.IsBlock() {
+		t.Fatalf("the stop on a full disk: %+v", r)
+	}
+	for _, want := range []string{"quarantined", "no space left on device"} {
+		if !strings.Contains(r.Output.SystemMessage, want) {
+			t.Errorf("systemMessage %q does not say %q", r.Output.SystemMessage, want)
+		}
+	}
+	fault.set(nil)
+	if r := f.stop("s1", "b"); !r.Output.IsBlock() || r.Output.SystemMessage != "" {
+		t.Errorf("the stop once the disk is writable: %+v, want the block and no warning said twice", r)
+	}
+}
