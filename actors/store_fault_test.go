@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/tracker"
 )
 
 // faultStore is a store whose commits fail, while fault is set, as bbolt's
@@ -30,6 +32,12 @@ func (s *faultStore) set(errno error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.fault = errno
+}
+
+func (s *faultStore) failed() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fails
 }
 
 func (s *faultStore) Save(ctx context.Context, rec session.Record) error {
@@ -101,14 +109,23 @@ func TestFailedCommitFailsOpenAndKeepsTheCommittedState(t *testing.T) {
 				if again := stop("c"); again.Err != nil || again.Output.IsBlock() {
 					t.Fatalf("the second stop on a failing disk: %+v", again)
 				}
-				if fault.fails != 2 {
-					t.Errorf("%d failed commits, want 2 (one per stop)", fault.fails)
+				if n := fault.failed(); n != 2 {
+					t.Errorf("%d failed commits, want 2 (one per stop)", n)
 				}
 				if got := f.storedPlan(id); !reflect.DeepEqual(got, committed) {
 					t.Errorf("the stored record changed under failed commits:\n got %+v\nwant %+v", got, committed)
 				}
 				if got := f.ask(id, &StatusQuery{}).(*StatusResult); !reflect.DeepEqual(got, status) {
 					t.Errorf("the session's state in memory moved past its last commit:\n got %+v\nwant %+v", got.Status, status.Status)
+				}
+				if wf == "loop" {
+					// The tracker is an effect of a committed stop: none
+					// ran for the failed ones (the status query above was
+					// handled after their effects would have been).
+					tr, err := tracker.Read(tracker.Path(filepath.Join(f.root, ".drover", "sessions", id)))
+					if err != nil || tr.Iteration != committed.Loop.Iteration {
+						t.Errorf("tracker at iteration %d (%v), want the committed %d", tr.Iteration, err, committed.Loop.Iteration)
+					}
 				}
 
 				// Space returns: the next stop is the one after the
