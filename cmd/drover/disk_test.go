@@ -47,6 +47,8 @@ func diskFault(t *testing.T, mount, roFile string) {
 	p := newProj(t)
 	mnt := filepath.Join(p.root, ".drover", mount)
 	faultfs.MountTmpfs(t, mnt, size)
+	// Cleanups run last first: the supervisor ends before the unmount.
+	t.Cleanup(p.stopSupervisor)
 	state := filepath.Join(p.root, ".drover", "state")
 	db := filepath.Join(state, "drover.db")
 	const id = "disk-loop"
