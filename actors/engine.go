@@ -79,14 +79,15 @@ func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string
 	if err != nil {
 		return &HookResult{Err: err}, nil
 	}
-	if a.notice != "" || warn != "" {
-		res.Output.SystemMessage = joinLines(joinLines(warn, a.notice), res.Output.SystemMessage)
-		a.notice = ""
-	}
+	// The warnings are said once, with this answer whatever it is: a
+	// failed commit must not swallow them.
+	notes := joinLines(warn, a.notice)
+	a.notice = ""
 	// SessionEnd's answer reaches no one.
 	if m.Event != hook.SessionEnd {
-		res.Output.SystemMessage = joinLines(a.templateNotice(), res.Output.SystemMessage)
+		notes = joinLines(a.templateNotice(), notes)
 	}
+	res.Output.SystemMessage = joinLines(notes, res.Output.SystemMessage)
 	if changed {
 		next := res.rec
 		next.Events++
@@ -96,7 +97,8 @@ func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string
 			// Nothing was committed, so nothing may be decided: let the
 			// agent go on and say why.
 			a.log.Error("saving session", zap.Error(err))
-			return &HookResult{Output: hook.Output{SystemMessage: a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})}}, nil
+			failed := a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})
+			return &HookResult{Output: hook.Output{SystemMessage: joinLines(notes, failed)}}, nil
 		}
 	}
 	return &HookResult{Output: res.Output, Text: res.Text}, res.effects

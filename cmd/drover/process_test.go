@@ -24,6 +24,10 @@ import (
 var droverBin string
 
 func TestMain(m *testing.M) {
+	if target := os.Getenv(accessProbeEnv); target != "" {
+		// The test binary run as another user by TestOtherUserIsShutOut.
+		os.Exit(accessProbe(target))
+	}
 	code := func() int {
 		dir, err := os.MkdirTemp("", "drover-bin-")
 		if err != nil {
@@ -56,7 +60,12 @@ type proj struct {
 
 func newProj(t testing.TB) *proj {
 	t.Helper()
-	base := t.TempDir()
+	return newProjIn(t, t.TempDir())
+}
+
+// newProjIn is newProj in the directory base.
+func newProjIn(t testing.TB, base string) *proj {
+	t.Helper()
 	root := filepath.Join(base, "repo")
 	run := filepath.Join(base, "run")
 	home := filepath.Join(base, "home")
