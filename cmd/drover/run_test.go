@@ -36,12 +36,19 @@ import (
 // about to exit, in the file overlap-log, and take a little time between;
 // "orphan-<task>" makes that task's agent start a sleeper in a session of
 // its own, as Claude Code runs a tool call, which writes its pid in
-// orphan-pid-<task>.
+// orphan-pid-<task>; "limit-<task>" makes that task's first agent fail as
+// Claude Code does on a usage limit, which resets as many seconds later
+// as the file says.
 const runFakeAgent = `#!/bin/sh
 d=$(dirname "$0")
 t=$DROVER_TASK_ID
 echo x >> "$d/count-$t"
 echo $$ > "$d/pid-$t"
+if [ -f "$d/limit-$t" ] && [ ! -f "$d/limited-$t" ]; then
+  touch "$d/limited-$t"
+  printf '{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"num_turns":1,"total_cost_usd":0,"result":"API Error: Request rejected (429) · Claude AI usage limit reached|%s"}\n' $(( $(date +%s) + $(cat "$d/limit-$t") ))
+  exit 1
+fi
 if [ -f "$d/orphan-$t" ]; then
   setsid sh -c 'echo $$ > "$1/orphan-pid-$2"; exec sleep 3600' sh "$d" "$t" </dev/null >/dev/null 2>&1 &
 fi
