@@ -167,8 +167,8 @@ type RunTask struct {
 	StartedAt time.Time `json:"started_at,omitzero"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 	// Interrupted is set on a task whose iteration ended with its
-	// supervisor (a crash): the resumed run works that iteration again,
-	// under the same number and role.
+	// supervisor (a crash), or on a usage or rate limit (LimitUntil): the
+	// run works that iteration again, under the same number and role.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Feedback is what the task's next iteration is told about its last
 	// one; it is kept so that a resumed run tells it too.
