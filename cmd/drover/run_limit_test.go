@@ -23,14 +23,14 @@ func (f *runFixture) limitIn(task, seconds string) {
 
 // An agent that hits a usage limit once costs its task no iteration: the
 // task waits for the reset its agent named and its first iteration is
-// worked again; the run's output says so, and the run is done.
+// worked again, and the run is done.
 func TestRunWaitsOutUsageLimit(t *testing.T) {
 	f := newRunFixture(t)
 	f.limitIn("c", "1")
 	out := f.must("", f.withFlag("--concurrency", "1")...)
 	id := runIDFrom(t, out)
-	if !strings.Contains(out, "run "+id+" done") || !strings.Contains(out, "task c (wave 2): pending, iteration 1, developer, $0.00: waiting for the usage limit until ") {
-		t.Fatalf("the run did not finish, or did not say c waited:\n%s", out)
+	if !strings.Contains(out, "run "+id+" done") {
+		t.Fatalf("the run did not finish:\n%s", out)
 	}
 	for task, want := range map[string]int{"a": 1, "b": 1, "c": 2, "d": 2} {
 		if got := f.count(task); got != want {

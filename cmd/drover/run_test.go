@@ -1414,12 +1414,17 @@ func TestIsTerminal(t *testing.T) {
 
 func TestProgressLine(t *testing.T) {
 	tests := &api.TestResult{Passed: true}
+	until := time.Now().Add(90 * time.Minute)
 	cases := []struct {
 		task api.RunTask
 		want string
 	}{
 		{api.RunTask{ID: "a", Wave: 1, State: api.TaskPending}, "task a (wave 1): pending"},
 		{api.RunTask{ID: "a", Wave: 1, State: api.TaskRunning, Iteration: 2, Role: "debugger", LastTest: tests, CostUSD: 1}, "task a (wave 1): running, iteration 2, debugger"},
+		{
+			api.RunTask{ID: "a", Wave: 1, State: api.TaskPending, Iteration: 1, Role: "developer", LimitUntil: until, LimitRetries: 1, Limit: "API Error: Request rejected (429)"},
+			"task a (wave 1): pending, iteration 1, developer, $0.00: waiting for the usage limit until " + until.Local().Format("15:04") + ": API Error: Request rejected (429)",
+		},
 		{
 			api.RunTask{ID: "a", Wave: 1, State: api.TaskPending, Iteration: 1, Role: "developer", LastTest: tests, CostUSD: 0.75, Reviews: 1, LastReview: &api.TaskReview{Model: "opus", Outcome: api.ReviewFail, Blocking: 2, Iteration: 1}},
 			"task a (wave 1): pending, iteration 1, developer, tests passed, review fail: 2 blocking (opus), $0.75",
