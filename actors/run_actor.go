@@ -46,6 +46,9 @@ type runActor struct {
 	flush   *time.Timer
 	// beat is the timer of the next heartbeat.
 	beat *time.Timer
+	// wake is the timer of the next run.Wake: a task that waits for a
+	// usage or rate limit goes on then.
+	wake *time.Timer
 	// broken is set once a commit failed: the actor does nothing more and
 	// stops, and the stored run, as last committed, waits for a resume.
 	broken bool
@@ -66,6 +69,9 @@ func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *r
 
 // progressFlush saves progress whose save was put off.
 type progressFlush struct{}
+
+// limitWake steps run.Wake: the time a run.WakeAt asked for has come.
+type limitWake struct{}
 
 // heartbeat saves a run whose agents work, so that its stored UpdatedAt,
 // which a resume takes as the last time the run was worked, stays recent
@@ -107,6 +113,8 @@ func (a *runActor) Receive(ctx actor.Context) {
 		}
 	case run.AgentProgress:
 		a.handle(ctx, msg)
+	case *limitWake:
+		a.handle(ctx, run.Wake{})
 	case *CancelRun:
 		a.answer(ctx, run.Cancel{})
 	case *progressFlush:
@@ -126,6 +134,9 @@ func (a *runActor) Receive(ctx actor.Context) {
 		}
 		if a.beat != nil {
 			a.beat.Stop()
+		}
+		if a.wake != nil {
+			a.wake.Stop()
 		}
 	}
 }
@@ -260,6 +271,18 @@ func (a *runActor) armHeartbeat(ctx actor.Context) {
 	a.beat = time.AfterFunc(a.heartbeatEvery(), func() { system.Root.Send(self, &heartbeat{}) })
 }
 
+// armWake sets the timer of the next run.Wake, at at by the run's clock,
+// in place of the one set before: each step that leaves a task waiting
+// for a limit asks for the earliest time again, a resumed run's first
+// step too.
+func (a *runActor) armWake(ctx actor.Context, at time.Time) {
+	if a.wake != nil {
+		a.wake.Stop()
+	}
+	system, self := ctx.ActorSystem(), ctx.Self()
+	a.wake = time.AfterFunc(max(at.Sub(a.env.now()), 0), func() { system.Root.Send(self, &limitWake{}) })
+}
+
 // heartbeatEvery is RunsEnv.Heartbeat, or its default.
 func (a *runActor) heartbeatEvery() time.Duration {
 	if a.env.Heartbeat > 0 {
@@ -289,6 +312,8 @@ func (a *runActor) execute(ctx actor.Context, d run.Decision, effects []run.Effe
 			}
 		case run.CheckWave:
 			a.checkWave(ctx, e)
+		case run.WakeAt:
+			a.armWake(ctx, e.At)
 		}
 	}
 	if d.Finished {
@@ -309,6 +334,10 @@ func (a *runActor) logStep(before run.State, ev run.Event) {
 		fields := []zap.Field{zap.String("task", t.ID), zap.Int("iteration", ev.Iteration), zap.String("state", string(t.State)), zap.String("status", t.Status), zap.Float64("cost_usd", t.CostUSD-was.CostUSD)}
 		if r := t.LastReview; ev.Review != nil && r != nil {
 			fields = append(fields, zap.String("review", r.Outcome), zap.String("review_model", r.Model))
+		}
+		if t.Waiting() {
+			a.log.Warn("task waits for a usage or rate limit", zap.String("task", t.ID), zap.Int("iteration", ev.Iteration), zap.Time("until", t.LimitUntil), zap.Int("retry", t.LimitRetries), zap.String("limit", t.Limit))
+			break
 		}
 		a.log.Info("task iteration done", fields...)
 	case run.WaveChecked:

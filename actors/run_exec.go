@@ -198,6 +198,13 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 	if ctx.Err() != nil {
 		return out
 	}
+	if res.Limit != nil {
+		// The agent met a usage or rate limit: the iteration waits for
+		// it and is worked again; its tests and review have nothing to
+		// judge.
+		out.Limit = res.Limit
+		return out
+	}
 	checks, err := run.TestsOf(j.opts, j.task, os.DirFS(wt.Path))
 	if err != nil {
 		out.Err = err

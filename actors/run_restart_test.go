@@ -62,12 +62,18 @@ func (s *crashingRunStore) SaveRun(ctx context.Context, run api.Run) error {
 // for a release that never comes. With hold-<task>, its first start does
 // the same after it left work half done (a file changed and not added,
 // one staged); every start logs "<task> <iteration>" to leftovers when it
-// finds that work in its work tree.
+// finds that work in its work tree. With limit-<task>, its first start
+// fails as Claude Code does on a usage limit that resets in an hour.
 const restartAgent = `#!/bin/sh
 d=$(dirname "$0")
 t=$DROVER_TASK_ID
 i=$DROVER_ITERATION
 echo "$t $i" >> "$d/agent-log"
+if [ -f "$d/limit-$t" ] && [ ! -f "$d/limited-$t" ]; then
+  touch "$d/limited-$t"
+  printf '{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"num_turns":1,"total_cost_usd":0,"result":"API Error: Request rejected (429) · Claude AI usage limit reached|%s"}\n' $(( $(date +%s) + 3600 ))
+  exit 1
+fi
 if [ -f "$d/hold-$t" ] && [ ! -f "$d/held-$t" ]; then
   touch "$d/held-$t"
   echo half > "$t-half.txt"
@@ -102,6 +108,8 @@ type restartFixture struct {
 	db   string
 	// childTag is the supervisor's tag (RunsEnv.ChildTag).
 	childTag string
+	// now is the supervisors' clock (RunsEnv.Now); nil: the real one.
+	now func() time.Time
 }
 
 func newRestartFixture(t *testing.T, files ...string) *restartFixture {
@@ -143,7 +151,7 @@ func (f *restartFixture) start(wrap func(RunStore) RunStore) *supervisor {
 		f.t.Fatal(err)
 	}
 	cfg := config.Defaults()
-	env := RunsEnv{Store: wrap(db), Root: f.root, Config: func() config.Config { return cfg }, ChildTag: f.childTag}
+	env := RunsEnv{Store: wrap(db), Root: f.root, Config: func() config.Config { return cfg }, ChildTag: f.childTag, Now: f.now}
 	// The crashed actor's agents report to no one: the dead letters'
 	// throttle, a goroutine, must not outlive the test.
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger { return slog.New(slog.DiscardHandler) }),

@@ -45,6 +45,9 @@ const (
 	RunTaskStuck       = "run_task_stuck"
 	RunTaskNotDone     = "run_task_not_done"
 	RunTaskConflict    = "run_task_conflict"
+	// RunTaskLimited: the task's agent met a usage or rate limit once more
+	// than run.limit_retries allows in a row.
+	RunTaskLimited = "run_task_limited"
 
 	// Which budget is spent, run or task, dollars or minutes.
 	RunBudgetUSD         = "run_budget_usd"

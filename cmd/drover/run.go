@@ -483,6 +483,9 @@ func progressLine(t api.RunTask) string {
 	if t.Error != "" {
 		line += ": " + t.Error
 	}
+	if t.State == api.TaskPending && t.Waiting() {
+		line += fmt.Sprintf(": waiting for the usage limit until %s: %s", limitClock(t.LimitUntil, time.Now()), t.Limit)
+	}
 	return line
 }
 
@@ -504,6 +507,22 @@ func passFail(ok bool) string {
 		return "passed"
 	}
 	return "failed"
+}
+
+// waiting says whether task t of run waits for a usage or rate limit: a
+// run that no longer runs waits for nothing.
+func waiting(run api.Run, t api.RunTask) bool {
+	return run.State == api.RunRunning && t.State == api.TaskPending && t.Waiting()
+}
+
+// limitClock is when a limit resets, in local time: its hour and minute,
+// with the day when that is not within the next day.
+func limitClock(until, now time.Time) string {
+	until = until.Local()
+	if until.Sub(now) < 20*time.Hour {
+		return until.Format("15:04")
+	}
+	return until.Format("15:04 on Jan 2")
 }
 
 // printRun renders a run for people.
@@ -528,12 +547,20 @@ func printRun(w io.Writer, run api.Run) {
 		if t.LastReview != nil {
 			review = reviewSummary(t.LastReview)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%d\t$%.2f\t%s\n", t.ID, t.Wave, t.State, t.Iteration, run.Options.MaxIterations, role, test, t.ToolCalls, t.CostUSD, review)
+		state := string(t.State)
+		if waiting(run, t) {
+			state = "waiting"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%d\t$%.2f\t%s\n", t.ID, t.Wave, state, t.Iteration, run.Options.MaxIterations, role, test, t.ToolCalls, t.CostUSD, review)
 	}
 	_ = tw.Flush()
+	now := time.Now()
 	for _, t := range run.Tasks {
 		if t.Error != "" {
 			fmt.Fprintf(w, "task %s: %s\n", t.ID, t.Error)
+		}
+		if waiting(run, t) {
+			fmt.Fprintf(w, "task %s: waiting for the usage limit until %s (wait %d of %d): %s\n", t.ID, limitClock(t.LimitUntil, now), t.LimitRetries, run.Options.LimitRetries, t.Limit)
 		}
 	}
 	if run.Report != "" {

@@ -36,12 +36,19 @@ import (
 // about to exit, in the file overlap-log, and take a little time between;
 // "orphan-<task>" makes that task's agent start a sleeper in a session of
 // its own, as Claude Code runs a tool call, which writes its pid in
-// orphan-pid-<task>.
+// orphan-pid-<task>; "limit-<task>" makes that task's first agent fail as
+// Claude Code does on a usage limit, which resets as many seconds later
+// as the file says.
 const runFakeAgent = `#!/bin/sh
 d=$(dirname "$0")
 t=$DROVER_TASK_ID
 echo x >> "$d/count-$t"
 echo $$ > "$d/pid-$t"
+if [ -f "$d/limit-$t" ] && [ ! -f "$d/limited-$t" ]; then
+  touch "$d/limited-$t"
+  printf '{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"num_turns":1,"total_cost_usd":0,"result":"API Error: Request rejected (429) · Claude AI usage limit reached|%s"}\n' $(( $(date +%s) + $(cat "$d/limit-$t") ))
+  exit 1
+fi
 if [ -f "$d/orphan-$t" ]; then
   setsid sh -c 'echo $$ > "$1/orphan-pid-$2"; exec sleep 3600' sh "$d" "$t" </dev/null >/dev/null 2>&1 &
 fi
@@ -1387,12 +1394,17 @@ func TestIsTerminal(t *testing.T) {
 
 func TestProgressLine(t *testing.T) {
 	tests := &api.TestResult{Passed: true}
+	until := time.Now().Add(90 * time.Minute)
 	cases := []struct {
 		task api.RunTask
 		want string
 	}{
 		{api.RunTask{ID: "a", Wave: 1, State: api.TaskPending}, "task a (wave 1): pending"},
 		{api.RunTask{ID: "a", Wave: 1, State: api.TaskRunning, Iteration: 2, Role: "debugger", LastTest: tests, CostUSD: 1}, "task a (wave 1): running, iteration 2, debugger"},
+		{
+			api.RunTask{ID: "a", Wave: 1, State: api.TaskPending, Iteration: 1, Role: "developer", LimitUntil: until, LimitRetries: 1, Limit: "API Error: Request rejected (429)"},
+			"task a (wave 1): pending, iteration 1, developer, $0.00: waiting for the usage limit until " + until.Local().Format("15:04") + ": API Error: Request rejected (429)",
+		},
 		{
 			api.RunTask{ID: "a", Wave: 1, State: api.TaskPending, Iteration: 1, Role: "developer", LastTest: tests, CostUSD: 0.75, Reviews: 1, LastReview: &api.TaskReview{Model: "opus", Outcome: api.ReviewFail, Blocking: 2, Iteration: 1}},
 			"task a (wave 1): pending, iteration 1, developer, tests passed, review fail: 2 blocking (opus), $0.75",

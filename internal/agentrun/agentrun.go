@@ -107,6 +107,13 @@ type Result struct {
 	Duration time.Duration
 	// TimedOut is true when the run was killed for running past Timeout.
 	TimedOut bool
+	// APIErrorStatus is the result line's api_error_status (0: none).
+	APIErrorStatus int
+	// Limit is set when the run failed on a usage or rate limit (Err is
+	// set too): the task can go on once the limit resets.
+	Limit *Limit
+	// apiError is the last assistant message's "error".
+	apiError string
 	// Err is nil when the agent exited with status 0 after a result line
 	// that is not an error. Otherwise it says why not, and wraps
 	// ErrTimeout, the context's error, ErrNoResult or ErrAgentError, or is
@@ -189,6 +196,9 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 	res.Stderr = pr.Stderr.String()
 	res.ExitCode = pr.ExitCode
 	res.Err = outcome(pr, err, &res)
+	if res.Err != nil && !res.TimedOut && ctx.Err() == nil {
+		res.Limit = detectLimit(&res, time.Now())
+	}
 	return res, nil
 }
 
@@ -204,8 +214,12 @@ func (r *Result) add(ev Event) {
 	if ev.SessionID != "" {
 		r.SessionID = ev.SessionID
 	}
+	if ev.Type == TypeAssistant && ev.Error != "" {
+		r.apiError = ev.Error
+	}
 	if ev.Type == TypeResult {
 		r.SawResult = true
+		r.APIErrorStatus = ev.APIErrorStatus
 		r.CostUSD = ev.CostUSD
 		r.Turns = ev.Turns
 		r.IsError = ev.IsError

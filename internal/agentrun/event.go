@@ -52,6 +52,12 @@ type Event struct {
 	// CostUSD and Turns are a result line's total_cost_usd and num_turns.
 	CostUSD float64
 	Turns   int
+	// APIErrorStatus is a result line's api_error_status: the HTTP status
+	// of the API error that ended the run (429, 529...), 0 without one.
+	APIErrorStatus int
+	// Error is the "error" of an assistant message that the CLI made up
+	// to report an API error it gave up on ("rate_limit", "overloaded").
+	Error string
 }
 
 // Usage is the token usage the API reported for one assistant message.
@@ -116,6 +122,7 @@ func ParseLine(line []byte) (Event, bool) {
 		}
 		decode(msg["model"], &ev.Model)
 		if ev.Type == TypeAssistant {
+			decode(obj["error"], &ev.Error)
 			decode(msg["id"], &ev.MessageID)
 			var u Usage
 			if decode(msg["usage"], &u) {
@@ -130,6 +137,10 @@ func ParseLine(line []byte) (Event, bool) {
 		var turns float64
 		if decode(obj["num_turns"], &turns) && turns > 0 && turns < 1e9 {
 			ev.Turns = int(turns)
+		}
+		var status float64
+		if decode(obj["api_error_status"], &status) && status > 0 && status < 1000 {
+			ev.APIErrorStatus = int(status)
 		}
 	}
 	return ev, true

@@ -104,7 +104,7 @@ func TestParseLine(t *testing.T) {
 		{
 			name: "result error with success subtype",
 			line: `{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"result":"You've hit your session limit","num_turns":1,"total_cost_usd":0}`,
-			want: Event{Type: "result", Subtype: "success", IsError: true, Text: "You've hit your session limit", Turns: 1},
+			want: Event{Type: "result", Subtype: "success", IsError: true, Text: "You've hit your session limit", Turns: 1, APIErrorStatus: 429},
 			ok:   true,
 		},
 		{
@@ -169,6 +169,8 @@ func FuzzParseLine(f *testing.F) {
 	f.Add([]byte(`{"type":"assistant","message":{"content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"1","name":"Bash","input":{"command":"ls"}}]}}`))
 	f.Add([]byte(`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"1","is_error":true,"content":[{"type":"text","text":"x"}]}]}}`))
 	f.Add([]byte(`{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.5,"num_turns":3,"result":"done"}`))
+	f.Add([]byte(line429Assistant))
+	f.Add([]byte(line429Result))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		ev, ok := ParseLine(line)
 		again, ok2 := ParseLine(line)
@@ -183,6 +185,9 @@ func FuzzParseLine(f *testing.F) {
 		}
 		if ev.Type == "" || !json.Valid(line) {
 			t.Fatalf("accepted %q as %+v", line, ev)
+		}
+		if ev.APIErrorStatus < 0 || ev.APIErrorStatus >= 1000 || ev.Type != TypeResult && ev.APIErrorStatus != 0 || ev.Type != TypeAssistant && ev.Error != "" {
+			t.Fatalf("API error %d %q on a %q line", ev.APIErrorStatus, ev.Error, ev.Type)
 		}
 		if ev.Turns < 0 {
 			t.Fatalf("negative turns %d", ev.Turns)

@@ -40,10 +40,12 @@ func fakeSpec(t testing.TB, scenario string, env ...string) Spec {
 }
 
 const (
-	lineInit      = `{"type":"system","subtype":"init","session_id":"fake-1","model":"fake-model","tools":["Bash","Read"]}`
-	lineAssistant = `{"type":"assistant","message":{"model":"fake-model","content":[{"type":"text","text":"Running tests."},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"go test ./internal/lex/..."}},{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"a.go"}}]},"session_id":"fake-1"}`
-	lineResults   = `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"FAIL"},{"type":"tool_result","tool_use_id":"t2","content":"package a"}]},"session_id":"fake-1"}`
-	lineResult    = `{"type":"result","subtype":"success","is_error":false,"num_turns":3,"total_cost_usd":0.25,"result":"All done.","session_id":"fake-1"}`
+	lineInit         = `{"type":"system","subtype":"init","session_id":"fake-1","model":"fake-model","tools":["Bash","Read"]}`
+	lineAssistant    = `{"type":"assistant","message":{"model":"fake-model","content":[{"type":"text","text":"Running tests."},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"go test ./internal/lex/..."}},{"type":"tool_use","id":"t2","name":"Read","input":{"file_path":"a.go"}}]},"session_id":"fake-1"}`
+	lineResults      = `{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"FAIL"},{"type":"tool_result","tool_use_id":"t2","content":"package a"}]},"session_id":"fake-1"}`
+	line429Assistant = `{"type":"assistant","message":{"id":"d8","model":"<synthetic>","role":"assistant","stop_reason":"stop_sequence","type":"message","usage":{"input_tokens":0,"output_tokens":0},"content":[{"type":"text","text":"API Error: Request rejected (429) · usage limit reached, resets at 2026-01-01T12:30:00Z"}]},"parent_tool_use_id":null,"session_id":"fake-1","error":"rate_limit"}`
+	line429Result    = `{"type":"result","subtype":"success","is_error":true,"api_error_status":429,"duration_ms":258,"num_turns":1,"result":"API Error: Request rejected (429) · usage limit reached, resets at 2026-01-01T12:30:00Z","stop_reason":"stop_sequence","session_id":"fake-1","total_cost_usd":0}`
+	lineResult       = `{"type":"result","subtype":"success","is_error":false,"num_turns":3,"total_cost_usd":0.25,"result":"All done.","session_id":"fake-1"}`
 )
 
 func fakeAgent(scenario string) int {
@@ -78,6 +80,11 @@ func fakeAgent(scenario string) int {
 	case "agent-error":
 		say(lineInit, `{"type":"result","subtype":"error_max_turns","is_error":true,"num_turns":9}`)
 		return 0
+	case "limit":
+		// What Claude Code 2.1.197 prints when the API answers 429 and it
+		// gives up retrying (CLAUDE_CODE_MAX_RETRIES=0).
+		say(lineInit, line429Assistant, line429Result)
+		return 1
 	case "no-result":
 		say(lineInit, lineAssistant)
 		return 0

@@ -85,6 +85,10 @@ type RunOptions struct {
 	// NoReview turns the review of tasks off: a task is done when its
 	// tests pass and it committed.
 	NoReview bool `json:"no_review,omitempty"`
+	// LimitRetries caps how often in a row a task waits for a usage or
+	// rate limit its agent met and tries again (run.limit_retries); the
+	// next limit fails it.
+	LimitRetries int `json:"limit_retries,omitempty"`
 }
 
 // StartRunRequest starts a run of a task graph.
@@ -163,8 +167,8 @@ type RunTask struct {
 	StartedAt time.Time `json:"started_at,omitzero"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
 	// Interrupted is set on a task whose iteration ended with its
-	// supervisor (a crash): the resumed run works that iteration again,
-	// under the same number and role.
+	// supervisor (a crash), or on a usage or rate limit (LimitUntil): the
+	// run works that iteration again, under the same number and role.
 	Interrupted bool `json:"interrupted,omitempty"`
 	// Feedback is what the task's next iteration is told about its last
 	// one; it is kept so that a resumed run tells it too.
@@ -177,7 +181,24 @@ type RunTask struct {
 	// task within its budget: --task-max-minutes counts it and the time
 	// since StartedAt or the run's ResumedAt, whichever is later.
 	WorkedBefore time.Duration `json:"worked_before_ns,omitempty"`
+	// LimitUntil is set while the task waits for a usage or rate limit its
+	// agent met: its iteration is worked again, under the same number,
+	// once that time has come. LimitSince is when the wait began, and
+	// Limit what the agent said of the limit.
+	LimitUntil time.Time `json:"limit_until,omitzero"`
+	LimitSince time.Time `json:"limit_since,omitzero"`
+	Limit      string    `json:"limit,omitempty"`
+	// LimitRetries counts the limits the task met in a row; Limits counts
+	// them all, across resumes.
+	LimitRetries int `json:"limit_retries,omitempty"`
+	Limits       int `json:"limits,omitempty"`
+	// Waited is how long the task waited for limits: --task-max-minutes
+	// does not count it.
+	Waited time.Duration `json:"waited_ns,omitempty"`
 }
+
+// Waiting says whether the task waits for a usage or rate limit.
+func (t RunTask) Waiting() bool { return !t.LimitUntil.IsZero() }
 
 // Run is the stored state of one run, and its status on the wire.
 type Run struct {

@@ -114,6 +114,7 @@ type Run struct {
 	SuiteCommand     string        `koanf:"suite_command" help:"suite command of drover run, run in the main work tree after each wave"`
 	IterationTimeout time.Duration `koanf:"iteration_timeout" help:"time limit of one agent process of drover run; its process group is killed past it"`
 	TaskMaxUSD       string        `koanf:"task_max_usd" number:"text" help:"dollars the agents of one task of drover run may cost, as they report it, before the task fails (empty or 0: no limit; drover run --task-max-usd)"`
+	LimitRetries     int           `koanf:"limit_retries" help:"how often in a row a task of drover run whose agent met a usage or rate limit (HTTP 429 or 529, usage limit reached) waits for the limit's reset, or a backoff, and tries again without spending an iteration; the next limit fails it (0: never wait)"`
 	Review           bool          `koanf:"review" help:"a reviewer (review.cli, review.models) must pass each task of drover run before it is done (drover run --no-review turns it off for one run)"`
 }
 
@@ -231,6 +232,7 @@ func Defaults() Config {
 			TestCommand:      "go test {{packages}}",
 			SuiteCommand:     "go test ./...",
 			IterationTimeout: time.Hour,
+			LimitRetries:     5,
 			Review:           true,
 		},
 		Log: Log{Level: "info", MaxSizeMB: 10, MaxBackups: 3},
@@ -363,6 +365,9 @@ func (c Config) Validate() error {
 		if p.v < 1 {
 			bad(p.key, "must be at least 1, got %d", p.v)
 		}
+	}
+	if c.Run.LimitRetries < 0 {
+		bad("run.limit_retries", "must not be negative (0 never waits for a limit), got %d", c.Run.LimitRetries)
 	}
 	if c.Loop.MinToolCalls < 0 {
 		bad("loop.min_tool_calls", "must not be negative, got %d", c.Loop.MinToolCalls)

@@ -79,6 +79,7 @@ func TestKeys(t *testing.T) {
 		"run.agent",
 		"run.concurrency",
 		"run.iteration_timeout",
+		"run.limit_retries",
 		"run.max_iterations",
 		"run.review",
 		"run.suite_command",
@@ -261,6 +262,8 @@ func TestValidate(t *testing.T) {
 		{"task budget", func(c *Config) { c.Run.TaskMaxUSD = "2.5" }, ""},
 		{"task budget not a number", func(c *Config) { c.Run.TaskMaxUSD = "lots" }, "run.task_max_usd"},
 		{"negative task budget", func(c *Config) { c.Run.TaskMaxUSD = "-1" }, "run.task_max_usd"},
+		{"never wait for a limit", func(c *Config) { c.Run.LimitRetries = 0 }, ""},
+		{"negative limit retries", func(c *Config) { c.Run.LimitRetries = -1 }, "run.limit_retries"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

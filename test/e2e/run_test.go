@@ -44,7 +44,14 @@ type runProject struct {
 // scenario names the scripted model's file in testdata.
 func newRunProject(t *testing.T, scenario string) *runProject {
 	t.Helper()
-	q := newQueueProject(t, loadScenario(t, scenario))
+	return newRunProjectWith(t, loadScenario(t, scenario))
+}
+
+// newRunProjectWith is newRunProject with the scenario sc, and extra
+// entries for the supervisor's environment.
+func newRunProjectWith(t *testing.T, sc *fakemodel.Scenario, extra ...string) *runProject {
+	t.Helper()
+	q := newQueueProject(t, sc)
 	if err := os.WriteFile(filepath.Join(q.root, "go.mod"), []byte("module example.com/runproj\n\ngo 1.22\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -63,12 +70,12 @@ func newRunProject(t *testing.T, scenario string) *runProject {
 	}
 	sep := string(os.PathListSeparator)
 	p := &runProject{queueProject: q}
-	p.environ = claudecli.Environ(parent, q.home, q.model.URL(), []string{
+	p.environ = claudecli.Environ(parent, q.home, q.model.URL(), append([]string{
 		"PATH=" + filepath.Dir(q.cliBin) + sep + droverDir + sep + os.Getenv("PATH"),
 		"XDG_RUNTIME_DIR=" + q.run,
 		"GOCACHE=" + strings.TrimSpace(string(gocache)),
 		"GOTOOLCHAIN=local",
-	})
+	}, extra...))
 	if out, errs, code := p.exec(time.Minute, "serve", "--detach"); code != 0 {
 		t.Fatalf("drover serve --detach exited %d\nstdout: %s\nstderr: %s", code, out, errs)
 	}

@@ -116,11 +116,15 @@ type ToolCall struct {
 }
 
 // APIError is a scripted API failure, e.g. status 529 and type
-// "overloaded_error". Mind that the CLI retries 5xx and 429 answers.
+// "overloaded_error". Mind that the CLI retries 5xx and 429 answers
+// (CLAUDE_CODE_MAX_RETRIES=0 in its environment makes it give up at once).
 type APIError struct {
 	Status  int    `yaml:"status" json:"status"`
 	Type    string `yaml:"type" json:"type"`
 	Message string `yaml:"message,omitempty" json:"message,omitempty"`
+	// Headers are sent with the error, such as retry-after or the
+	// anthropic-ratelimit-* headers of a rate limit.
+	Headers map[string]string `yaml:"headers,omitempty" json:"headers,omitempty"`
 }
 
 // LoadScenario reads and validates the scenario file at path.

@@ -229,6 +229,9 @@ func (s *Server) answerMessages(w http.ResponseWriter, r *Request) {
 		if msg == "" {
 			msg = "fakemodel: scripted " + e.Type
 		}
+		for k, v := range e.Headers {
+			w.Header().Set(k, v)
+		}
 		writeJSON(w, e.Status, errorBody(e.Type, msg))
 		return
 	}

@@ -475,6 +475,23 @@ func TestScriptedError(t *testing.T) {
 	}
 }
 
+// A scripted error carries its headers, as a rate limit's retry-after.
+func TestScriptedErrorHeaders(t *testing.T) {
+	srv := start(t, &Scenario{Rules: []Rule{{Answer: Answer{Error: &APIError{Status: 429, Type: "rate_limit_error", Headers: map[string]string{"retry-after": "7"}}}}}})
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL()+"/v1/messages", strings.NewReader(userBody(true, "hi")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "7" {
+		t.Errorf("status %d, retry-after %q", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+}
+
 // TestConcurrentRequests checks that Times holds under concurrent requests
 // and that the record stays in arrival order.
 func TestConcurrentRequests(t *testing.T) {

@@ -135,6 +135,7 @@ func TestHeartbeat(t *testing.T) {
 	idle := State{Run: api.Run{State: api.RunRunning, Tasks: []api.RunTask{{ID: "a", State: api.TaskDone}}}}
 	merging := idle
 	merging.Merging = true
+	waiting := State{Run: api.Run{State: api.RunRunning, Tasks: []api.RunTask{{ID: "a", State: api.TaskPending, LimitUntil: time.Unix(1, 0)}}}}
 	failed := State{Run: api.Run{State: api.RunFailed, Tasks: []api.RunTask{{ID: "a", State: api.TaskRunning}}}}
 	const beat = 10 * time.Second
 	cases := []struct {
@@ -148,6 +149,7 @@ func TestHeartbeat(t *testing.T) {
 		{"agents work, saved just now", running, time.Second, false, true},
 		{"a wave checkpoint works", merging, beat, true, true},
 		{"nothing works", idle, time.Hour, false, true},
+		{"a task waits for a limit", waiting, beat, true, true},
 		{"a failed run's last agent", failed, beat, true, false},
 	}
 	for _, c := range cases {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/convergence"
+	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/worktree"
@@ -57,6 +58,15 @@ func Resume(rec api.Run, now time.Time) api.Run {
 	rec.Tasks = append([]api.RunTask(nil), rec.Tasks...)
 	for i := range rec.Tasks {
 		t := &rec.Tasks[i]
+		if t.Waiting() {
+			// The wait for a limit, up to the last save, is counted as
+			// worked below: it is waited time as well. The wait goes on
+			// from now.
+			if from := laterOf(t.LimitSince, since); last.After(from) {
+				t.Waited += last.Sub(from)
+			}
+			t.LimitSince = now
+		}
 		if !t.StartedAt.IsZero() && t.State != api.TaskDone {
 			from, to := laterOf(t.StartedAt, since), last
 			if t.State == api.TaskFailed && !t.EndedAt.IsZero() && t.EndedAt.Before(to) {
@@ -75,6 +85,7 @@ func Resume(rec api.Run, now time.Time) api.Run {
 			t.State, t.Iteration, t.Error, t.Interrupted, t.Feedback = api.TaskPending, 0, "", false, ""
 			t.StartedAt, t.EndedAt, t.Role, t.Status, t.StatusReason = time.Time{}, time.Time{}, "", "", ""
 			t.WorkedBefore, t.BudgetFromUSD = 0, t.CostUSD
+			t.Waited, t.LimitRetries, t.LimitUntil, t.LimitSince, t.Limit = 0, 0, time.Time{}, time.Time{}, ""
 		case api.TaskNeedsReview:
 			t.State, t.Error, t.Conflict = api.TaskDone, "", nil
 		}
@@ -111,14 +122,39 @@ func laterOf(a, b time.Time) time.Time {
 }
 
 // TaskClock is when a task's time budget would have begun had its
-// supervisors worked it without a break: its minutes count from there.
+// supervisors worked it without a break, and had it not waited for
+// limits: its minutes count from there.
 // resumedAt is when the run's current supervisor began working it. It is
 // zero for a task not started yet.
 func TaskClock(t api.RunTask, resumedAt time.Time) time.Time {
 	if t.StartedAt.IsZero() {
 		return time.Time{}
 	}
-	return laterOf(t.StartedAt, resumedAt).Add(-t.WorkedBefore)
+	return laterOf(t.StartedAt, resumedAt).Add(-t.WorkedBefore).Add(t.Waited)
+}
+
+// How long a task waits for a limit that did not say when it resets: a
+// backoff that doubles with each limit in a row, from limitBackoff up to
+// limitBackoffMax. A reset further away than limitWaitMax (a weekly limit
+// is the longest) is taken as that.
+const (
+	limitBackoff    = time.Minute
+	limitBackoffMax = time.Hour
+	limitWaitMax    = 7 * 24 * time.Hour
+)
+
+// LimitUntil is when a task whose agent met limit l, its retry-th in a
+// row (from 1), goes on: when the limit said it resets, or else after an
+// exponential backoff.
+func LimitUntil(l agentrun.Limit, retry int, now time.Time) time.Time {
+	if l.Reset.After(now) {
+		if end := now.Add(limitWaitMax); l.Reset.After(end) {
+			return end
+		}
+		return l.Reset
+	}
+	wait := limitBackoff << min(max(retry-1, 0), 10)
+	return now.Add(min(wait, limitBackoffMax))
 }
 
 // RunClock is TaskClock for the run's own time budget.

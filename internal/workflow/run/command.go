@@ -48,6 +48,9 @@ func Options(o api.RunOptions, c config.Run, t templates.Set) (api.RunOptions, e
 	if o.IterationTimeout <= 0 {
 		o.IterationTimeout = c.IterationTimeout
 	}
+	if o.LimitRetries <= 0 {
+		o.LimitRetries = c.LimitRetries
+	}
 	if o.TaskMaxUSD <= 0 && strings.TrimSpace(c.TaskMaxUSD) != "" {
 		v, err := c.TaskMax()
 		if err != nil {

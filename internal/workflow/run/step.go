@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/convergence"
+	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/reviewer"
@@ -25,7 +26,7 @@ import (
 func Step(s State, ev Event, order []rungraph.Task, f Facts, now time.Time) (State, Decision, []Effect) {
 	st := &stepper{s: s.clone(), f: f, now: now, order: order}
 	switch e := ev.(type) {
-	case Begin:
+	case Begin, Wake:
 		st.advance()
 	case Cancel:
 		if st.s.Stop == "" {
@@ -121,6 +122,7 @@ func (st *stepper) advance() {
 		return
 	}
 	var pending, failed []*api.RunTask
+	var wake time.Time
 	allDone := true
 	for i := range r.Tasks {
 		t := &r.Tasks[i]
@@ -129,6 +131,17 @@ func (st *stepper) advance() {
 		}
 		switch t.State {
 		case api.TaskPending:
+			if t.Waiting() {
+				// A task that waits for a limit holds no place: the rest
+				// of the wave goes on without it.
+				if t.LimitUntil.After(st.now) {
+					if wake.IsZero() || t.LimitUntil.Before(wake) {
+						wake = t.LimitUntil
+					}
+					break
+				}
+				st.endWait(t)
+			}
 			// A task whose budget was spent while its agent ran, and
 			// whose iteration a crash cut short before it could fail the
 			// task, fails now as that iteration's end would have: no
@@ -150,6 +163,9 @@ func (st *stepper) advance() {
 			st.fail(say(tmpl, templates.RunWaveBlocked, map[string]string{"wave": strconv.Itoa(wave), "tasks": taskLines(failed, false)}))
 		}
 		return
+	}
+	if !wake.IsZero() {
+		st.effects = append(st.effects, WakeAt{At: wake})
 	}
 	inflight := st.s.Inflight()
 	for _, t := range startable(pending, st.running(wave), alone(st.order), r.Options.Concurrency) {
@@ -340,6 +356,17 @@ func (st *stepper) iterationDone(m IterationDone) {
 	st.count(t, m.Progress)
 	delete(st.s.Live, t.ID)
 	delete(st.s.Ending, t.ID)
+	if m.Limit != nil && m.Err == nil {
+		// A limit is not the work's fault: the iteration waits for it
+		// and is worked again, unless the run stops or the task's
+		// budget is spent, which end it as any other iteration.
+		st.checkRunBudget()
+		if st.s.Stop == "" && TaskBudgetSpent(tmpl, r.Options, TaskClock(*t, r.ResumedAt), st.now, t.CostUSD-t.BudgetFromUSD) == "" {
+			st.limited(t, *m.Limit)
+			return
+		}
+	}
+	t.LimitRetries = 0
 	if m.Review != nil {
 		t.CostUSD += m.Review.CostUSD
 		r.CostUSD += m.Review.CostUSD
@@ -375,6 +402,32 @@ func (st *stepper) iterationDone(m IterationDone) {
 	default:
 		t.State, t.Feedback = api.TaskPending, feedback
 	}
+}
+
+// limited makes task t, whose agent met limit l, wait for it: its
+// iteration is worked again, under the same number and role, once the
+// limit resets (or a backoff passed, when it did not say when), without
+// spending an iteration of the task. Past run.limit_retries limits in a
+// row the task fails instead.
+func (st *stepper) limited(t *api.RunTask, l agentrun.Limit) {
+	t.Limits++
+	if t.LimitRetries >= st.s.Run.Options.LimitRetries {
+		t.State, t.EndedAt = api.TaskFailed, st.now
+		t.Error = say(st.f.Templates, templates.RunTaskLimited, map[string]string{"retries": strconv.Itoa(t.LimitRetries), "limit": firstLine(l.Message)})
+		return
+	}
+	t.LimitRetries++
+	t.State, t.Interrupted = api.TaskPending, true
+	t.LimitSince, t.LimitUntil, t.Limit = st.now, LimitUntil(l, t.LimitRetries, st.now), firstLine(l.Message)
+}
+
+// endWait ends the wait of task t for a limit: the time it waited is no
+// part of its time budget.
+func (st *stepper) endWait(t *api.RunTask) {
+	if st.now.After(t.LimitSince) && !t.LimitSince.IsZero() {
+		t.Waited += st.now.Sub(t.LimitSince)
+	}
+	t.LimitUntil, t.LimitSince, t.Limit = time.Time{}, time.Time{}, ""
 }
 
 // outOfBudget is the error of a task whose budget (why) is spent after

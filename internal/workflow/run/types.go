@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/convergence"
+	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/router"
@@ -65,6 +66,16 @@ func (s State) Inflight() int {
 	return n
 }
 
+// Waiting says whether a task waits for a usage or rate limit.
+func (s State) Waiting() bool {
+	for _, t := range s.Run.Tasks {
+		if t.Waiting() {
+			return true
+		}
+	}
+	return false
+}
+
 // Busy says whether agents or a wave checkpoint are at work.
 func (s State) Busy() bool { return s.Merging || s.Inflight() > 0 }
 
@@ -81,8 +92,10 @@ func (s State) Finished() bool {
 // time the run was worked (Restore), stays recent while the agents run
 // quiet tools; a save within the last half beat (progress, an iteration's
 // end) already keeps it so. sinceSave is the time since the last save.
+// A run whose tasks wait for a limit is saved too: that wait is no one's
+// budget, and a resume counts the time to the last save as worked.
 func (s State) Heartbeat(sinceSave, beat time.Duration) (save, again bool) {
-	return s.Busy() && sinceSave >= beat/2, s.Run.State == api.RunRunning
+	return (s.Busy() || s.Waiting()) && sinceSave >= beat/2, s.Run.State == api.RunRunning
 }
 
 // Task returns the task id of the run, or nil.
@@ -144,6 +157,10 @@ type Begin struct{}
 // Cancel: the user cancelled the run.
 type Cancel struct{}
 
+// Wake: the time a WakeAt effect asked for has come: the tasks whose
+// limit has reset go on.
+type Wake struct{}
+
 // AgentProgress: the agent of a task's iteration reports what it has spent
 // and done so far.
 type AgentProgress struct {
@@ -176,6 +193,10 @@ type IterationDone struct {
 	// Review is the reviewer's result, when the iteration was otherwise
 	// done and the run has a reviewer.
 	Review *reviewer.Result
+	// Limit is the usage or rate limit that ended the agent's run, if
+	// one did: the iteration is worked again once it resets, and its
+	// tests and review did not run.
+	Limit *agentrun.Limit
 	// Err is drover's own trouble (no work tree, no agent binary).
 	Err error
 }
@@ -202,6 +223,7 @@ type Conflict struct {
 
 func (Begin) event()         {}
 func (Cancel) event()        {}
+func (Wake) event()          {}
 func (AgentProgress) event() {}
 func (IterationDone) event() {}
 func (WaveChecked) event()   {}
@@ -279,7 +301,14 @@ type CheckWave struct {
 	Branches []string
 }
 
+// WakeAt asks for a Wake event at At, the earliest time a task waiting for
+// a limit goes on; it replaces the one asked for before.
+type WakeAt struct {
+	At time.Time
+}
+
 func (StartIteration) effect() {}
+func (WakeAt) effect()         {}
 func (EndIteration) effect()   {}
 func (EndIterations) effect()  {}
 func (CheckWave) effect()      {}
