@@ -54,6 +54,11 @@ type Result struct {
 	Stdout string
 	// Problem is the trouble that made the hook fail open, if any.
 	Problem string
+	// Retries counts the times the request was sent again, with the same
+	// id, after a supervisor did not answer; Replayed says the answer was
+	// the one recorded for an earlier send. Both are for the crash soak.
+	Retries  int
+	Replayed bool
 }
 
 // Run handles one hook event. A panic on the way is recovered and turned
@@ -170,37 +175,43 @@ func run(ctx context.Context, o Options) Result {
 	// supervisor: retries and starts end with the budget.
 	retry, cancelRetry := context.WithTimeout(ctx, budget)
 	defer cancelRetry()
-	resp, err := send(ctx, retry, c, o.Event, req, startTimeout, func() error { return spawn(root, paths) })
+	resp, retries, err := send(ctx, retry, c, o.Event, req, startTimeout, func() error { return spawn(root, paths) })
 	if errors.Is(err, errNoStore) {
 		// Nothing runs and nothing is stored: drover was never used here.
 		return Result{}
 	}
 	if err != nil {
-		return failOpen(joinMsg(warn, fmt.Sprintf("drover could not decide on %s for session %s: %v; letting the agent go on", o.Event, in.SessionID, err)))
+		res := failOpen(joinMsg(warn, fmt.Sprintf("drover could not decide on %s for session %s: %v; letting the agent go on", o.Event, in.SessionID, err)))
+		res.Retries = retries
+		return res
 	}
+	res := Result{Retries: retries, Replayed: resp.Replayed}
 	if resp.Text != "" {
 		// PreCompact's plain text: a warning goes on its own line first.
+		res.Stdout = resp.Text
 		if warn != "" {
-			return Result{Stdout: warn + "\n" + resp.Text}
+			res.Stdout = warn + "\n" + resp.Text
 		}
-		return Result{Stdout: resp.Text}
+		return res
 	}
 	out := resp.Output
 	out.SystemMessage = joinMsg(warn, out.SystemMessage)
-	return Result{Stdout: render(out)}
+	res.Stdout = render(out)
+	return res
 }
 
 // send forwards the event, starting a supervisor when none answers and
-// retrying with the same request id when one dies mid-request. Each
-// request may take until ctx ends; retrying and starting a supervisor stop
-// when retry (within ctx) ends.
-func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout func() time.Duration, spawn func() error) (api.HookResponse, error) {
+// retrying with the same request id when one dies mid-request; it returns
+// the answer and how many times the request was sent again. Each request
+// may take until ctx ends; retrying and starting a supervisor stop when
+// retry (within ctx) ends.
+func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout func() time.Duration, spawn func() error) (api.HookResponse, int, error) {
 	spawned := false
 	pause := retryPause
 	for try := 0; ; try++ {
 		resp, err := c.Hook(ctx, e, req)
 		if err == nil || !client.IsUnavailable(err) {
-			return resp, err
+			return resp, try, err
 		}
 		// Every retry after the first waits, longer each time: a
 		// supervisor that answers its health check but drops this request
@@ -209,7 +220,7 @@ func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.Ho
 		if try > 0 {
 			select {
 			case <-retry.Done():
-				return api.HookResponse{}, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
+				return api.HookResponse{}, try, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
 			case <-time.After(pause):
 			}
 			pause = min(2*pause, maxRetryPause)
@@ -227,12 +238,12 @@ func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.Ho
 		cancel()
 		if err != nil {
 			if cause := context.Cause(retry); errors.Is(cause, client.ErrSupervisorExited) {
-				return api.HookResponse{}, cause
+				return api.HookResponse{}, try, cause
 			}
 			if retry.Err() != nil {
-				return api.HookResponse{}, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
+				return api.HookResponse{}, try, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
 			}
-			return api.HookResponse{}, fmt.Errorf("starting the supervisor: %w", err)
+			return api.HookResponse{}, try, fmt.Errorf("starting the supervisor: %w", err)
 		}
 	}
 }
