@@ -36,7 +36,9 @@ func (a *sessionActor) onHook(actx actor.Context, m *HandleHook) {
 	a.begin(actx, m)
 	a.env.fault(FaultReceive)
 	res, effects := a.handleHook(actx, m)
-	a.env.fault(FaultCommitted)
+	if !res.Replayed && res.Err == nil {
+		a.env.fault(FaultCommitted)
+	}
 	if d := a.holdFor(actx, m, res); d > 0 {
 		// A Stop that waits for a plan review: its answer is kept for
 		// the review's (plan_hold.go), which the effects may start.

@@ -65,7 +65,8 @@ type Env struct {
 const (
 	// FaultReceive is a hook request received, before its decision.
 	FaultReceive = "receive"
-	// FaultCommitted is a decision committed, before its answer.
+	// FaultCommitted is a decision taken and committed (not a replayed
+	// one), before its answer.
 	FaultCommitted = "commit"
 	// FaultEffect is before each effect of a committed, answered decision.
 	FaultEffect = "effect"

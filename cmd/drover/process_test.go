@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/eventually"
+	"github.com/drover-dev/drover/internal/faultinject"
 	"github.com/drover-dev/drover/internal/hook"
 )
 
@@ -453,5 +454,32 @@ func TestCommitGateChecksTheSessionsWorktree(t *testing.T) {
 				t.Errorf("the block does not name the uncommitted file:\n%s", out.Reason)
 			}
 		})
+	}
+}
+
+// TestHookRetriesWhenTheSupervisorItStartedDies: the hook starts the
+// supervisor, which commits the stop and dies before it answers (killed
+// there by the test fault hook). The hook must start another and send the
+// request again, getting the recorded decision, not fail open with "the
+// supervisor exited while starting": that left the agent stopped on a
+// stop the store had counted.
+func TestHookRetriesWhenTheSupervisorItStartedDies(t *testing.T) {
+	p := newProj(t)
+	id := "retry-after-kill"
+	p.must("", "add", "--session", id, "a task")
+	p.must("", "start", "--session", id)
+	p.stopSupervisor()
+
+	p.env = append(p.env, faultinject.Env+"=commit=1")
+	out := p.hook(hook.Stop, stopInput(id))
+	if !out.IsBlock() || !strings.Contains(out.Reason, ".md") {
+		t.Fatalf("want the recorded block naming the task, got %+v", out)
+	}
+	serveOut, _ := os.ReadFile(filepath.Join(p.root, ".drover", "logs", "serve.out"))
+	if !bytes.Contains(serveOut, []byte("test fault: killed at commit")) {
+		t.Fatalf("the supervisor was not killed at the commit:\n%s", serveOut)
+	}
+	if got := p.session(id).Iteration; got != 1 {
+		t.Errorf("iteration %d after one stop, want 1", got)
 	}
 }

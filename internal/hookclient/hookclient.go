@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-dev/drover/internal/api"
@@ -151,17 +152,27 @@ func run(ctx context.Context, o Options) Result {
 	}
 
 	spawn := o.Spawn
+	// answered counts the supervisors this hook started that then
+	// answered (see send's up).
+	var spawns, answered atomic.Int64
 	if noStore {
 		spawn = func(string, project.Paths) error { return errNoStore }
 	} else if spawn == nil {
 		// A supervisor that cannot start (a bad config) exits at once:
 		// stop waiting for it then, and say why, instead of spending the
-		// start timeout on every hook.
+		// start timeout on every hook. One that had answered and then
+		// died (killed mid-request) did start: the request is sent again.
 		var exited context.CancelCauseFunc
 		ctx, exited = context.WithCancelCause(ctx)
 		defer exited(nil)
 		spawn = func(root string, p project.Paths) error {
-			return client.Spawner{Getenv: o.Getenv, Root: root, OutFile: p.LogsDir + "/serve.out", OnExit: exited}.Spawn()
+			n := spawns.Add(1)
+			onExit := func(err error) {
+				if answered.Load() < n {
+					exited(err)
+				}
+			}
+			return client.Spawner{Getenv: o.Getenv, Root: root, OutFile: p.LogsDir + "/serve.out", OnExit: onExit}.Spawn()
 		}
 	}
 	newID := o.NewRequestID
@@ -175,7 +186,8 @@ func run(ctx context.Context, o Options) Result {
 	// supervisor: retries and starts end with the budget.
 	retry, cancelRetry := context.WithTimeout(ctx, budget)
 	defer cancelRetry()
-	resp, retries, err := send(ctx, retry, c, o.Event, req, startTimeout, func() error { return spawn(root, paths) })
+	up := func() { answered.Store(spawns.Load()) }
+	resp, retries, err := send(ctx, retry, c, o.Event, req, startTimeout, func() error { return spawn(root, paths) }, up)
 	if errors.Is(err, errNoStore) {
 		// Nothing runs and nothing is stored: drover was never used here.
 		return Result{}
@@ -204,8 +216,9 @@ func run(ctx context.Context, o Options) Result {
 // retrying with the same request id when one dies mid-request; it returns
 // the answer and how many times the request was sent again. Each request
 // may take until ctx ends; retrying and starting a supervisor stop when
-// retry (within ctx) ends.
-func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout func() time.Duration, spawn func() error) (api.HookResponse, int, error) {
+// retry (within ctx) ends. up is called each time a supervisor answers
+// its health check after one did not.
+func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout func() time.Duration, spawn func() error, up func()) (api.HookResponse, int, error) {
 	spawned := false
 	pause := retryPause
 	for try := 0; ; try++ {
@@ -227,8 +240,9 @@ func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.Ho
 		}
 		sctx, cancel := context.WithTimeout(retry, startTimeout())
 		_, err = client.Ensure(sctx, c, func() error {
-			// Only one start attempt: a supervisor that does not come up
-			// in time will not come up by being started again.
+			// Only one start attempt per supervisor that did not answer:
+			// one that does not come up in time will not come up by
+			// being started again.
 			if spawned {
 				return nil
 			}
@@ -236,15 +250,22 @@ func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.Ho
 			return spawn()
 		})
 		cancel()
-		if err != nil {
-			if cause := context.Cause(retry); errors.Is(cause, client.ErrSupervisorExited) {
-				return api.HookResponse{}, try, cause
-			}
-			if retry.Err() != nil {
-				return api.HookResponse{}, try, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
-			}
-			return api.HookResponse{}, try, fmt.Errorf("starting the supervisor: %w", err)
+		if err == nil {
+			// A supervisor answers. Should it die before it answers
+			// this request (killed, crashed), a new one is started:
+			// waiting for one that nobody starts would only spend the
+			// budget and let the agent go on undecided.
+			spawned = false
+			up()
+			continue
 		}
+		if cause := context.Cause(retry); errors.Is(cause, client.ErrSupervisorExited) {
+			return api.HookResponse{}, try, cause
+		}
+		if retry.Err() != nil {
+			return api.HookResponse{}, try, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
+		}
+		return api.HookResponse{}, try, fmt.Errorf("starting the supervisor: %w", err)
 	}
 }
 
