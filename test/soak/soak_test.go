@@ -38,8 +38,8 @@ import (
 	"github.com/drover-dev/drover/internal/faultinject"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/hookclient"
-	"github.com/drover-dev/drover/internal/project"
 	"github.com/drover-dev/drover/internal/proctag"
+	"github.com/drover-dev/drover/internal/project"
 )
 
 var long = flag.Bool("long", false, "run the long soak (10 sessions, 1,000 stops) instead of the short one")
