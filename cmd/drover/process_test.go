@@ -483,3 +483,35 @@ func TestHookRetriesWhenTheSupervisorItStartedDies(t *testing.T) {
 		t.Errorf("iteration %d after one stop, want 1", got)
 	}
 }
+
+// TestHookStartsAnotherWhenTheSupervisorItStartedIsKilled: the first
+// supervisor the hook starts is killed by a signal before it answers (a
+// droverd wrapper that kills itself once). That is no failed start, as a
+// bad config is: the hook starts another and gets its decision, instead of
+// failing open with "the supervisor exited while starting".
+func TestHookStartsAnotherWhenTheSupervisorItStartedIsKilled(t *testing.T) {
+	p := newProj(t)
+	id := "killed-at-start"
+	p.must("", "add", "--session", id, "a task")
+	p.must("", "start", "--session", id)
+	p.stopSupervisor()
+
+	dir := t.TempDir()
+	once := filepath.Join(dir, "killed-once")
+	wrapper := filepath.Join(dir, "droverd")
+	script := fmt.Sprintf("#!/bin/sh\nif [ ! -e %q ]; then : > %q; kill -9 $$; fi\nexec %q \"$@\"\n", once, once, filepath.Join(filepath.Dir(droverBin), "droverd"))
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.env = append(p.env, "DROVERD_BIN="+wrapper)
+	out := p.hook(hook.Stop, stopInput(id))
+	if !out.IsBlock() || !strings.Contains(out.Reason, ".md") {
+		t.Fatalf("want a block naming the task, got %+v", out)
+	}
+	if _, err := os.Stat(once); err != nil {
+		t.Fatalf("the first supervisor was not killed: %v", err)
+	}
+	if got := p.session(id).Iteration; got != 1 {
+		t.Errorf("iteration %d after one stop, want 1", got)
+	}
+}

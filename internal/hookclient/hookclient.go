@@ -153,22 +153,31 @@ func run(ctx context.Context, o Options) Result {
 
 	spawn := o.Spawn
 	// answered counts the supervisors this hook started that then
-	// answered (see send's up).
+	// answered (see send's up); killed hears of one killed before that.
 	var spawns, answered atomic.Int64
+	killed := make(chan struct{}, 1)
 	if noStore {
 		spawn = func(string, project.Paths) error { return errNoStore }
 	} else if spawn == nil {
 		// A supervisor that cannot start (a bad config) exits at once:
 		// stop waiting for it then, and say why, instead of spending the
 		// start timeout on every hook. One that had answered and then
-		// died (killed mid-request) did start: the request is sent again.
+		// died (killed mid-request) did start, and one killed by a signal
+		// did not fail to: the request is sent again, to a new one.
 		var exited context.CancelCauseFunc
 		ctx, exited = context.WithCancelCause(ctx)
 		defer exited(nil)
 		spawn = func(root string, p project.Paths) error {
 			n := spawns.Add(1)
 			onExit := func(err error) {
-				if answered.Load() < n {
+				switch {
+				case answered.Load() >= n:
+				case client.Killed(err):
+					select {
+					case killed <- struct{}{}:
+					default:
+					}
+				default:
 					exited(err)
 				}
 			}
@@ -187,7 +196,7 @@ func run(ctx context.Context, o Options) Result {
 	retry, cancelRetry := context.WithTimeout(ctx, budget)
 	defer cancelRetry()
 	up := func() { answered.Store(spawns.Load()) }
-	resp, retries, err := send(ctx, retry, c, o.Event, req, startTimeout, func() error { return spawn(root, paths) }, up)
+	resp, retries, err := send(ctx, retry, c, o.Event, req, startTimeout, func() error { return spawn(root, paths) }, up, killed)
 	if errors.Is(err, errNoStore) {
 		// Nothing runs and nothing is stored: drover was never used here.
 		return Result{}
@@ -217,8 +226,10 @@ func run(ctx context.Context, o Options) Result {
 // the answer and how many times the request was sent again. Each request
 // may take until ctx ends; retrying and starting a supervisor stop when
 // retry (within ctx) ends. up is called each time a supervisor answers
-// its health check after one did not.
-func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout func() time.Duration, spawn func() error, up func()) (api.HookResponse, int, error) {
+// its health check after one did not; a receive on killed says that a
+// supervisor spawn started was killed before it answered, and ends the
+// wait for it.
+func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout func() time.Duration, spawn func() error, up func(), killed <-chan struct{}) (api.HookResponse, int, error) {
 	spawned := false
 	pause := retryPause
 	for try := 0; ; try++ {
@@ -238,7 +249,16 @@ func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.Ho
 			}
 			pause = min(2*pause, maxRetryPause)
 		}
-		sctx, cancel := context.WithTimeout(retry, startTimeout())
+		sctx, cancel := context.WithCancelCause(retry)
+		sctx, cancelWait := context.WithTimeout(sctx, startTimeout())
+		stopWatch := make(chan struct{})
+		go func() {
+			select {
+			case <-killed:
+				cancel(errKilled)
+			case <-stopWatch:
+			}
+		}()
 		_, err = client.Ensure(sctx, c, func() error {
 			// Only one start attempt per supervisor that did not answer:
 			// one that does not come up in time will not come up by
@@ -249,14 +269,20 @@ func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.Ho
 			spawned = true
 			return spawn()
 		})
-		cancel()
-		if err == nil {
-			// A supervisor answers. Should it die before it answers
-			// this request (killed, crashed), a new one is started:
-			// waiting for one that nobody starts would only spend the
-			// budget and let the agent go on undecided.
+		close(stopWatch)
+		wasKilled := errors.Is(context.Cause(sctx), errKilled)
+		cancelWait()
+		cancel(nil)
+		if err == nil || wasKilled {
+			// A supervisor answers, or the one started was killed. Should
+			// the next die before it answers this request (killed,
+			// crashed), a new one is started: waiting for one that nobody
+			// starts would only spend the budget and let the agent go on
+			// undecided.
 			spawned = false
-			up()
+			if err == nil {
+				up()
+			}
 			continue
 		}
 		if cause := context.Cause(retry); errors.Is(cause, client.ErrSupervisorExited) {
@@ -275,6 +301,9 @@ const (
 	retryPause    = 20 * time.Millisecond
 	maxRetryPause = 500 * time.Millisecond
 )
+
+// errKilled ends the wait for a supervisor that was killed while starting.
+var errKilled = errors.New("the supervisor was killed while starting")
 
 // errNoStore stops send from starting a supervisor for a project without
 // a store.
