@@ -80,7 +80,7 @@ type shape struct {
 }
 
 var (
-	short = shape{sessions: 2, stops: 60, faults: "receive=0.05,commit=0.05,effect=0.03", killEvery: 300 * time.Millisecond, renameEvery: 4}
+	short = shape{sessions: 2, stops: 60, faults: "receive=0.1,commit=0.1,effect=0.05", killEvery: 300 * time.Millisecond, renameEvery: 4}
 	full  = shape{sessions: 10, stops: 1000, faults: "receive=0.01,commit=0.01,effect=0.005", killEvery: 500 * time.Millisecond, renameEvery: 4}
 )
 
