@@ -366,7 +366,10 @@ func (h *harness) stop(id, requestID string, fig *figures) (hook.Output, error) 
 }
 
 // killer kills the running supervisor with SIGKILL after random pauses
-// (up to twice every) until ctx ends.
+// (up to twice every) until ctx ends. After each kill it waits for a stop
+// to be answered before it pauses again: on a slow machine a supervisor
+// may take longer to start than the pause, and kills that outpace the
+// restarts would show only how slow the machine is.
 func (h *harness) killer(ctx context.Context, every time.Duration, fig *figures) {
 	for {
 		t := time.NewTimer(time.Duration(mrand.Int64N(int64(2 * every))))
@@ -376,8 +379,19 @@ func (h *harness) killer(ctx context.Context, every time.Duration, fig *figures)
 			return
 		case <-t.C:
 		}
-		if pid := h.supervisorPID(); pid != 0 && syscall.Kill(pid, syscall.SIGKILL) == nil {
-			fig.outsideKills.Add(1)
+		answered := fig.stops.Load()
+		if pid := h.supervisorPID(); pid == 0 || syscall.Kill(pid, syscall.SIGKILL) != nil {
+			continue
+		}
+		fig.outsideKills.Add(1)
+		for fig.stops.Load() == answered {
+			t := time.NewTimer(10 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
 		}
 	}
 }
