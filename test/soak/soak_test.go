@@ -200,7 +200,8 @@ func TestSoak(t *testing.T) {
 	h.killSupervisor(&fig)
 	t.Setenv(faultinject.Env, "")
 	final := h.status()
-	fig.faultKills.Store(int64(h.faultKills()))
+	atPoint := h.faultKills()
+	fig.faultKills.Store(int64(atPoint[actors.FaultReceive] + atPoint[actors.FaultCommitted] + atPoint[actors.FaultEffect]))
 
 	for _, s := range all {
 		if s.lastError != "" {
@@ -219,8 +220,8 @@ func TestSoak(t *testing.T) {
 		t.Errorf("%d processes drover started are left running", fig.leftovers)
 	}
 	kills := fig.outsideKills.Load() + fig.faultKills.Load()
-	msg := fmt.Sprintf("soak: %s, %d sessions, %d stops, %d kills (%d from outside, %d at fault points), %d retries, %d replays, %d fail-opens retried, %d tasks finished, %d leftovers",
-		time.Since(began).Round(time.Second), sh.sessions, fig.stops.Load(), kills, fig.outsideKills.Load(), fig.faultKills.Load(), fig.retries.Load(), fig.replays.Load(), fig.failOpens.Load(), fig.renames.Load(), fig.leftovers)
+	msg := fmt.Sprintf("soak: %s, %d sessions, %d stops, %d kills (%d from outside; at fault points %d after receive, %d after commit, %d before an effect), %d retries, %d replays, %d fail-opens retried, %d tasks finished, %d leftovers",
+		time.Since(began).Round(time.Second), sh.sessions, fig.stops.Load(), kills, fig.outsideKills.Load(), atPoint[actors.FaultReceive], atPoint[actors.FaultCommitted], atPoint[actors.FaultEffect], fig.retries.Load(), fig.replays.Load(), fig.failOpens.Load(), fig.renames.Load(), fig.leftovers)
 	t.Log(msg)
 	fmt.Println(msg)
 	if n := fig.failOpens.Load(); n > 0 {
@@ -456,18 +457,18 @@ func (h *harness) status() map[string]int {
 	return out
 }
 
-// faultKills counts the supervisors that killed themselves at a fault
-// point, from what they printed before.
-func (h *harness) faultKills() int {
+// faultKills counts, by point, the supervisors that killed themselves at
+// a fault point, from what they printed before.
+func (h *harness) faultKills() map[string]int {
+	out := map[string]int{}
 	b, err := os.ReadFile(filepath.Join(h.paths.LogsDir, "serve.out"))
 	if err != nil {
-		return 0
+		return out
 	}
-	n := 0
 	for _, p := range []string{actors.FaultReceive, actors.FaultCommitted, actors.FaultEffect} {
-		n += bytes.Count(b, []byte("test fault: killed at "+p+"\n"))
+		out[p] = bytes.Count(b, []byte("test fault: killed at "+p+"\n"))
 	}
-	return n
+	return out
 }
 
 // taskFiles lists session id's task files by name.
