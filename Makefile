@@ -10,7 +10,7 @@ CLAUDE      := tools/claude/node_modules/.bin/claude
 # CI has 90 minutes; the e2e package needs far less, this only stops a hang.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-unit test-e2e lint bench install claude node git demo clean
+.PHONY: all build run test test-unit test-e2e soak lint bench install claude node git demo clean
 
 all: build
 
@@ -61,6 +61,12 @@ test-unit:
 
 test-e2e: git build claude
 	$(GO) test -race -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
+
+# The long crash soak (test/soak): 10 sessions, 1,000 stops, the
+# supervisor killed with SIGKILL throughout; prints its figures. make test
+# runs a short form of it.
+soak: git
+	$(GO) test -race -count 1 -timeout $(TEST_TIMEOUT) -run TestSoak -v ./test/soak -args -long
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

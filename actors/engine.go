@@ -34,7 +34,11 @@ type effect any
 // then execute the decision's effects.
 func (a *sessionActor) onHook(actx actor.Context, m *HandleHook) {
 	a.begin(actx, m)
+	a.env.fault(FaultReceive)
 	res, effects := a.handleHook(actx, m)
+	if !res.Replayed && res.Err == nil {
+		a.env.fault(FaultCommitted)
+	}
 	if d := a.holdFor(actx, m, res); d > 0 {
 		// A Stop that waits for a plan review: its answer is kept for
 		// the review's (plan_hold.go), which the effects may start.
@@ -152,6 +156,7 @@ func (a *sessionActor) commitThen(actx actor.Context, ctx context.Context, rec s
 // idempotent; one that fails is logged and does not stop the others.
 func (a *sessionActor) execute(actx actor.Context, effects []effect) {
 	for _, e := range effects {
+		a.env.fault(FaultEffect)
 		switch e := e.(type) {
 		case loop.Effect:
 			a.loopEffect(actx, e)

@@ -55,6 +55,28 @@ type Env struct {
 	// for the supervisor's watchdog to end them when the supervisor dies
 	// without doing so (empty: none).
 	ChildTag string
+	// Fault, when set, is called at the named points of a hook's handling
+	// (FaultReceive, FaultCommitted, FaultEffect); the crash soak
+	// (test/soak) sets it to kill the supervisor there. nil in production.
+	Fault func(point string)
+}
+
+// The points at which Env.Fault is called.
+const (
+	// FaultReceive is a hook request received, before its decision.
+	FaultReceive = "receive"
+	// FaultCommitted is a decision taken and committed (not a replayed
+	// one), before its answer.
+	FaultCommitted = "commit"
+	// FaultEffect is before each effect of a committed, answered decision.
+	FaultEffect = "effect"
+)
+
+// fault calls e.Fault at point, if set.
+func (e Env) fault(point string) {
+	if e.Fault != nil {
+		e.Fault(point)
+	}
 }
 
 func (e Env) now() time.Time {

@@ -68,6 +68,9 @@ type Options struct {
 	// supervisor at all. A holder that answers is a running supervisor,
 	// and Run returns ErrAlreadyRunning at once, as it does with no wait.
 	LockWait time.Duration
+	// Fault, when set, is called at named points of a hook's handling
+	// (actors.Env.Fault); only the crash soak sets it.
+	Fault func(point string)
 }
 
 // Server is a running supervisor.
@@ -238,6 +241,7 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 		Log:         s.log,
 		Reviewers:   s.reviewers,
 		ChildTag:    childTag,
+		Fault:       opts.Fault,
 	}
 	root, err := s.system.Root.SpawnNamed(actors.NewSessionsProps(env, actors.SessionsOptions{
 		IdleTimeout:   cfg.Supervisor.IdleTimeout,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/eventually"
+	"github.com/drover-dev/drover/internal/faultinject"
 	"github.com/drover-dev/drover/internal/hook"
 )
 
@@ -462,5 +463,64 @@ func TestCommitGateChecksTheSessionsWorktree(t *testing.T) {
 				t.Errorf("the block does not name the uncommitted file:\n%s", out.Reason)
 			}
 		})
+	}
+}
+
+// TestHookRetriesWhenTheSupervisorItStartedDies: the hook starts the
+// supervisor, which commits the stop and dies before it answers (killed
+// there by the test fault hook). The hook must start another and send the
+// request again, getting the recorded decision, not fail open with "the
+// supervisor exited while starting": that left the agent stopped on a
+// stop the store had counted.
+func TestHookRetriesWhenTheSupervisorItStartedDies(t *testing.T) {
+	p := newProj(t)
+	id := "retry-after-kill"
+	p.must("", "add", "--session", id, "a task")
+	p.must("", "start", "--session", id)
+	p.stopSupervisor()
+
+	p.env = append(p.env, faultinject.Env+"=commit=1")
+	out := p.hook(hook.Stop, stopInput(id))
+	if !out.IsBlock() || !strings.Contains(out.Reason, ".md") {
+		t.Fatalf("want the recorded block naming the task, got %+v", out)
+	}
+	serveOut, _ := os.ReadFile(filepath.Join(p.root, ".drover", "logs", "serve.out"))
+	if !bytes.Contains(serveOut, []byte("test fault: killed at commit")) {
+		t.Fatalf("the supervisor was not killed at the commit:\n%s", serveOut)
+	}
+	if got := p.session(id).Iteration; got != 1 {
+		t.Errorf("iteration %d after one stop, want 1", got)
+	}
+}
+
+// TestHookStartsAnotherWhenTheSupervisorItStartedIsKilled: the first
+// supervisor the hook starts is killed by a signal before it answers (a
+// droverd wrapper that kills itself once). That is no failed start, as a
+// bad config is: the hook starts another and gets its decision, instead of
+// failing open with "the supervisor exited while starting".
+func TestHookStartsAnotherWhenTheSupervisorItStartedIsKilled(t *testing.T) {
+	p := newProj(t)
+	id := "killed-at-start"
+	p.must("", "add", "--session", id, "a task")
+	p.must("", "start", "--session", id)
+	p.stopSupervisor()
+
+	dir := t.TempDir()
+	once := filepath.Join(dir, "killed-once")
+	wrapper := filepath.Join(dir, "droverd")
+	script := fmt.Sprintf("#!/bin/sh\nif [ ! -e %q ]; then : > %q; kill -9 $$; fi\nexec %q \"$@\"\n", once, once, filepath.Join(filepath.Dir(droverBin), "droverd"))
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	p.env = append(p.env, "DROVERD_BIN="+wrapper)
+	out := p.hook(hook.Stop, stopInput(id))
+	if !out.IsBlock() || !strings.Contains(out.Reason, ".md") {
+		t.Fatalf("want a block naming the task, got %+v", out)
+	}
+	if _, err := os.Stat(once); err != nil {
+		t.Fatalf("the first supervisor was not killed: %v", err)
+	}
+	if got := p.session(id).Iteration; got != 1 {
+		t.Errorf("iteration %d after one stop, want 1", got)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/cmdline"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/faultinject"
 	"github.com/drover-dev/drover/internal/logging"
 	"github.com/drover-dev/drover/internal/tasks"
 	"github.com/drover-dev/drover/internal/watchdog"
@@ -67,6 +69,14 @@ func (a *app) serveCmd(g *cmdline.Globals) *cobra.Command {
 		// stopping: it waits that out rather than leave the hook
 		// without a supervisor. In the foreground, "already running"
 		// is said at once.
+		fault, err := faultinject.Hook(a.getenv(faultinject.Env), func(point string) {
+			// The soak counts these lines in the supervisor's output.
+			fmt.Fprintf(a.stderr, "droverd: test fault: killed at %s\n", point)
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		})
+		if err != nil {
+			return err
+		}
 		var lockWait time.Duration
 		if noConsole {
 			lockWait = cfg.Supervisor.ShutdownTimeout
@@ -79,6 +89,7 @@ func (a *app) serveCmd(g *cmdline.Globals) *cobra.Command {
 			Version:  version,
 			Watchdog: func() (string, func(), error) { return a.startWatchdog(lg) },
 			LockWait: lockWait,
+			Fault:    fault,
 		})
 		if errors.Is(err, supervisor.ErrAlreadyRunning) {
 			// Several hooks may race to start one; the losers are not

@@ -77,6 +77,19 @@ type Spawner struct {
 // ErrSupervisorExited is wrapped by the error Spawner.OnExit gets.
 var ErrSupervisorExited = errors.New("the supervisor exited while starting")
 
+// Killed reports whether err, from Spawner.OnExit, says that the
+// supervisor was ended by a signal (a kill -9, the OOM killer) rather than
+// exiting by itself: that is no reason to think that another would not
+// start.
+func Killed(err error) bool {
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) {
+		return false
+	}
+	ws, ok := ee.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled()
+}
+
 // Spawn starts `droverd serve --no-console --project Root` in its own
 // session, so it outlives the hook that started it and is not killed with
 // the agent's process group. It does not wait for the supervisor to answer.
@@ -122,7 +135,7 @@ func (s Spawner) Spawn() error {
 	// exits and the process is re-parented.
 	go func() {
 		if err := cmd.Wait(); err != nil && s.OnExit != nil {
-			s.OnExit(fmt.Errorf("%w (%v)%s", ErrSupervisorExited, err, lastLine(s.OutFile)))
+			s.OnExit(fmt.Errorf("%w (%w)%s", ErrSupervisorExited, err, lastLine(s.OutFile)))
 		}
 	}()
 	return nil

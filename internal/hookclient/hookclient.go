@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/drover-dev/drover/internal/api"
@@ -54,6 +55,11 @@ type Result struct {
 	Stdout string
 	// Problem is the trouble that made the hook fail open, if any.
 	Problem string
+	// Retries counts the times the request was sent again, with the same
+	// id, after a supervisor did not answer; Replayed says the answer was
+	// the one recorded for an earlier send. Both are for the crash soak.
+	Retries  int
+	Replayed bool
 }
 
 // Run handles one hook event. A panic on the way is recovered and turned
@@ -146,17 +152,36 @@ func run(ctx context.Context, o Options) Result {
 	}
 
 	spawn := o.Spawn
+	// answered counts the supervisors this hook started that then
+	// answered (see send's up); killed hears of one killed before that.
+	var spawns, answered atomic.Int64
+	killed := make(chan struct{}, 1)
 	if noStore {
 		spawn = func(string, project.Paths) error { return errNoStore }
 	} else if spawn == nil {
 		// A supervisor that cannot start (a bad config) exits at once:
 		// stop waiting for it then, and say why, instead of spending the
-		// start timeout on every hook.
+		// start timeout on every hook. One that had answered and then
+		// died (killed mid-request) did start, and one killed by a signal
+		// did not fail to: the request is sent again, to a new one.
 		var exited context.CancelCauseFunc
 		ctx, exited = context.WithCancelCause(ctx)
 		defer exited(nil)
 		spawn = func(root string, p project.Paths) error {
-			return client.Spawner{Getenv: o.Getenv, Root: root, OutFile: p.LogsDir + "/serve.out", OnExit: exited}.Spawn()
+			n := spawns.Add(1)
+			onExit := func(err error) {
+				switch {
+				case answered.Load() >= n:
+				case client.Killed(err):
+					select {
+					case killed <- struct{}{}:
+					default:
+					}
+				default:
+					exited(err)
+				}
+			}
+			return client.Spawner{Getenv: o.Getenv, Root: root, OutFile: p.LogsDir + "/serve.out", OnExit: onExit}.Spawn()
 		}
 	}
 	newID := o.NewRequestID
@@ -170,37 +195,47 @@ func run(ctx context.Context, o Options) Result {
 	// supervisor: retries and starts end with the budget.
 	retry, cancelRetry := context.WithTimeout(ctx, budget)
 	defer cancelRetry()
-	resp, err := send(ctx, retry, c, o.Event, req, startTimeout, func() error { return spawn(root, paths) })
+	up := func() { answered.Store(spawns.Load()) }
+	resp, retries, err := send(ctx, retry, c, o.Event, req, startTimeout, func() error { return spawn(root, paths) }, up, killed)
 	if errors.Is(err, errNoStore) {
 		// Nothing runs and nothing is stored: drover was never used here.
 		return Result{}
 	}
 	if err != nil {
-		return failOpen(joinMsg(warn, fmt.Sprintf("drover could not decide on %s for session %s: %v; letting the agent go on", o.Event, in.SessionID, err)))
+		res := failOpen(joinMsg(warn, fmt.Sprintf("drover could not decide on %s for session %s: %v; letting the agent go on", o.Event, in.SessionID, err)))
+		res.Retries = retries
+		return res
 	}
+	res := Result{Retries: retries, Replayed: resp.Replayed}
 	if resp.Text != "" {
 		// PreCompact's plain text: a warning goes on its own line first.
+		res.Stdout = resp.Text
 		if warn != "" {
-			return Result{Stdout: warn + "\n" + resp.Text}
+			res.Stdout = warn + "\n" + resp.Text
 		}
-		return Result{Stdout: resp.Text}
+		return res
 	}
 	out := resp.Output
 	out.SystemMessage = joinMsg(warn, out.SystemMessage)
-	return Result{Stdout: render(out)}
+	res.Stdout = render(out)
+	return res
 }
 
 // send forwards the event, starting a supervisor when none answers and
-// retrying with the same request id when one dies mid-request. Each
-// request may take until ctx ends; retrying and starting a supervisor stop
-// when retry (within ctx) ends.
-func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout func() time.Duration, spawn func() error) (api.HookResponse, error) {
+// retrying with the same request id when one dies mid-request; it returns
+// the answer and how many times the request was sent again. Each request
+// may take until ctx ends; retrying and starting a supervisor stop when
+// retry (within ctx) ends. up is called each time a supervisor answers
+// its health check after one did not; a receive on killed says that a
+// supervisor spawn started was killed before it answered, and ends the
+// wait for it.
+func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.HookRequest, startTimeout func() time.Duration, spawn func() error, up func(), killed <-chan struct{}) (api.HookResponse, int, error) {
 	spawned := false
 	pause := retryPause
 	for try := 0; ; try++ {
 		resp, err := c.Hook(ctx, e, req)
 		if err == nil || !client.IsUnavailable(err) {
-			return resp, err
+			return resp, try, err
 		}
 		// Every retry after the first waits, longer each time: a
 		// supervisor that answers its health check but drops this request
@@ -209,31 +244,54 @@ func send(ctx, retry context.Context, c *client.Client, e hook.Event, req api.Ho
 		if try > 0 {
 			select {
 			case <-retry.Done():
-				return api.HookResponse{}, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
+				return api.HookResponse{}, try, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
 			case <-time.After(pause):
 			}
 			pause = min(2*pause, maxRetryPause)
 		}
-		sctx, cancel := context.WithTimeout(retry, startTimeout())
+		sctx, cancel := context.WithCancelCause(retry)
+		sctx, cancelWait := context.WithTimeout(sctx, startTimeout())
+		stopWatch := make(chan struct{})
+		go func() {
+			select {
+			case <-killed:
+				cancel(errKilled)
+			case <-stopWatch:
+			}
+		}()
 		_, err = client.Ensure(sctx, c, func() error {
-			// Only one start attempt: a supervisor that does not come up
-			// in time will not come up by being started again.
+			// Only one start attempt per supervisor that did not answer:
+			// one that does not come up in time will not come up by
+			// being started again.
 			if spawned {
 				return nil
 			}
 			spawned = true
 			return spawn()
 		})
-		cancel()
-		if err != nil {
-			if cause := context.Cause(retry); errors.Is(cause, client.ErrSupervisorExited) {
-				return api.HookResponse{}, cause
+		close(stopWatch)
+		wasKilled := errors.Is(context.Cause(sctx), errKilled)
+		cancelWait()
+		cancel(nil)
+		if err == nil || wasKilled {
+			// A supervisor answers, or the one started was killed. Should
+			// the next die before it answers this request (killed,
+			// crashed), a new one is started: waiting for one that nobody
+			// starts would only spend the budget and let the agent go on
+			// undecided.
+			spawned = false
+			if err == nil {
+				up()
 			}
-			if retry.Err() != nil {
-				return api.HookResponse{}, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
-			}
-			return api.HookResponse{}, fmt.Errorf("starting the supervisor: %w", err)
+			continue
 		}
+		if cause := context.Cause(retry); errors.Is(cause, client.ErrSupervisorExited) {
+			return api.HookResponse{}, try, cause
+		}
+		if retry.Err() != nil {
+			return api.HookResponse{}, try, fmt.Errorf("no supervisor answered within the %s budget: %w", e, err)
+		}
+		return api.HookResponse{}, try, fmt.Errorf("starting the supervisor: %w", err)
 	}
 }
 
@@ -243,6 +301,9 @@ const (
 	retryPause    = 20 * time.Millisecond
 	maxRetryPause = 500 * time.Millisecond
 )
+
+// errKilled ends the wait for a supervisor that was killed while starting.
+var errKilled = errors.New("the supervisor was killed while starting")
 
 // errNoStore stops send from starting a supervisor for a project without
 // a store.
