@@ -40,15 +40,47 @@ type usageEntry struct {
 	Type      string `json:"type"`
 	Timestamp string `json:"timestamp"`
 	Message   *struct {
-		ID    string `json:"id"`
-		Model string `json:"model"`
-		Usage *struct {
-			InputTokens              int64 `json:"input_tokens"`
-			OutputTokens             int64 `json:"output_tokens"`
-			CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-			CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-		} `json:"usage"`
+		ID    string       `json:"id"`
+		Model string       `json:"model"`
+		Usage *usageCounts `json:"usage"`
 	} `json:"message"`
+}
+
+// usageMerger merges the usage lines of one message (see ScanUsage).
+type usageMerger struct {
+	pending *Usage
+}
+
+// add takes one line's usage report of message id and calls fn for each
+// message it completes (the one before, and this one when it has no id).
+func (m *usageMerger) add(d *deduper, id, model, timestamp string, u *usageCounts, fn func(Usage) error) error {
+	if m.pending != nil && (id == "" || id != m.pending.MessageID) {
+		if err := m.flush(fn); err != nil {
+			return err
+		}
+	}
+	if id != "" && d.repeat(key('m', id)) && (m.pending == nil || m.pending.MessageID != id) {
+		return nil
+	}
+	if m.pending == nil {
+		ts, _ := time.Parse(time.RFC3339Nano, timestamp)
+		m.pending = &Usage{MessageID: id, Model: model, Timestamp: ts}
+	}
+	m.pending.Grow(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
+	if id == "" {
+		return m.flush(fn)
+	}
+	return nil
+}
+
+// flush reports the pending message, if any.
+func (m *usageMerger) flush(fn func(Usage) error) error {
+	if m.pending == nil {
+		return nil
+	}
+	u := *m.pending
+	m.pending = nil
+	return fn(u)
 }
 
 // ScanUsage reads JSONL entries from r and calls fn once per assistant
@@ -60,20 +92,9 @@ type usageEntry struct {
 // Scan it reads in bounded memory and skips what it cannot decode; fn
 // returning ErrStop ends the scan with a nil error.
 func ScanUsage(ctx context.Context, r io.Reader, fn func(Usage) error) error {
-	lr := lineReader{br: bufio.NewReaderSize(r, 64<<10), max: DefaultMaxLine}
+	lr := lineReader{br: bufio.NewReaderSize(r, readBuffer), max: DefaultMaxLine}
 	d := newDeduper(dedupeWindow)
-	var pending *Usage
-	flush := func() error {
-		if pending == nil {
-			return nil
-		}
-		u := *pending
-		pending = nil
-		if err := fn(u); err != nil {
-			return err
-		}
-		return nil
-	}
+	var m usageMerger
 	finish := func(err error) error {
 		if errors.Is(err, ErrStop) {
 			return nil
@@ -97,28 +118,13 @@ func ScanUsage(ctx context.Context, r io.Reader, fn func(Usage) error) error {
 		if !tooLong && len(line) > 0 && line[0] == '{' {
 			var e usageEntry
 			if json.Unmarshal(line, &e) == nil && e.Type == "assistant" && e.Message != nil && e.Message.Usage != nil {
-				m, u := e.Message, e.Message.Usage
-				if pending != nil && (m.ID == "" || m.ID != pending.MessageID) {
-					if ferr := flush(); ferr != nil {
-						return finish(ferr)
-					}
-				}
-				if m.ID == "" || !d.repeat(idKey("m", m.ID)) || (pending != nil && pending.MessageID == m.ID) {
-					if pending == nil {
-						ts, _ := time.Parse(time.RFC3339Nano, e.Timestamp)
-						pending = &Usage{MessageID: m.ID, Model: m.Model, Timestamp: ts}
-					}
-					pending.Grow(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
-					if m.ID == "" {
-						if ferr := flush(); ferr != nil {
-							return finish(ferr)
-						}
-					}
+				if uerr := m.add(d, e.Message.ID, e.Message.Model, e.Timestamp, e.Message.Usage, fn); uerr != nil {
+					return finish(uerr)
 				}
 			}
 		}
 		if err != nil { // io.EOF, after the last (possibly unterminated) line
-			return finish(flush())
+			return finish(m.flush(fn))
 		}
 	}
 }
