@@ -45,6 +45,9 @@ func NewCursor(since Since) Cursor { return Cursor{since: since} }
 // last complete line read. The reader handed to Read must start there.
 func (c Cursor) Offset() int64 { return c.off }
 
+// Since is what part of the transcript c selects.
+func (c Cursor) Since() Since { return c.since }
+
 // Lines is how many lines (complete ones, blank ones included) were read.
 func (c Cursor) Lines() int { return c.lines }
 
@@ -77,10 +80,12 @@ type Progress struct {
 	// and what this Read read, the unterminated last line included) that
 	// the Cursor's Since selects: what Summarize of the whole file returns.
 	Iteration Iteration
-	// Pending is the usage of the message whose lines may still go on
-	// (at most two: the last complete line's and the unterminated one's).
-	// Read reports each message's usage to its callback once the message
-	// is complete; until then it is here, and counted again later.
+	// Pending is the usage that Read did not report to its callback: the
+	// message whose lines may still go on, and what the unterminated last
+	// line completed (at most three in all). Read reports each message's
+	// usage to its callback once a complete line after it shows the
+	// message is over; until then it is here, and is here again (perhaps
+	// grown) at the next Read.
 	Pending []Usage
 }
 
@@ -115,9 +120,11 @@ func (c Cursor) Read(ctx context.Context, r io.Reader, usage func(Usage)) (Progr
 				return n.progress(), nil
 			}
 			t := n.clone()
-			t.line(line, tooLong, lineNo, offset, func(Usage) error { return nil })
+			var done []Usage
+			t.line(line, tooLong, lineNo, offset, func(u Usage) error { done = append(done, u); return nil })
 			p := t.progress()
 			p.Cursor = n
+			p.Pending = append(done, p.Pending...)
 			return p, nil
 		}
 		n.line(line, tooLong, lineNo, offset, report)
