@@ -199,8 +199,10 @@ type loopRead struct {
 	// it is the iteration that just ended; cost what the loop spent.
 	it   transcript.Iteration
 	cost float64
-	// next is where the reading stopped, for the next Stop.
-	next *session.TranscriptRead
+	// next is where the reading stopped, for the next Stop; resumed says
+	// whether it went on from the last one rather than from the start.
+	next    *session.TranscriptRead
+	resumed bool
 }
 
 // readLoopTranscript reads the transcript at path for loop s: only what
@@ -224,6 +226,7 @@ func readLoopTranscript(ctx context.Context, path string, prev *session.Transcri
 		prev.Cursor.Since() == transcript.SinceIteration && prev.Cursor.Resumable(f, fi.Size()) {
 		from = *prev
 	}
+	resumed := from.Cursor.Offset() > 0
 	if _, err := f.Seek(from.Cursor.Offset(), io.SeekStart); err != nil {
 		return loopRead{}, fmt.Errorf("reading transcript %q: %w", path, err)
 	}
@@ -237,7 +240,7 @@ func readLoopTranscript(ctx context.Context, path string, prev *session.Transcri
 	for _, u := range p.Pending {
 		cost += loop.UsageCost(s, u)
 	}
-	return loopRead{it: p.Iteration, cost: cost, next: &next}, nil
+	return loopRead{it: p.Iteration, cost: cost, next: &next, resumed: resumed}, nil
 }
 
 // fileID is the device and inode of the file fi describes, or zeros
