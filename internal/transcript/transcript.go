@@ -462,16 +462,12 @@ func decodeLine(line []byte, lineNo int, offset int64, st *Stats, d *deduper, em
 		return true
 	}
 	var e entry
-	clean := true
-	if err := json.Unmarshal(line, &e); err != nil {
-		// A type mismatch in some field leaves the others decoded: keep
-		// going, the format drifts between releases.
-		var te *json.UnmarshalTypeError
-		if !errors.As(err, &te) {
-			st.Malformed++
-			return true
-		}
-		clean = false
+	// A type mismatch in some field leaves the others decoded: keep
+	// going, the format drifts between releases.
+	ok, clean := decodeEntry(line, &e)
+	if !ok {
+		st.Malformed++
+		return true
 	}
 	if d.repeat(key('l', e.UUID)) {
 		st.Duplicates++
@@ -532,7 +528,7 @@ func assistantEvents(base Event, m *message, st *Stats, d *deduper, emit func(Ev
 			ev.Input = b.Input
 			if len(b.Input) > 0 {
 				var in toolInput
-				_ = json.Unmarshal(b.Input, &in) // a missing or odd field just stays empty
+				decodeToolInput(b.Input, &in) // a missing or odd field just stays empty
 				if b.Name == "Bash" {
 					ev.Command = in.Command
 				}
@@ -604,29 +600,15 @@ func userEvents(base Event, e *entry, st *Stats, d *deduper, emit func(Event) bo
 // block had no text: a string on errors, or an object with stdout/stderr
 // (Bash) or content.
 func toolUseResultText(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return ""
-	}
-	switch raw[0] {
-	case '"':
-		var s string
-		_ = json.Unmarshal(raw, &s)
+	s, fields := decodeToolUseResult(raw)
+	if s != "" {
 		return s
-	case '{':
-		var r struct {
-			Stdout  string `json:"stdout"`
-			Stderr  string `json:"stderr"`
-			Content string `json:"content"`
-		}
-		_ = json.Unmarshal(raw, &r)
-		parts := make([]string, 0, 3)
-		for _, p := range []string{r.Stdout, r.Stderr, r.Content} {
-			if p != "" {
-				parts = append(parts, p)
-			}
-		}
-		return strings.Join(parts, "\n")
 	}
-	return ""
+	parts := make([]string, 0, 3)
+	for _, p := range fields {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, "\n")
 }
