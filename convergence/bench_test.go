@@ -2,6 +2,7 @@ package convergence
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -173,4 +174,46 @@ func BenchmarkReflect100MBIncremental(b *testing.B) {
 	b.StopTimer()
 	b.ReportMetric(float64(len(last))/(1<<10), "read-KB")
 	b.ReportMetric(float64(len(stored))/(1<<10), "cursor-KB")
+}
+
+// BenchmarkReflectOneIteration is the yardstick for
+// BenchmarkReflect100MBIncremental: a Stop whose transcript holds nothing
+// but the one iteration's lines that the incremental Stop reads.
+func BenchmarkReflectOneIteration(b *testing.B) {
+	dir := b.TempDir()
+	big := filepath.Join(dir, "big.jsonl")
+	writeTranscript(b, big, 1<<20)
+	whole, err := os.ReadFile(big)
+	if err != nil {
+		b.Fatal(err)
+	}
+	it, err := transcript.Summarize(context.Background(), bytes.NewReader(whole), transcript.SinceIteration)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, "t.jsonl")
+	if err := os.WriteFile(path, whole[it.StartOffset:], 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := transcript.NewCursor(transcript.SinceIteration).Read(context.Background(), f, func(transcript.Usage) {})
+		f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := MetricsFrom(p.Iteration)
+		if m.TestsFailed == 0 {
+			b.Fatalf("metrics missed the failing tests: %+v", m)
+		}
+		if _, ok := Reflect(p.Iteration, m, nil, DefaultThresholds()); !ok {
+			b.Fatalf("no reflection for an iteration of %d tool calls", p.Iteration.ToolCalls)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(len(whole)-int(it.StartOffset))/(1<<10), "read-KB")
 }

@@ -146,7 +146,9 @@ func is(k []byte, field string) bool {
 }
 
 // str reads a string, decoded as encoding/json decodes it (invalid UTF-8
-// and unpaired surrogates become U+FFFD).
+// and unpaired surrogates become U+FFFD). A string with escapes (a tool's
+// output has a \n on every line) is found whole first, so that its
+// decoding is written into one buffer of the right size in runs.
 func (w *walker) str() (string, bool) {
 	if w.i >= len(w.b) || w.b[w.i] != '"' {
 		return "", false
@@ -164,73 +166,68 @@ func (w *walker) str() (string, bool) {
 		}
 		j++
 	}
-	out := make([]byte, j-start, j-start+64)
-	copy(out, w.b[start:j])
-	for j < len(w.b) {
-		c := w.b[j]
-		switch {
-		case c == '"':
-			w.i = j + 1
-			return string(out), true
-		case c < 0x20:
-			return "", false
-		case c == '\\':
-			if j+1 >= len(w.b) {
-				return "", false
+	if !w.skipString() {
+		return "", false
+	}
+	end := w.i - 1 // the closing quote
+	b := w.b[:end]
+	var out strings.Builder
+	out.Grow(end - start)
+	for j := start; j < end; {
+		// A run of bytes that stand for themselves.
+		run := j
+		for j < end && b[j] != '\\' && b[j] < utf8.RuneSelf {
+			j++
+		}
+		out.Write(b[run:j])
+		if j >= end {
+			break
+		}
+		if c := b[j]; c >= utf8.RuneSelf {
+			r, size := utf8.DecodeRune(b[j:])
+			if r == utf8.RuneError && size == 1 {
+				out.WriteRune(utf8.RuneError)
+			} else {
+				out.Write(b[j : j+size])
 			}
-			switch e := w.b[j+1]; e {
-			case '"', '\\', '/':
-				out = append(out, e)
-				j += 2
-			case 'b':
-				out = append(out, '\b')
-				j += 2
-			case 'f':
-				out = append(out, '\f')
-				j += 2
-			case 'n':
-				out = append(out, '\n')
-				j += 2
-			case 'r':
-				out = append(out, '\r')
-				j += 2
-			case 't':
-				out = append(out, '\t')
-				j += 2
-			case 'u':
-				r, ok := hex4(w.b, j+2)
-				if !ok {
-					return "", false
-				}
-				j += 6
-				if utf16.IsSurrogate(r) {
-					if r2, ok2 := hex4(w.b, j+2); ok2 && j+1 < len(w.b) && w.b[j] == '\\' && w.b[j+1] == 'u' {
+			j += size
+			continue
+		}
+		// An escape; skipString checked it is whole and valid.
+		switch e := b[j+1]; e {
+		case 'b':
+			out.WriteByte('\b')
+		case 'f':
+			out.WriteByte('\f')
+		case 'n':
+			out.WriteByte('\n')
+		case 'r':
+			out.WriteByte('\r')
+		case 't':
+			out.WriteByte('\t')
+		case 'u':
+			r, _ := hex4(b, j+2)
+			j += 6
+			if utf16.IsSurrogate(r) {
+				if j+1 < end && b[j] == '\\' && b[j+1] == 'u' {
+					if r2, ok := hex4(b, j+2); ok {
 						if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
-							out = utf8.AppendRune(out, dec)
+							out.WriteRune(dec)
 							j += 6
 							continue
 						}
 					}
-					r = utf8.RuneError
 				}
-				out = utf8.AppendRune(out, r)
-			default:
-				return "", false
+				r = utf8.RuneError
 			}
-		case c < utf8.RuneSelf:
-			out = append(out, c)
-			j++
-		default:
-			r, size := utf8.DecodeRune(w.b[j:])
-			if r == utf8.RuneError && size == 1 {
-				out = utf8.AppendRune(out, utf8.RuneError)
-			} else {
-				out = append(out, w.b[j:j+size]...)
-			}
-			j += size
+			out.WriteRune(r)
+			continue
+		default: // '"', '\\', '/'
+			out.WriteByte(e)
 		}
+		j += 2
 	}
-	return "", false
+	return out.String(), true
 }
 
 // hex4 reads the four hex digits at b[i:].
