@@ -94,13 +94,6 @@ func TestCursorEqualsFullScan(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(it, full.Iteration) {
 		t.Fatalf("one Read is not Summarize: %+v\n%+v (%v)", full.Iteration, it, err)
 	}
-	var scanned []Usage
-	if err := ScanUsage(context.Background(), bytes.NewReader(data), func(u Usage) error { scanned = append(scanned, u); return nil }); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(normalUsage(scanned), full.Usage) {
-		t.Fatalf("one Read's usage is not ScanUsage's:\n%+v\n%+v", full.Usage, scanned)
-	}
 
 	var lineEnds, mid []int
 	start := 0

@@ -1,15 +1,6 @@
 package transcript
 
-import (
-	"bufio"
-	"bytes"
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"time"
-)
+import "time"
 
 // Usage is the token usage the API reported for one assistant message.
 type Usage struct {
@@ -36,17 +27,12 @@ func (u *Usage) Grow(input, output, cacheRead, cacheCreation int64) {
 	u.CacheCreationInputTokens = max(u.CacheCreationInputTokens, cacheCreation)
 }
 
-type usageEntry struct {
-	Type      string `json:"type"`
-	Timestamp string `json:"timestamp"`
-	Message   *struct {
-		ID    string       `json:"id"`
-		Model string       `json:"model"`
-		Usage *usageCounts `json:"usage"`
-	} `json:"message"`
-}
-
-// usageMerger merges the usage lines of one message (see ScanUsage).
+// usageMerger merges the usage lines of one message. Claude Code writes
+// each content block of a message on its own line, all under the same
+// message id and each with the usage known when it was written, so the
+// lines of one message are merged (the largest count of each kind wins)
+// and reported once; a message id seen again later (lines repeated on
+// resume) is not reported twice.
 type usageMerger struct {
 	pending *Usage
 }
@@ -81,50 +67,4 @@ func (m *usageMerger) flush(fn func(Usage) error) error {
 	u := *m.pending
 	m.pending = nil
 	return fn(u)
-}
-
-// ScanUsage reads JSONL entries from r and calls fn once per assistant
-// message that reports usage. Claude Code writes each content block of a
-// message on its own line, all under the same message id and each with the
-// usage known when it was written, so the lines of one message are merged
-// (the largest count of each kind wins) and reported once; a message id
-// seen again later (lines repeated on resume) is not reported twice. Like
-// Scan it reads in bounded memory and skips what it cannot decode; fn
-// returning ErrStop ends the scan with a nil error.
-func ScanUsage(ctx context.Context, r io.Reader, fn func(Usage) error) error {
-	lr := lineReader{br: bufio.NewReaderSize(r, readBuffer), max: DefaultMaxLine}
-	d := newDeduper(dedupeWindow)
-	var m usageMerger
-	finish := func(err error) error {
-		if errors.Is(err, ErrStop) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("handling transcript usage: %w", err)
-		}
-		return nil
-	}
-	for lineNo := 1; ; lineNo++ {
-		if lineNo%64 == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("reading transcript at line %d: %w", lineNo, err)
-			}
-		}
-		line, _, tooLong, err := lr.next()
-		if err != nil && !errors.Is(err, io.EOF) {
-			return fmt.Errorf("reading transcript line %d: %w", lineNo, err)
-		}
-		line = bytes.TrimSpace(line)
-		if !tooLong && len(line) > 0 && line[0] == '{' {
-			var e usageEntry
-			if json.Unmarshal(line, &e) == nil && e.Type == "assistant" && e.Message != nil && e.Message.Usage != nil {
-				if uerr := m.add(d, e.Message.ID, e.Message.Model, e.Timestamp, e.Message.Usage, fn); uerr != nil {
-					return finish(uerr)
-				}
-			}
-		}
-		if err != nil { // io.EOF, after the last (possibly unterminated) line
-			return finish(m.flush(fn))
-		}
-	}
 }
