@@ -108,6 +108,9 @@ func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *Work
 			return &WorkflowResult{Err: err}
 		}
 		rec := withLoop(a.rec, next).Runs(session.Loop, a.env.now())
+		// A new loop reads its transcript from the start: the spend and
+		// the iteration are its own.
+		rec.LoopTranscript = nil
 		if err := a.commitThen(actx, ctx, rec, asEffects(effects)); err != nil {
 			return &WorkflowResult{Err: err}
 		}
@@ -377,7 +380,11 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 		return d, false, err
 	}
 	d.rec = withLoop(a.rec, next)
-	if ok {
+	switch {
+	case !next.State.Active:
+		// Nothing reads on from an ended loop's reading.
+		d.rec.LoopTranscript = nil
+	case ok:
 		d.rec.LoopTranscript = read.next
 	}
 	d.Output = out
