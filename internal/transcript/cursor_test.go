@@ -14,7 +14,7 @@ import (
 // hook's feedback, lines a resume wrote again, a subagent's line, a blank
 // line, a line that is not JSON, a message written over two lines, and a
 // last line with no newline yet.
-func cursorFixture(t *testing.T) []byte {
+func cursorFixture(t testing.TB) []byte {
 	t.Helper()
 	more := strings.Join([]string{
 		`{"type":"user","uuid":"f1","isMeta":true,"message":{"role":"user","content":"Stop hook feedback:\nkeep going"}}`,
@@ -201,6 +201,8 @@ func TestCursorUnmarshalBad(t *testing.T) {
 func FuzzCursorParts(f *testing.F) {
 	f.Add([]byte(`{"type":"user","message":{"content":"hi"}}`+"\n"+`{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"yo"}],"usage":{"output_tokens":2}}}`), uint16(10), uint16(50))
 	f.Add([]byte(`{"type":"user","uuid":"f","message":{"content":"Stop hook feedback: go"}}`+"\n\n"+`{"type":"assistant","uuid":"f","message":{"id":"m","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"ls"}}]}}`+"\n"), uint16(70), uint16(71))
+	fixture := cursorFixture(f)
+	f.Add(fixture, uint16(len(fixture)/3), uint16(2*len(fixture)/3))
 	f.Fuzz(func(t *testing.T, data []byte, a, b uint16) {
 		if len(data) > 1<<16 {
 			return

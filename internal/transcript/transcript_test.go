@@ -34,7 +34,7 @@ func scanAll(t *testing.T, s Scanner, input string) ([]Event, Stats) {
 	return evs, st
 }
 
-func readTestdata(t *testing.T, name string) string {
+func readTestdata(t testing.TB, name string) string {
 	t.Helper()
 	b, err := os.ReadFile("testdata/" + name)
 	if err != nil {
