@@ -216,7 +216,7 @@ type loopRead struct {
 func readLoopTranscript(ctx context.Context, path string, prev *session.TranscriptRead, s loop.State) (loopRead, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return loopRead{}, err
+		return loopRead{}, fmt.Errorf("opening transcript: %w", err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
