@@ -64,7 +64,8 @@ type Iteration struct {
 	// StopFeedback), or zero when the part starts at the top of the file.
 	StartedBy Kind
 	// StartLine is the line of the boundary event, or zero; StartOffset
-	// is that line's byte offset. Both count from where the reader began.
+	// is that line's byte offset. Both count from where the reader began:
+	// for a Cursor, the start of the file, however many Reads it took.
 	StartLine   int
 	StartOffset int64
 	// Prompt is the boundary event's text (clipped to MaxText).
