@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -107,6 +108,9 @@ func (a *sessionActor) loopCommand(actx actor.Context, m *WorkflowCommand) *Work
 			return &WorkflowResult{Err: err}
 		}
 		rec := withLoop(a.rec, next).Runs(session.Loop, a.env.now())
+		// A new loop reads its transcript from the start: the spend and
+		// the iteration are its own.
+		rec.LoopTranscript = nil
 		if err := a.commitThen(actx, ctx, rec, asEffects(effects)); err != nil {
 			return &WorkflowResult{Err: err}
 		}
@@ -193,23 +197,80 @@ func (a *sessionActor) rewriteWithNotes(moved string) bool {
 	return true
 }
 
-// iterationFromTranscript summarizes the iteration that just ended. A
-// missing or unreadable transcript is no signal, not an error.
-func (a *sessionActor) iterationFromTranscript(ctx context.Context, path string) (transcript.Iteration, bool) {
-	if path == "" {
-		return transcript.Iteration{}, false
-	}
+// loopRead is what a Stop read in the loop's transcript.
+type loopRead struct {
+	// it is the iteration that just ended; cost what the loop spent.
+	it   transcript.Iteration
+	cost float64
+	// next is where the reading stopped, for the next Stop; resumed says
+	// whether it went on from the last one rather than from the start.
+	next    *session.TranscriptRead
+	resumed bool
+}
+
+// readLoopTranscript reads the transcript at path for loop s: only what
+// was appended since prev stopped, or the whole file when prev read
+// another file (another path, a new file at the path), another loop, or
+// a file it cannot resume (truncated, rewritten). A missing or unreadable
+// transcript is an error, for the caller to take as no signal.
+func readLoopTranscript(ctx context.Context, path string, prev *session.TranscriptRead, s loop.State) (loopRead, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return transcript.Iteration{}, false
+		return loopRead{}, fmt.Errorf("opening transcript: %w", err)
 	}
 	defer f.Close()
-	it, err := transcript.Summarize(ctx, f, transcript.SinceIteration)
+	fi, err := f.Stat()
 	if err != nil {
-		a.log.Warn("reading transcript", zap.String("path", path), zap.Error(err))
-		return transcript.Iteration{}, false
+		return loopRead{}, fmt.Errorf("reading transcript %q: %w", path, err)
 	}
-	return it, true
+	dev, ino := fileID(fi)
+	from := session.TranscriptRead{Path: path, Dev: dev, Ino: ino, Cursor: transcript.NewCursor(transcript.SinceIteration), CostSince: s.StartedAt}
+	if prev != nil && prev.Path == path && prev.Dev == dev && prev.Ino == ino && prev.CostSince.Equal(s.StartedAt) &&
+		prev.Cursor.Since() == transcript.SinceIteration && prev.Cursor.Resumable(f, fi.Size()) {
+		from = *prev
+	}
+	resumed := from.Cursor.Offset() > 0
+	if _, err := f.Seek(from.Cursor.Offset(), io.SeekStart); err != nil {
+		return loopRead{}, fmt.Errorf("reading transcript %q: %w", path, err)
+	}
+	next := from
+	p, err := from.Cursor.Read(ctx, f, func(u transcript.Usage) { next.CostUSD += loop.UsageCost(s, u) })
+	if err != nil {
+		return loopRead{}, fmt.Errorf("reading transcript %q: %w", path, err)
+	}
+	next.Cursor = p.Cursor
+	cost := next.CostUSD
+	for _, u := range p.Pending {
+		cost += loop.UsageCost(s, u)
+	}
+	return loopRead{it: p.Iteration, cost: cost, next: &next, resumed: resumed}, nil
+}
+
+// fileID is the device and inode of the file fi describes, or zeros
+// where the platform does not say.
+func fileID(fi os.FileInfo) (dev, ino uint64) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		// The field types differ by platform.
+		return uint64(st.Dev), uint64(st.Ino)
+	}
+	return 0, 0
+}
+
+// iterationFromTranscript reads the transcript at path on from prev (see
+// readLoopTranscript). A missing or unreadable transcript is no signal,
+// not an error.
+func (a *sessionActor) iterationFromTranscript(ctx context.Context, path string, prev *session.TranscriptRead) (loopRead, bool) {
+	if path == "" {
+		return loopRead{}, false
+	}
+	r, err := readLoopTranscript(ctx, path, prev, a.rec.Loop)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			a.log.Warn("reading transcript", zap.String("path", path), zap.Error(err))
+		}
+		return loopRead{}, false
+	}
+	return r, true
 }
 
 // transcriptWait bounds how long a Stop waits for the CLI to finish
@@ -218,17 +279,19 @@ func (a *sessionActor) iterationFromTranscript(ctx context.Context, path string)
 // Stop of a new session, the whole file.
 const transcriptWait = 1500 * time.Millisecond
 
-// caughtUpIteration summarizes the iteration that just ended, re-reading
+// caughtUpIteration reads the iteration that just ended, reading on in
 // the transcript (for at most transcriptWait) until its last assistant
 // text is the payload's final message. Judged from a transcript that is
 // still being written, a failing test run can be missed and the iteration
 // routed to the wrong role; judged from none at all, the iteration is
 // unmeasured and its spend not counted. A transcript that exists but
-// cannot be read is not waited for: waiting does not mend it.
-func (a *sessionActor) caughtUpIteration(ctx context.Context, path string, last *string) (transcript.Iteration, bool) {
-	it, ok := a.iterationFromTranscript(ctx, path)
+// cannot be read is not waited for: waiting does not mend it. Each read
+// goes on from the last (the record's at first), so that a long
+// session's Stop costs what its last iteration's lines cost.
+func (a *sessionActor) caughtUpIteration(ctx context.Context, path string, last *string) (loopRead, bool) {
+	r, ok := a.iterationFromTranscript(ctx, path, a.rec.LoopTranscript)
 	if path == "" || last == nil || strings.TrimSpace(*last) == "" {
-		return it, ok
+		return r, ok
 	}
 	// Compare a normalized prefix: the summary clips long texts.
 	norm := func(s string) string {
@@ -241,7 +304,7 @@ func (a *sessionActor) caughtUpIteration(ctx context.Context, path string, last 
 	want := norm(*last)
 	deadline := time.Now().Add(transcriptWait)
 	for time.Now().Before(deadline) {
-		if ok && norm(it.LastAssistantText) == want {
+		if ok && norm(r.it.LastAssistantText) == want {
 			break
 		}
 		if !ok && !notCreated(path) {
@@ -249,14 +312,18 @@ func (a *sessionActor) caughtUpIteration(ctx context.Context, path string, last 
 		}
 		select {
 		case <-ctx.Done():
-			return it, ok
+			return r, ok
 		case <-time.After(25 * time.Millisecond):
 		}
-		if next, nok := a.iterationFromTranscript(ctx, path); nok {
-			it, ok = next, true
+		prev := a.rec.LoopTranscript
+		if ok {
+			prev = r.next
+		}
+		if next, nok := a.iterationFromTranscript(ctx, path, prev); nok {
+			r, ok = next, true
 		}
 	}
-	return it, ok
+	return r, ok
 }
 
 // notCreated reports whether the file at path does not exist (yet).
@@ -299,9 +366,10 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 
 	f := a.loopStopFacts()
 	f.LastAssistantMessage = m.Input.LastAssistantMessage
-	if it, ok := a.caughtUpIteration(ctx, m.Input.TranscriptPath, m.Input.LastAssistantMessage); ok {
-		f.Iteration = &it
-		f.CostUSD = a.loopCost(ctx, m.Input.TranscriptPath, s)
+	read, ok := a.caughtUpIteration(ctx, m.Input.TranscriptPath, m.Input.LastAssistantMessage)
+	if ok {
+		f.Iteration = &read.it
+		f.CostUSD = read.cost
 	}
 	tr, terr := a.readTracker()
 	f.TrackerErr = terr
@@ -312,6 +380,13 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 		return d, false, err
 	}
 	d.rec = withLoop(a.rec, next)
+	switch {
+	case !next.State.Active:
+		// Nothing reads on from an ended loop's reading.
+		d.rec.LoopTranscript = nil
+	case ok:
+		d.rec.LoopTranscript = read.next
+	}
 	d.Output = out
 	d.effects = asEffects(effects)
 	if measured(a.rec.LoopHistory, next.History) {
@@ -330,24 +405,4 @@ func measured(before, after []convergence.Metrics) bool {
 		return false
 	}
 	return len(before) == 0 || before[len(before)-1].Iteration != after[n-1].Iteration
-}
-
-// loopCost adds up what loop s has spent (loop.UsageCost) from the usage
-// the transcript reports for each assistant message. An unreadable
-// transcript counts as nothing spent: it is no reason to end a loop.
-func (a *sessionActor) loopCost(ctx context.Context, path string, s loop.State) float64 {
-	f, err := os.Open(path)
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	var total float64
-	err = transcript.ScanUsage(ctx, f, func(u transcript.Usage) error {
-		total += loop.UsageCost(s, u)
-		return nil
-	})
-	if err != nil {
-		a.log.Warn("reading transcript usage", zap.String("path", path), zap.Error(err))
-	}
-	return total
 }

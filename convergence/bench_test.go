@@ -2,8 +2,11 @@ package convergence
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -45,7 +48,9 @@ func writeTranscript(tb testing.TB, path string, size int64) {
 }
 
 // BenchmarkReflect100MB measures what a loop's Stop costs on a 100 MB
-// transcript: streaming it to the last iteration, metrics, a reflection.
+// transcript read from the start (the first Stop after a restart that
+// lost nothing, or after the file was replaced): streaming it to the last
+// iteration, metrics, a reflection.
 // peak-heap-MB is the highest live heap seen while it runs (sampled), to
 // show the memory stays flat whatever the file's size.
 func BenchmarkReflect100MB(b *testing.B) {
@@ -99,4 +104,116 @@ func BenchmarkReflect100MB(b *testing.B) {
 	close(stop)
 	wg.Wait()
 	b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MB")
+}
+
+// BenchmarkReflect100MBIncremental measures what a loop's Stop costs on a
+// 100 MB transcript when the last Stop's cursor is kept: the file is
+// 100 MB with one more iteration's lines appended, and the Stop reads on
+// from the cursor (checking it still fits the file), then metrics and a
+// reflection. read-KB is what it read; cursor-KB the cursor's stored size.
+func BenchmarkReflect100MBIncremental(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "t.jsonl")
+	const size = 100 << 20
+	writeTranscript(b, path, size)
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := transcript.NewCursor(transcript.SinceIteration).Read(context.Background(), f, nil)
+	f.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cur := p.Cursor
+	stored, err := json.Marshal(cur)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// One more iteration: the same shape as the file's last one.
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	last := whole[p.Iteration.StartOffset:]
+	fh, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := fh.Write(last); err != nil {
+		b.Fatal(err)
+	}
+	fh.Close()
+	whole = nil
+
+	b.ResetTimer()
+	for b.Loop() {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fi, err := f.Stat()
+		if err != nil || !cur.Resumable(f, fi.Size()) {
+			b.Fatalf("the cursor does not fit the grown file: %v", err)
+		}
+		if _, err := f.Seek(cur.Offset(), io.SeekStart); err != nil {
+			b.Fatal(err)
+		}
+		p, err := cur.Read(context.Background(), f, func(transcript.Usage) {})
+		f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := MetricsFrom(p.Iteration)
+		if m.TestsFailed == 0 {
+			b.Fatalf("metrics missed the failing tests: %+v", m)
+		}
+		if _, ok := Reflect(p.Iteration, m, nil, DefaultThresholds()); !ok {
+			b.Fatalf("no reflection for an iteration of %d tool calls", p.Iteration.ToolCalls)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(len(last))/(1<<10), "read-KB")
+	b.ReportMetric(float64(len(stored))/(1<<10), "cursor-KB")
+}
+
+// BenchmarkReflectOneIteration is the yardstick for
+// BenchmarkReflect100MBIncremental: a Stop whose transcript holds nothing
+// but the one iteration's lines that the incremental Stop reads.
+func BenchmarkReflectOneIteration(b *testing.B) {
+	dir := b.TempDir()
+	big := filepath.Join(dir, "big.jsonl")
+	writeTranscript(b, big, 1<<20)
+	whole, err := os.ReadFile(big)
+	if err != nil {
+		b.Fatal(err)
+	}
+	it, err := transcript.Summarize(context.Background(), bytes.NewReader(whole), transcript.SinceIteration)
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(dir, "t.jsonl")
+	if err := os.WriteFile(path, whole[it.StartOffset:], 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		f, err := os.Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		p, err := transcript.NewCursor(transcript.SinceIteration).Read(context.Background(), f, func(transcript.Usage) {})
+		f.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		m := MetricsFrom(p.Iteration)
+		if m.TestsFailed == 0 {
+			b.Fatalf("metrics missed the failing tests: %+v", m)
+		}
+		if _, ok := Reflect(p.Iteration, m, nil, DefaultThresholds()); !ok {
+			b.Fatalf("no reflection for an iteration of %d tool calls", p.Iteration.ToolCalls)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(len(whole)-int(it.StartOffset))/(1<<10), "read-KB")
 }

@@ -1,9 +1,10 @@
 #!/bin/sh
 # benchtable.sh turns `go test -bench` output on stdin into an aligned table:
-# one row per benchmark, one column per reported unit.
+# one row per benchmark (its package named within the module), one column
+# per reported unit.
 set -eu
 awk '
-/^pkg: / { pkg = $2; next }
+/^pkg: / { pkg = $2; sub(/^github\.com\/drover-dev\/drover\//, "", pkg); next }
 /^Benchmark/ {
   name = $1; sub(/-[0-9]+$/, "", name)
   row = sprintf("%-60s %12s", pkg "." name, $2)

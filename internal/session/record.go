@@ -58,6 +58,9 @@ type Record struct {
 	// after delivery: the open findings the context snapshot puts back
 	// after a compaction.
 	LoopFindings string `json:"loop_findings,omitempty"`
+	// LoopTranscript is where the loop's last Stop stopped reading the
+	// session's transcript, so that the next reads only what was added.
+	LoopTranscript *TranscriptRead `json:"loop_transcript,omitempty"`
 	// Plan is the session's plan workflow state (one plan at a time).
 	Plan plan.State `json:"plan"`
 	// Notes are the agent's notes for the context snapshot (drover note),

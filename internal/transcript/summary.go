@@ -64,7 +64,8 @@ type Iteration struct {
 	// StopFeedback), or zero when the part starts at the top of the file.
 	StartedBy Kind
 	// StartLine is the line of the boundary event, or zero; StartOffset
-	// is that line's byte offset. Both count from where the reader began.
+	// is that line's byte offset. Both count from where the reader began:
+	// for a Cursor, the start of the file, however many Reads it took.
 	StartLine   int
 	StartOffset int64
 	// Prompt is the boundary event's text (clipped to MaxText).
@@ -149,24 +150,11 @@ func (it Iteration) Commands() []string {
 }
 
 // Summarize reads the transcript from r and describes the part of it that
-// since selects. See Scan for how r is read and what ends the scan.
+// since selects. See Scan for how r is read and what ends the scan, and
+// Cursor for reading a growing transcript a part at a time.
 func Summarize(ctx context.Context, r io.Reader, since Since) (Iteration, error) {
-	a := newAccumulator(0, 0, "")
-	stats, err := Scan(ctx, r, func(ev Event) error {
-		if ev.Sidechain {
-			return nil
-		}
-		if isBoundary(ev.Kind, since) {
-			a = newAccumulator(ev.Kind, ev.Line, ev.Text)
-			a.it.StartOffset = ev.Offset
-			return nil
-		}
-		a.add(ev)
-		return nil
-	})
-	it := a.finish()
-	it.Stats = stats
-	return it, err
+	p, err := NewCursor(since).Read(ctx, r, nil)
+	return p.Iteration, err
 }
 
 func isBoundary(k Kind, since Since) bool {

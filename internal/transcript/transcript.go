@@ -20,8 +20,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -157,7 +157,7 @@ func (s Scanner) Scan(ctx context.Context, r io.Reader, fn func(Event) error) (S
 	if maxLine <= 0 {
 		maxLine = DefaultMaxLine
 	}
-	lr := lineReader{br: bufio.NewReaderSize(r, 64<<10), max: maxLine}
+	lr := lineReader{br: bufio.NewReaderSize(r, readBuffer), max: maxLine}
 	d := newDeduper(dedupeWindow)
 	var st Stats
 	var emitErr error
@@ -189,7 +189,7 @@ func (s Scanner) Scan(ctx context.Context, r io.Reader, fn func(Event) error) (S
 				break
 			}
 			st.Lines++
-			if !decodeLine(line, lineNo, offset, &st, d, emit) {
+			if !decodeLine(line, lineNo, offset, &st, d, emit, nil) {
 				if errors.Is(emitErr, ErrStop) {
 					return st, nil
 				}
@@ -202,6 +202,10 @@ func (s Scanner) Scan(ctx context.Context, r io.Reader, fn func(Event) error) (S
 	}
 }
 
+// readBuffer is the size of a scan's read buffer: most lines fit whole,
+// and are decoded in place without a copy.
+const readBuffer = 256 << 10
+
 // lineReader splits a stream into lines without a cap on what it reads and a
 // cap on what it keeps.
 type lineReader struct {
@@ -209,6 +213,25 @@ type lineReader struct {
 	buf []byte
 	max int
 	off int64 // where the next line starts
+	// last holds the last bytes read (up to tailLen), for Cursor's check
+	// that the file it resumes is still the one it read.
+	last []byte
+}
+
+// tailLen is how many bytes before its offset a Cursor keeps, to tell
+// whether the file still holds them when it resumes.
+const tailLen = 64
+
+// keep appends chunk to lr.last, keeping the last tailLen bytes.
+func (lr *lineReader) keep(chunk []byte) {
+	if len(chunk) >= tailLen {
+		lr.last = append(lr.last[:0], chunk[len(chunk)-tailLen:]...)
+		return
+	}
+	if over := len(lr.last) + len(chunk) - tailLen; over > 0 {
+		lr.last = append(lr.last[:0], lr.last[over:]...)
+	}
+	lr.last = append(lr.last, chunk...)
 }
 
 // next returns the next line without its newline, and its offset. The
@@ -222,6 +245,9 @@ func (lr *lineReader) next() (line []byte, offset int64, tooLong bool, err error
 	for {
 		chunk, err := lr.br.ReadSlice('\n')
 		lr.off += int64(len(chunk))
+		if lr.last != nil {
+			lr.keep(chunk)
+		}
 		if !tooLong {
 			n := len(chunk)
 			if n > 0 && chunk[n-1] == '\n' {
@@ -254,27 +280,29 @@ func (lr *lineReader) next() (line []byte, offset int64, tooLong bool, err error
 // recent lines), and a fixed window keeps memory flat on huge files.
 const dedupeWindow = 4096
 
-// deduper remembers the last n keys it was shown.
+// deduper remembers the last n keys it was shown. Keys are 64-bit hashes
+// (see key): hashing needs no allocation per line, and the window is a
+// fixed array of numbers that a Cursor can keep between reads.
 type deduper struct {
-	seen map[string]struct{}
-	ring []string
+	seen map[uint64]struct{}
+	ring []uint64
 	next int
 }
 
 func newDeduper(n int) *deduper {
-	return &deduper{seen: make(map[string]struct{}, n), ring: make([]string, n)}
+	return &deduper{seen: make(map[uint64]struct{}, n), ring: make([]uint64, n)}
 }
 
-// repeat reports whether key was seen recently, and remembers it. The empty
+// repeat reports whether key was seen recently, and remembers it. The zero
 // key is never a repeat: entries without ids cannot be told apart.
-func (d *deduper) repeat(key string) bool {
-	if key == "" {
+func (d *deduper) repeat(key uint64) bool {
+	if key == 0 {
 		return false
 	}
 	if _, ok := d.seen[key]; ok {
 		return true
 	}
-	if old := d.ring[d.next]; old != "" {
+	if old := d.ring[d.next]; old != 0 {
 		delete(d.seen, old)
 	}
 	d.ring[d.next] = key
@@ -283,10 +311,66 @@ func (d *deduper) repeat(key string) bool {
 	return false
 }
 
+// clone returns an independent copy of d.
+func (d *deduper) clone() *deduper {
+	c := &deduper{seen: make(map[uint64]struct{}, len(d.ring)), ring: slices.Clone(d.ring), next: d.next}
+	for _, k := range c.ring {
+		if k != 0 {
+			c.seen[k] = struct{}{}
+		}
+	}
+	return c
+}
+
+// FNV-1a, 64 bits, inlined so that hashing a key allocates nothing.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvByte(h uint64, b byte) uint64 { return (h ^ uint64(b)) * fnvPrime }
+
+func fnvAdd(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= fnvPrime
+	}
+	return h
+}
+
+// key is the dedupe key of id under prefix (one kind of id: line uuids,
+// tool call ids, ...), or zero for an empty id. Two ids colliding in a
+// window of dedupeWindow keys has odds of about 2^-41.
+func key(prefix byte, id string) uint64 {
+	if id == "" {
+		return 0
+	}
+	h := fnvAdd(fnvByte(fnvOffset, prefix), id)
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
+// textKey is the dedupe key of a text block of message id.
+func textKey(id, text string) uint64 {
+	if id == "" {
+		return 0
+	}
+	h := fnvByte(fnvAdd(fnvByte(fnvOffset, 't'), id), 0)
+	h = fnvAdd(h, text)
+	h = fnvByte(h, byte(len(text)))
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
 // entry is the part of a transcript line the reader looks at.
 type entry struct {
 	Type             string          `json:"type"`
 	Subtype          string          `json:"subtype"`
+	Timestamp        string          `json:"timestamp"`
 	UUID             string          `json:"uuid"`
 	IsSidechain      bool            `json:"isSidechain"`
 	IsMeta           bool            `json:"isMeta"`
@@ -296,8 +380,18 @@ type entry struct {
 }
 
 type message struct {
-	ID      string  `json:"id"`
-	Content content `json:"content"`
+	ID      string       `json:"id"`
+	Model   string       `json:"model"`
+	Usage   *usageCounts `json:"usage"`
+	Content content      `json:"content"`
+}
+
+// usageCounts is the API's usage object of an assistant message.
+type usageCounts struct {
+	InputTokens              int64 `json:"input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
 }
 
 type block struct {
@@ -360,25 +454,27 @@ type toolInput struct {
 }
 
 // decodeLine turns one line into events. It returns false when emit
-// refused an event.
-func decodeLine(line []byte, lineNo int, offset int64, st *Stats, d *deduper, emit func(Event) bool) bool {
+// refused an event. usage, when not nil, is shown every assistant entry
+// with a usage object that decoded cleanly, before its events.
+func decodeLine(line []byte, lineNo int, offset int64, st *Stats, d *deduper, emit func(Event) bool, usage func(*entry)) bool {
 	if line[0] != '{' {
 		st.Malformed++
 		return true
 	}
 	var e entry
-	if err := json.Unmarshal(line, &e); err != nil {
-		// A type mismatch in some field leaves the others decoded: keep
-		// going, the format drifts between releases.
-		var te *json.UnmarshalTypeError
-		if !errors.As(err, &te) {
-			st.Malformed++
-			return true
-		}
+	// A type mismatch in some field leaves the others decoded: keep
+	// going, the format drifts between releases.
+	ok, clean := decodeEntry(line, &e)
+	if !ok {
+		st.Malformed++
+		return true
 	}
-	if e.UUID != "" && d.repeat("l\x00"+e.UUID) {
+	if d.repeat(key('l', e.UUID)) {
 		st.Duplicates++
 		return true
+	}
+	if usage != nil && clean && e.Type == "assistant" && e.Message != nil && e.Message.Usage != nil {
+		usage(&e)
 	}
 	base := Event{Line: lineNo, Offset: offset, UUID: e.UUID, Sidechain: e.IsSidechain}
 	switch e.Type {
@@ -415,14 +511,14 @@ func assistantEvents(base Event, m *message, st *Stats, d *deduper, emit func(Ev
 				st.Skipped++
 				continue
 			}
-			if m.ID != "" && d.repeat("t\x00"+m.ID+"\x00"+textKey(b.Text)) {
+			if d.repeat(textKey(m.ID, b.Text)) {
 				st.Duplicates++
 				continue
 			}
 			ev.Kind = AssistantText
 			ev.Text = b.Text
 		case "tool_use":
-			if d.repeat(idKey("u", b.ID)) {
+			if d.repeat(key('u', b.ID)) {
 				st.Duplicates++
 				continue
 			}
@@ -432,7 +528,7 @@ func assistantEvents(base Event, m *message, st *Stats, d *deduper, emit func(Ev
 			ev.Input = b.Input
 			if len(b.Input) > 0 {
 				var in toolInput
-				_ = json.Unmarshal(b.Input, &in) // a missing or odd field just stays empty
+				decodeToolInput(b.Input, &in) // a missing or odd field just stays empty
 				if b.Name == "Bash" {
 					ev.Command = in.Command
 				}
@@ -460,7 +556,7 @@ func userEvents(base Event, e *entry, st *Stats, d *deduper, emit func(Event) bo
 			continue
 		}
 		results = true
-		if d.repeat(idKey("r", b.ToolUseID)) {
+		if d.repeat(key('r', b.ToolUseID)) {
 			st.Duplicates++
 			continue
 		}
@@ -504,44 +600,15 @@ func userEvents(base Event, e *entry, st *Stats, d *deduper, emit func(Event) bo
 // block had no text: a string on errors, or an object with stdout/stderr
 // (Bash) or content.
 func toolUseResultText(raw json.RawMessage) string {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return ""
-	}
-	switch raw[0] {
-	case '"':
-		var s string
-		_ = json.Unmarshal(raw, &s)
+	s, fields := decodeToolUseResult(raw)
+	if s != "" {
 		return s
-	case '{':
-		var r struct {
-			Stdout  string `json:"stdout"`
-			Stderr  string `json:"stderr"`
-			Content string `json:"content"`
-		}
-		_ = json.Unmarshal(raw, &r)
-		parts := make([]string, 0, 3)
-		for _, p := range []string{r.Stdout, r.Stderr, r.Content} {
-			if p != "" {
-				parts = append(parts, p)
-			}
-		}
-		return strings.Join(parts, "\n")
 	}
-	return ""
-}
-
-func idKey(prefix, id string) string {
-	if id == "" {
-		return ""
+	parts := make([]string, 0, 3)
+	for _, p := range fields {
+		if p != "" {
+			parts = append(parts, p)
+		}
 	}
-	return prefix + "\x00" + id
-}
-
-// textKey is a short stand-in for a text block, so the dedupe window holds
-// ids rather than whole texts.
-func textKey(s string) string {
-	h := fnv.New64a()
-	_, _ = io.WriteString(h, s)
-	return strconv.FormatUint(h.Sum64(), 36) + ":" + strconv.Itoa(len(s))
+	return strings.Join(parts, "\n")
 }

@@ -7,7 +7,18 @@ import (
 	"time"
 )
 
-func TestScanUsage(t *testing.T) {
+// readUsage is every usage a Cursor reads in input, pending included.
+func readUsage(t *testing.T, input string) []Usage {
+	t.Helper()
+	var got []Usage
+	p, err := NewCursor(SinceIteration).Read(context.Background(), strings.NewReader(input), func(u Usage) { got = append(got, u) })
+	if err != nil {
+		t.Fatalf("Read of a strings.Reader failed: %v", err)
+	}
+	return append(got, p.Pending...)
+}
+
+func TestCursorUsage(t *testing.T) {
 	input := strings.Join([]string{
 		`{"type":"user","timestamp":"2026-01-01T10:00:00Z","message":{"role":"user","content":"go"}}`,
 		// Two content blocks of one message, the second with the final output count.
@@ -19,13 +30,7 @@ func TestScanUsage(t *testing.T) {
 		`{"type":"assistant","uuid":"a4","timestamp":"2026-01-01T10:00:04Z","message":{"id":"msg_1","model":"claude-opus-4-5","content":[{"type":"text","text":"hi"}],"usage":{"input_tokens":10,"output_tokens":50}}}`,
 		`{"type":"assistant","uuid":"a5","message":{"id":"msg_3","model":"claude-sonnet-4-5","content":[]}}`,
 	}, "\n")
-	var got []Usage
-	if err := ScanUsage(context.Background(), strings.NewReader(input), func(u Usage) error {
-		got = append(got, u)
-		return nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	got := readUsage(t, input)
 	want := []Usage{
 		{MessageID: "msg_1", Model: "claude-opus-4-5", Timestamp: time.Date(2026, 1, 1, 10, 0, 1, 0, time.UTC), InputTokens: 10, OutputTokens: 50, CacheReadInputTokens: 100, CacheCreationInputTokens: 20},
 		{MessageID: "msg_2", Model: "claude-haiku-4-5", Timestamp: time.Date(2026, 1, 1, 10, 0, 3, 0, time.UTC), InputTokens: 5, OutputTokens: 7},
@@ -44,14 +49,13 @@ func TestScanUsage(t *testing.T) {
 	}
 }
 
-// FuzzScanUsage feeds arbitrary bytes to ScanUsage: no error from a
-// strings.Reader, no negative counts, and no message id reported twice in a
-// row.
-func FuzzScanUsage(f *testing.F) {
+// FuzzCursorUsage feeds arbitrary bytes to a Cursor: no negative counts,
+// and no message id reported twice in a row.
+func FuzzCursorUsage(f *testing.F) {
 	f.Add([]byte(`{"type":"assistant","message":{"id":"m","model":"claude-opus-4-5","usage":{"input_tokens":1,"output_tokens":2}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		last := ""
-		err := ScanUsage(context.Background(), strings.NewReader(string(data)), func(u Usage) error {
+		for _, u := range readUsage(t, string(data)) {
 			if u.InputTokens < 0 || u.OutputTokens < 0 || u.CacheReadInputTokens < 0 || u.CacheCreationInputTokens < 0 {
 				t.Errorf("negative count: %+v", u)
 			}
@@ -59,10 +63,6 @@ func FuzzScanUsage(f *testing.F) {
 				t.Errorf("message %q reported twice in a row", u.MessageID)
 			}
 			last = u.MessageID
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("ScanUsage of a strings.Reader failed: %v", err)
 		}
 	})
 }
