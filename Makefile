@@ -10,7 +10,7 @@ CLAUDE      := tools/claude/node_modules/.bin/claude
 # CI has 90 minutes; the e2e package needs far less, this only stops a hang.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-unit test-e2e soak lint bench install claude node git demo clean
+.PHONY: all build run test test-unit test-e2e soak faults lint bench install claude node git demo clean
 
 all: build
 
@@ -67,6 +67,19 @@ test-e2e: git build claude
 # runs a short form of it.
 soak: git
 	$(GO) test -race -count 1 -timeout $(TEST_TIMEOUT) -run TestSoak -v ./test/soak -args -long
+
+# The fault tests, each run FAULT_COUNT times (make test runs them once): a
+# full and a read-only disk under the store (a tmpfs; needs root, as CI
+# is), a client of another uid, a failing store, and agents that hit a usage
+# or rate limit, the real CLI's 429 included.
+FAULT_COUNT ?= 10
+faults: git build claude
+	$(GO) test -race -count $(FAULT_COUNT) -timeout $(TEST_TIMEOUT) \
+	  -run 'TestStoreOnAFullOrReadOnlyDisk|TestOtherUserIsShutOut|TestRunWaitsOutUsageLimit|TestRunStatusShowsUsageLimitWait' ./cmd/drover
+	$(GO) test -race -count $(FAULT_COUNT) -timeout $(TEST_TIMEOUT) \
+	  -run 'TestFailedCommit|TestRunLimitWaitSurvivesRestart' ./actors
+	$(GO) test -race -count $(FAULT_COUNT) -timeout $(TEST_TIMEOUT) -run 'TestFailedCommitOnAFullDisk' ./internal/store
+	$(GO) test -race -count $(FAULT_COUNT) -timeout $(TEST_TIMEOUT) -run 'TestRunWaitsOutRateLimitWithCLI' ./test/e2e
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
