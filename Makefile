@@ -10,7 +10,7 @@ CLAUDE      := tools/claude/node_modules/.bin/claude
 # CI has 90 minutes; the e2e package needs far less, this only stops a hang.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-unit test-e2e lint bench install claude node git demo clean
+.PHONY: all build run test test-unit test-e2e lint bench fuzz install claude node git demo clean
 
 all: build
 
@@ -72,6 +72,14 @@ lint:
 # git status, their ratio, the supervisor's decision latency, stops/s).
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./... | tee bin/bench.txt | sh scripts/benchtable.sh
+
+# Every fuzz target, one at a time, FUZZTIME each (go test's -fuzztime);
+# `make test` only replays their seed corpora and the cases kept under
+# testdata/fuzz. What a run finds is written there too. A table at the end:
+# target, time, execs, result.
+FUZZTIME ?= 30s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh
 
 demo: build claude
 	$(GO) run ./test/demo
