@@ -203,6 +203,8 @@ func TestRequestsAnsweredWithoutASession(t *testing.T) {
 		{"cleanup body not JSON", "POST", api.PathCleanup, "", 400, "decoding request body"},
 		{"workflow body not JSON", "POST", api.WorkflowPath("s1", "loop", "start"), "{", 400, "decoding request body"},
 		{"run body not JSON", "POST", api.PathRuns, "[", 400, "decoding request body"},
+		{"task body with more after its JSON", "POST", api.SessionPath("s1", "tasks"), `{"prompt":"x"} {"prompt":"y"}`, 400, "more data after the JSON value"},
+		{"cleanup body with more after its JSON", "POST", api.PathCleanup, `{"days":0,"force":true}]`, 400, "more data after the JSON value"},
 		{"oversize hook body", "POST", api.HookPath(hook.Stop), oversize, 400, "request body is larger than"},
 		{"negative cleanup age", "POST", api.PathCleanup, api.CleanupRequest{Days: -1}, 400, "days must be 0 or more, got -1"},
 
