@@ -247,6 +247,11 @@ func setCell(line string, col int, text string) (string, bool) {
 	if start < 0 {
 		return line, false
 	}
+	// plan.Table trims every leading pipe ("|| 1 |" is the row "1"): the
+	// first cell starts after the last of them.
+	for start+1 < len(body) && body[start+1] == '|' {
+		start++
+	}
 	// The cell's bounds: after the col+1-th pipe from the first, up to
 	// the next pipe or the end of the line.
 	from := start
