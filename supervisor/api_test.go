@@ -376,6 +376,32 @@ func TestUnstickNameClashIsAConflict(t *testing.T) {
 	}
 }
 
+// TestUnstickLeavesANameThatWouldReadAsDone: a stuck task named
+// X.done.stuck.md is not renamed to X.done.md, which the queue would read
+// as a finished task: unstick refuses it by name, and the queue keeps it.
+func TestUnstickLeavesANameThatWouldReadAsDone(t *testing.T) {
+	a := newAPIServer(t)
+	var added api.AddResponse
+	a.decode(http.MethodPost, api.SessionPath("s1", "tasks"), api.AddRequest{Prompt: "write the parser"}, &added)
+	stuck := strings.TrimSuffix(added.Path, ".md") + ".done.stuck.md"
+	if err := os.Rename(added.Path, stuck); err != nil {
+		t.Fatal(err)
+	}
+	r := a.do(http.MethodPost, api.SessionPath("s1", "unstick"), nil)
+	if r.status != http.StatusConflict {
+		t.Fatalf("unstick of %s = %d %s, want 409", filepath.Base(stuck), r.status, r.body)
+	}
+	if msg := r.errorText(); !strings.Contains(msg, stuck) || !strings.Contains(msg, "would not read as a pending task") {
+		t.Errorf("error %q does not name %s and why it stays stuck", msg, stuck)
+	}
+	if _, err := os.Stat(stuck); err != nil {
+		t.Errorf("the stuck task was moved: %v", err)
+	}
+	if s := a.sessionState("s1"); s.Done != 0 || s.Stuck != 1 {
+		t.Errorf("after unstick the session has %d done and %d stuck, want 0 and 1", s.Done, s.Stuck)
+	}
+}
+
 // TestStatusListsSessions: status lists every session the store knows and
 // every session folder it does not, sorted, each as its actor shows it.
 func TestStatusListsSessions(t *testing.T) {
