@@ -2,6 +2,7 @@ package rungraph
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -208,7 +209,8 @@ func marshalGraph(tasks []Task) ([]byte, error) {
 // and the plan workflow skip those tasks. The status column is found as
 // the plan workflow finds it: the column headed "Status", else the
 // second. Everything else is kept byte for byte; a row already done, or
-// without a status cell, is left as it is. marked are the ids changed.
+// without a status cell, is left as it is. marked are the ids changed,
+// each once.
 func MarkDone(tasksMD string, ids []string) (out string, marked []string) {
 	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
@@ -232,8 +234,12 @@ func MarkDone(tasksMD string, ids []string) (out string, marked []string) {
 			continue
 		}
 		lines[r.Line-1] = line
-		want[id] = false
-		marked = append(marked, id)
+		// A task listed twice has each of its rows marked (the plan
+		// workflow would read the one left as not done), and is named
+		// once.
+		if !slices.Contains(marked, id) {
+			marked = append(marked, id)
+		}
 	}
 	return strings.Join(lines, "\n"), marked
 }

@@ -238,6 +238,24 @@ func TestMarkDone(t *testing.T) {
 	}
 }
 
+// TestMarkDoneMarksEveryRowOfATask: a task listed twice (a hand edit
+// during the run; run --plan refuses such a file) has both rows marked, so
+// that the plan workflow does not read it as still to do, and is named
+// once.
+func TestMarkDoneMarksEveryRowOfATask(t *testing.T) {
+	md := "| Id | Status |\n|---|---|\n| 2 | todo |\n| 3 | todo |\n| 2 | todo |\n"
+	want := "| Id | Status |\n|---|---|\n| 2 | done |\n| 3 | todo |\n| 2 | done |\n"
+	got, marked := MarkDone(md, []string{"2"})
+	if got != want || !slices.Equal(marked, []string{"2"}) {
+		t.Errorf("MarkDone = %q, %v\nwant %q, [2]", got, marked, want)
+	}
+	for _, r := range plan.Tasks(got) {
+		if r.ID == "2" && !r.Done() {
+			t.Errorf("a row of task 2 reads %q for the plan workflow", r.Status)
+		}
+	}
+}
+
 // FuzzMarkDone marks arbitrary tasks of an arbitrary tasks.md done. The
 // tasks marked are among those asked for, each once; read back as the plan
 // workflow reads it, every marked task is done and every row keeps its id
