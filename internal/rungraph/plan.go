@@ -209,8 +209,7 @@ func marshalGraph(tasks []Task) ([]byte, error) {
 // and the plan workflow skip those tasks. The status column is found as
 // the plan workflow finds it: the column headed "Status", else the
 // second. Everything else is kept byte for byte; a row already done, or
-// without a status cell, is left as it is. marked are the ids changed,
-// each once.
+// without a status cell, is left as it is. marked are the ids changed.
 func MarkDone(tasksMD string, ids []string) (out string, marked []string) {
 	want := make(map[string]bool, len(ids))
 	for _, id := range ids {
