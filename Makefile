@@ -10,7 +10,7 @@ CLAUDE      := tools/claude/node_modules/.bin/claude
 # CI has 90 minutes; the e2e package needs far less, this only stops a hang.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-unit test-e2e lint bench fuzz install claude node git demo clean
+.PHONY: all build run test test-unit test-e2e lint bench install claude node git demo clean
 
 all: build
 
@@ -78,6 +78,7 @@ bench: build
 # testdata/fuzz. What a run finds is written there too. A table at the end:
 # target, time, execs, result.
 FUZZTIME ?= 30s
+.PHONY: fuzz
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh
 
