@@ -93,6 +93,15 @@ lint:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./... | tee bin/bench.txt | sh scripts/benchtable.sh
 
+# Every fuzz target, one at a time, FUZZTIME each (go test's -fuzztime);
+# `make test` only replays their seed corpora and the cases kept under
+# testdata/fuzz. What a run finds is written there too. A table at the end:
+# target, time, execs, result.
+FUZZTIME ?= 30s
+.PHONY: fuzz
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh
+
 demo: build claude
 	$(GO) run ./test/demo
 

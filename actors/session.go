@@ -467,7 +467,7 @@ func (a *sessionActor) command(actx actor.Context, m *Command) *CommandResult {
 	case "start", "unstick":
 		if m.Verb == "unstick" {
 			renamed, err := tasks.Unstick(a.sessionDir())
-			if errors.Is(err, tasks.ErrNameTaken) {
+			if errors.Is(err, tasks.ErrNameTaken) || errors.Is(err, tasks.ErrNotPendingName) {
 				// Two task files the user must sort out, not drover's
 				// failure.
 				return &CommandResult{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}

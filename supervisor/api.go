@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -74,6 +75,14 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) error {
 			return fmt.Errorf("request body is larger than %d bytes", tooBig.Limit)
 		}
 		return fmt.Errorf("decoding request body: %w", err)
+	}
+	// One JSON value is the whole body: what follows it would otherwise
+	// be dropped unread, and a body cut or joined by mistake pass.
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if tooBig := (*http.MaxBytesError)(nil); errors.As(err, &tooBig) {
+			return fmt.Errorf("request body is larger than %d bytes", tooBig.Limit)
+		}
+		return errors.New("decoding request body: more data after the JSON value")
 	}
 	return nil
 }

@@ -203,6 +203,8 @@ func TestRequestsAnsweredWithoutASession(t *testing.T) {
 		{"cleanup body not JSON", "POST", api.PathCleanup, "", 400, "decoding request body"},
 		{"workflow body not JSON", "POST", api.WorkflowPath("s1", "loop", "start"), "{", 400, "decoding request body"},
 		{"run body not JSON", "POST", api.PathRuns, "[", 400, "decoding request body"},
+		{"task body with more after its JSON", "POST", api.SessionPath("s1", "tasks"), `{"prompt":"x"} {"prompt":"y"}`, 400, "more data after the JSON value"},
+		{"cleanup body with more after its JSON", "POST", api.PathCleanup, `{"days":0,"force":true}]`, 400, "more data after the JSON value"},
 		{"oversize hook body", "POST", api.HookPath(hook.Stop), oversize, 400, "request body is larger than"},
 		{"negative cleanup age", "POST", api.PathCleanup, api.CleanupRequest{Days: -1}, 400, "days must be 0 or more, got -1"},
 
@@ -371,6 +373,32 @@ func TestUnstickNameClashIsAConflict(t *testing.T) {
 	}
 	if strings.HasPrefix(msg, "bad request") {
 		t.Errorf("error %q starts with drover's status tag", msg)
+	}
+}
+
+// TestUnstickLeavesANameThatWouldReadAsDone: a stuck task named
+// X.done.stuck.md is not renamed to X.done.md, which the queue would read
+// as a finished task: unstick refuses it by name, and the queue keeps it.
+func TestUnstickLeavesANameThatWouldReadAsDone(t *testing.T) {
+	a := newAPIServer(t)
+	var added api.AddResponse
+	a.decode(http.MethodPost, api.SessionPath("s1", "tasks"), api.AddRequest{Prompt: "write the parser"}, &added)
+	stuck := strings.TrimSuffix(added.Path, ".md") + ".done.stuck.md"
+	if err := os.Rename(added.Path, stuck); err != nil {
+		t.Fatal(err)
+	}
+	r := a.do(http.MethodPost, api.SessionPath("s1", "unstick"), nil)
+	if r.status != http.StatusConflict {
+		t.Fatalf("unstick of %s = %d %s, want 409", filepath.Base(stuck), r.status, r.body)
+	}
+	if msg := r.errorText(); !strings.Contains(msg, stuck) || !strings.Contains(msg, "would not read as a pending task") {
+		t.Errorf("error %q does not name %s and why it stays stuck", msg, stuck)
+	}
+	if _, err := os.Stat(stuck); err != nil {
+		t.Errorf("the stuck task was moved: %v", err)
+	}
+	if s := a.sessionState("s1"); s.Done != 0 || s.Stuck != 1 {
+		t.Errorf("after unstick the session has %d done and %d stuck, want 0 and 1", s.Done, s.Stuck)
 	}
 }
 

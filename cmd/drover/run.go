@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,16 @@ goes on without redoing finished tasks.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			// JSON has no NaN or infinity: say which flag is wrong rather
+			// than fail to encode the request.
+			for _, b := range []struct {
+				flag string
+				v    float64
+			}{{"task-max-minutes", opts.TaskMaxMinutes}, {"task-max-usd", opts.TaskMaxUSD}, {"max-minutes", opts.MaxMinutes}, {"max-usd", opts.MaxUSD}} {
+				if math.IsNaN(b.v) || math.IsInf(b.v, 0) {
+					return fmt.Errorf("--%s %v is not a budget (0 for none)", b.flag, b.v)
+				}
+			}
 			req, err := a.runRequest(g, args, planID)
 			if err != nil {
 				return err

@@ -1308,6 +1308,8 @@ func TestRunPlanRejects(t *testing.T) {
 		{"bad plan id", []string{"run", "--plan", "../x"}, `plan id "../x" is not valid`},
 		{"cycle", []string{"run", "--plan", "cyc"}, filepath.Join(".drover", "plans", "cyc", "tasks.md") + `:3: task "1": dependency cycle: 1 -> 2 -> 1`},
 		{"reviewer and no review", []string{"run", graph, "--reviewer", "claude", "--no-review"}, "none of the others can be"},
+		{"an infinite budget", []string{"run", graph, "--max-usd", "inf"}, "--max-usd +Inf is not a budget (0 for none)"},
+		{"a budget that is not a number", []string{"run", graph, "--task-max-minutes", "NaN"}, "--task-max-minutes NaN is not a budget"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

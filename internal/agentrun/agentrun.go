@@ -162,19 +162,7 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 	}
 
 	var res Result
-	lines := &proc.LineWriter{Sep: '\n', Max: outputCap, Fn: func(line []byte) {
-		ev, ok := ParseLine(line)
-		if !ok {
-			if len(bytes.TrimSpace(line)) > 0 {
-				res.Skipped++
-			}
-			return
-		}
-		res.add(ev)
-		if onEvent != nil {
-			onEvent(ev)
-		}
-	}}
+	lines := res.stream(outputCap, onEvent)
 	pr, err := proc.Run(ctx, proc.Cmd{
 		Path: spec.Bin, Args: args, Dir: spec.Dir,
 		Env: append(os.Environ(), spec.Env...),
@@ -191,8 +179,7 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 	}
 	res.Duration = pr.Duration
 	// Run has returned, so the goroutine that fed lines is done.
-	lines.Flush()
-	res.Skipped += lines.Skipped()
+	res.endStream(lines)
 	res.Stderr = pr.Stderr.String()
 	res.ExitCode = pr.ExitCode
 	res.Err = outcome(pr, err, &res)
@@ -206,6 +193,32 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 // every agent process, which all its descendants inherit: what the agent
 // left running in sessions of its own is found by it.
 const TagEnv = proctag.AgentKey
+
+// stream returns the writer an agent's stdout goes to: it splits it into
+// lines of at most outputCap bytes, folds each stream-json line into r and
+// hands it to onEvent (when not nil). endStream ends it.
+func (r *Result) stream(outputCap int, onEvent func(Event)) *proc.LineWriter {
+	return &proc.LineWriter{Sep: '\n', Max: outputCap, Fn: func(line []byte) {
+		ev, ok := ParseLine(line)
+		if !ok {
+			if len(bytes.TrimSpace(line)) > 0 {
+				r.Skipped++
+			}
+			return
+		}
+		r.add(ev)
+		if onEvent != nil {
+			onEvent(ev)
+		}
+	}}
+}
+
+// endStream takes the last line of a stream that ended without a newline,
+// and counts the lines too long to read as skipped.
+func (r *Result) endStream(lines *proc.LineWriter) {
+	lines.Flush()
+	r.Skipped += lines.Skipped()
+}
 
 // add folds one event into the result.
 func (r *Result) add(ev Event) {

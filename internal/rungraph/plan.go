@@ -2,6 +2,7 @@ package rungraph
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -227,8 +228,12 @@ func MarkDone(tasksMD string, ids []string) (out string, marked []string) {
 			continue
 		}
 		lines[r.Line-1] = line
-		want[id] = false
-		marked = append(marked, id)
+		// A task listed twice has each of its rows marked (the plan
+		// workflow would read the one left as not done), and is named
+		// once.
+		if !slices.Contains(marked, id) {
+			marked = append(marked, id)
+		}
 	}
 	return strings.Join(lines, "\n"), marked
 }
@@ -241,6 +246,11 @@ func setCell(line string, col int, text string) (string, bool) {
 	start := strings.IndexByte(body, '|')
 	if start < 0 {
 		return line, false
+	}
+	// plan.Table trims every leading pipe ("|| 1 |" is the row "1"): the
+	// first cell starts after the last of them.
+	for start+1 < len(body) && body[start+1] == '|' {
+		start++
 	}
 	// The cell's bounds: after the col+1-th pipe from the first, up to
 	// the next pipe or the end of the line.

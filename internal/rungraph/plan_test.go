@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/drover-dev/drover/internal/workflow/plan"
 )
 
 func TestFromPlan(t *testing.T) {
@@ -196,6 +198,13 @@ func TestMarkDone(t *testing.T) {
 			marked: []string{"x"},
 		},
 		{
+			name:   "a row that opens with two pipes keeps its id",
+			md:     "| Id | Status |\n|---|---|\n|| 1 | todo |\n",
+			ids:    []string{"1"},
+			want:   "| Id | Status |\n|---|---|\n|| 1 | done |\n",
+			marked: []string{"1"},
+		},
+		{
 			name:   "no trailing pipe, CRLF line endings",
 			md:     "| Id | Status | Description\r\n|---|---|---\r\n| a | todo | A.\r\n",
 			ids:    []string{"a"},
@@ -227,4 +236,86 @@ func TestMarkDone(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestMarkDoneMarksEveryRowOfATask: a task listed twice (a hand edit
+// during the run; run --plan refuses such a file) has both rows marked, so
+// that the plan workflow does not read it as still to do, and is named
+// once.
+func TestMarkDoneMarksEveryRowOfATask(t *testing.T) {
+	md := "| Id | Status |\n|---|---|\n| 2 | todo |\n| 3 | todo |\n| 2 | todo |\n"
+	want := "| Id | Status |\n|---|---|\n| 2 | done |\n| 3 | todo |\n| 2 | done |\n"
+	got, marked := MarkDone(md, []string{"2"})
+	if got != want || !slices.Equal(marked, []string{"2"}) {
+		t.Errorf("MarkDone = %q, %v\nwant %q, [2]", got, marked, want)
+	}
+	for _, r := range plan.Tasks(got) {
+		if r.ID == "2" && !r.Done() {
+			t.Errorf("a row of task 2 reads %q for the plan workflow", r.Status)
+		}
+	}
+}
+
+// FuzzMarkDone marks arbitrary tasks of an arbitrary tasks.md done. The
+// tasks marked are among those asked for, each once; read back as the plan
+// workflow reads it, every marked task is done and every row keeps its id
+// and its other cells; rows not marked keep their lines byte for byte; a
+// second pass marks nothing.
+func FuzzMarkDone(f *testing.F) {
+	f.Add("# Tasks\n\n| Id | Status      | Description |\n|----|-------------|-------------|\n| 1  | done        | One.        |\n| 2  | in progress | Two.        |\n", "1,2,3")
+	f.Add("| ID | Task | Status |\n| **x** | Do x. | open |\n| `y` | Do y. |todo|\n", "x")
+	f.Add("| Id | Status | Description\r\n|---|---|---\r\n| a | todo | A.\r\n", "a")
+	f.Add("| Id | Status |\n|| 1 | todo |\n", "1")
+	f.Add("| Id | Status |\n  | 2 | todo\u00a0|\n", "2")
+	f.Add("| 1 |\n| 2 | todo | x |\n", "1,2")
+	f.Fuzz(func(t *testing.T, md, idList string) {
+		ids := strings.Split(idList, ",")
+		out, marked := MarkDone(md, ids)
+		seen := map[string]bool{}
+		for _, id := range marked {
+			if !slices.Contains(ids, id) || seen[id] {
+				t.Fatalf("marked %q: not asked for, or twice (marked %q, asked %q)", id, marked, ids)
+			}
+			seen[id] = true
+		}
+		inLines, outLines := strings.Split(md, "\n"), strings.Split(out, "\n")
+		if len(inLines) != len(outLines) {
+			t.Fatalf("MarkDone changed the number of lines:\n%q\n%q", md, out)
+		}
+		header, rows := plan.Table(md)
+		outHeader, outRows := plan.Table(out)
+		if !slices.Equal(header, outHeader) || len(rows) != len(outRows) {
+			t.Fatalf("MarkDone changed the table's header or rows:\n%q\n%q", md, out)
+		}
+		statusCol := 1
+		for i, h := range header {
+			if strings.EqualFold(h, "status") {
+				statusCol = i
+			}
+		}
+		for i, r := range rows {
+			o := outRows[i]
+			id := cellID(r.Cells[0])
+			if !seen[id] || r.Line != o.Line {
+				if r.Line == o.Line && inLines[r.Line-1] != outLines[o.Line-1] && !seen[cellID(o.Cells[0])] {
+					t.Fatalf("row %q was changed to %q, though not marked", inLines[r.Line-1], outLines[o.Line-1])
+				}
+				continue
+			}
+			if len(o.Cells) != len(r.Cells) {
+				t.Fatalf("marking %q changed the cells %q to %q", id, r.Cells, o.Cells)
+			}
+			for c := range r.Cells {
+				switch {
+				case c == statusCol && !(plan.TaskRow{ID: id, Status: o.Cells[c]}).Done():
+					t.Fatalf("task %q was marked, but its status reads %q in %q", id, o.Cells[c], outLines[o.Line-1])
+				case c != statusCol && o.Cells[c] != r.Cells[c]:
+					t.Fatalf("marking %q changed cell %d from %q to %q: %q", id, c, r.Cells[c], o.Cells[c], outLines[o.Line-1])
+				}
+			}
+		}
+		if again, more := MarkDone(out, ids); len(more) > 0 || again != out {
+			t.Fatalf("a second pass marked %q again:\n%q\n%q", more, out, again)
+		}
+	})
 }

@@ -192,10 +192,17 @@ func syncDir(dir string) {
 // name is taken: the user's to resolve, not drover's failure.
 var ErrNameTaken = errors.New("already exists")
 
+// ErrNotPendingName marks an error of Unstick about a stuck task whose
+// name without .stuck.md still ends in .done.md or .stuck.md (a.done.stuck.md):
+// renamed, it would read as done or stuck, not pending. The user's to
+// rename, as with ErrNameTaken.
+var ErrNotPendingName = errors.New("would not read as a pending task")
+
 // Unstick renames every stuck task in dir (X.stuck.md) back to pending
 // (X.md) and returns the new paths, sorted. A stuck task whose pending name
 // is already taken is left stuck and reported in the error (ErrNameTaken),
-// naming both files; the others are still renamed.
+// naming both files, and so is one whose pending name would not read as
+// pending (ErrNotPendingName); the others are still renamed.
 func Unstick(dir string) ([]string, error) {
 	l, err := Scan(dir)
 	if err != nil {
@@ -207,6 +214,10 @@ func Unstick(dir string) ([]string, error) {
 	)
 	for _, p := range l.Stuck {
 		to := strings.TrimSuffix(p, StuckSuffix) + PendingSuffix
+		if strings.HasSuffix(to, DoneSuffix) || strings.HasSuffix(to, StuckSuffix) {
+			errs = append(errs, fmt.Errorf("cannot unstick %s: its pending name %s %w; rename it to a name ending in only .md", p, filepath.Base(to), ErrNotPendingName))
+			continue
+		}
 		if taken(to) {
 			errs = append(errs, fmt.Errorf("cannot unstick %s: %s %w; rename or remove one of the two, then run drover unstick again", p, to, ErrNameTaken))
 			continue

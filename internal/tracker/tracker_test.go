@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"io/fs"
@@ -495,4 +496,41 @@ func TestBody(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzBody reads arbitrary bytes as a tracker whose front matter may be
+// broken: the body Body keeps is the end of the file, is the body Parse
+// gives when the front matter parses, and comes back whole from a tracker
+// rendered around it.
+func FuzzBody(f *testing.F) {
+	f.Add(full().Render())
+	f.Add([]byte("---\niteration: [broken\n---\n# Notes\n- tried X\n"))
+	f.Add([]byte("\ufeff---\r\niteration: {\r\n---\r\nnotes\r\n"))
+	f.Add([]byte("---\niteration: 1\n---"))
+	f.Add([]byte("---\n---\n---\n---\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		body, ok := Body(data)
+		if !ok {
+			if body != "" {
+				t.Fatalf("Body refused %q but returned %q", data, body)
+			}
+			if _, err := Parse(data); err == nil {
+				t.Fatalf("Parse accepted %q, which Body finds no body in", data)
+			}
+			return
+		}
+		if !bytes.HasSuffix(data, []byte(body)) {
+			t.Fatalf("body %q is not the end of %q", body, data)
+		}
+		if tr, err := Parse(data); err == nil && tr.Body != body {
+			t.Fatalf("Parse's body %q differs from Body's %q", tr.Body, body)
+		}
+		tr := full()
+		tr.Body = body
+		if out := tr.Render(); len(out) > MaxBytes {
+			return
+		} else if got, ok := Body(out); !ok || got != body {
+			t.Fatalf("Body of a rendered tracker = %q, %v; want %q", got, ok, body)
+		}
+	})
 }

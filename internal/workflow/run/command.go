@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"regexp"
 	"strconv"
@@ -68,7 +69,7 @@ func Options(o api.RunOptions, c config.Run, t templates.Set) (api.RunOptions, e
 		name string
 		v    float64
 	}{{"task max minutes", o.TaskMaxMinutes}, {"task max usd", o.TaskMaxUSD}, {"max minutes", o.MaxMinutes}, {"max usd", o.MaxUSD}} {
-		if b.v < 0 || b.v != b.v {
+		if b.v < 0 || math.IsNaN(b.v) || math.IsInf(b.v, 0) {
 			return o, errors.New(say(t, templates.RunOptionsNotABudget, map[string]string{"option": b.name, "value": fmt.Sprint(b.v)}))
 		}
 	}

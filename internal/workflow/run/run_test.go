@@ -3,6 +3,7 @@ package run
 import (
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -237,6 +238,7 @@ func TestOptionsDefaultsAndChecks(t *testing.T) {
 	for bad, want := range map[api.RunOptions]string{
 		{Reviewer: "rev", NoReview: true}: "a reviewer command and no review at once: choose one",
 		{TaskMaxMinutes: -0.5}:            "task max minutes -0.5 is not a budget (0 for none)",
+		{MaxUSD: math.Inf(1)}:             "max usd +Inf is not a budget (0 for none)",
 	} {
 		if _, err := Options(bad, def, tmpl); err == nil || err.Error() != want {
 			t.Errorf("Options(%+v) = %v, want %q", bad, err, want)
