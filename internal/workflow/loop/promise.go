@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/drover-dev/drover/internal/mdfence"
 )
 
 // The promise tag, as the agent is told to write it.
@@ -38,7 +40,7 @@ func PromiseKept(message, phrase string) bool {
 		return false
 	}
 	var (
-		fence     fenceLine
+		fence     mdfence.Fence
 		inFence   bool
 		inComment bool
 		inQuote   bool // the last line was a quotation with text: a lazy continuation follows
@@ -58,14 +60,14 @@ func PromiseKept(message, phrase string) bool {
 			continue
 		}
 		if inFence {
-			inFence = !closes(line, fence)
+			inFence = !fence.Closes(line)
 			continue
 		}
 		if strings.TrimSpace(line) == "" {
 			inQuote = false
 			continue
 		}
-		if f, ok := opensFence(line); ok {
+		if f, ok := mdfence.Open(line); ok {
 			fence, inFence, inQuote = f, true, false
 			continue
 		}
@@ -79,7 +81,7 @@ func PromiseKept(message, phrase string) bool {
 			continue
 		}
 		inQuote = false
-		if indentWidth(line) >= 4 {
+		if mdfence.IndentWidth(line) >= 4 {
 			// An indented code block, or the continuation of something
 			// that is not a line of its own either way.
 			continue
@@ -278,7 +280,7 @@ func closingRun(s string, n int) int {
 // quoted returns the text after a block quotation's marker: at most three
 // spaces, then >.
 func quoted(line string) (string, bool) {
-	if indentWidth(line) > 3 {
+	if mdfence.IndentWidth(line) > 3 {
 		return "", false
 	}
 	return strings.CutPrefix(strings.TrimLeft(line, " \t"), ">")
@@ -288,7 +290,7 @@ func quoted(line string) (string, bool) {
 // and so a quotation's lazy continuation: an ATX heading, a thematic
 // break, or a bullet list item.
 func interrupts(line string) bool {
-	if indentWidth(line) > 3 {
+	if mdfence.IndentWidth(line) > 3 {
 		return false
 	}
 	t := strings.TrimLeft(line, " \t")
@@ -306,46 +308,6 @@ func interrupts(line string) bool {
 // normalize collapses runs of whitespace to one space and trims the ends.
 func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// fenceLine is the opening line of a fenced code block: its character and
-// how many of them.
-type fenceLine struct {
-	char byte
-	n    int
-}
-
-// opensFence reports whether line opens a fenced code block, as CommonMark
-// has it: at most three spaces, then three or more backticks or tildes (a
-// backtick fence's info string may not hold a backtick).
-func opensFence(line string) (fenceLine, bool) {
-	if indentWidth(line) > 3 {
-		return fenceLine{}, false
-	}
-	t := strings.TrimLeft(line, " \t")
-	if t == "" || (t[0] != '`' && t[0] != '~') {
-		return fenceLine{}, false
-	}
-	c := t[0]
-	n := run(t, c)
-	if n < 3 {
-		return fenceLine{}, false
-	}
-	if c == '`' && strings.IndexByte(t[n:], '`') >= 0 {
-		return fenceLine{}, false
-	}
-	return fenceLine{char: c, n: n}, true
-}
-
-// closes reports whether line closes the fenced block f opened: at most
-// three spaces, at least as many of the same character, then only spaces.
-func closes(line string, f fenceLine) bool {
-	if indentWidth(line) > 3 {
-		return false
-	}
-	t := strings.TrimLeft(line, " \t")
-	n := run(t, f.char)
-	return n >= f.n && strings.TrimSpace(t[n:]) == ""
-}
-
 // run counts the leading bytes of s equal to c.
 func run(s string, c byte) int {
 	n := 0
@@ -353,21 +315,4 @@ func run(s string, c byte) int {
 		n++
 	}
 	return n
-}
-
-// indentWidth is the column of line's first character that is not a space
-// or tab, with tab stops every four columns.
-func indentWidth(line string) int {
-	w := 0
-	for i := 0; i < len(line); i++ {
-		switch line[i] {
-		case ' ':
-			w++
-		case '\t':
-			w += 4 - w%4
-		default:
-			return w
-		}
-	}
-	return w
 }

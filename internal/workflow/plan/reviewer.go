@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/drover-dev/drover/internal/mdfence"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
 )
@@ -68,14 +69,8 @@ func addReviewVars(v map[string]string, t templates.Set, o ReviewOutcome) {
 // at reviewer.MaxReviewBytes, say), which would otherwise swallow the
 // findings that follow it in the review file.
 func closeFences(text string) string {
-	open := false
-	for line := range strings.Lines(text) {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			open = !open
-		}
-	}
-	if open {
-		return text + "\n```"
+	if f, open := mdfence.Unclosed(text); open {
+		return text + "\n" + f.String()
 	}
 	return text
 }
