@@ -135,7 +135,7 @@ func deniedText(t templates.Set, results []reviewer.Result) string {
 	var list []string
 	for _, res := range results {
 		for _, d := range res.Denials {
-			list = append(list, fmt.Sprintf("%s %q (%s)", d.Tool, d.Input, res.Model))
+			list = append(list, fmt.Sprintf("%s (%s)", d.Markdown(), res.Model))
 		}
 	}
 	if len(list) == 0 {

@@ -141,7 +141,7 @@ func TestConsensusTextNamesRefusedCalls(t *testing.T) {
 	}
 	got := consensusText(templates.Defaults(), 4, reviewer.Combined{Result: reviewer.Result{Outcome: reviewer.Pass}, PassVotes: 2}, results)
 	want := "After iteration 4: PASS (2 pass, 0 fail, 0 reviewer run(s) failed).\n" +
-		"The reviewers' CLIs refused them 2 tool call(s) (Bash \"go test ./...\" (opus); WebFetch \"https://example.invalid/spec\" (sonnet)), so this checkpoint may rest on checks they could not make: run them yourself."
+		"The reviewers' CLIs refused them 2 tool call(s) (`Bash` `go test ./...` (opus); `WebFetch` `https://example.invalid/spec` (sonnet)), so this checkpoint may rest on checks they could not make: run them yourself."
 	if !strings.HasPrefix(got, "After iteration 4: PASS") || !strings.HasSuffix(got, want[strings.Index(want, "\n")+1:]) {
 		t.Errorf("consensus:\n%s\nwant it to end with:\n%s", got, want)
 	}

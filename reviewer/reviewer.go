@@ -21,6 +21,7 @@ package reviewer
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/drover-dev/drover/templates"
@@ -157,6 +158,36 @@ type Denial struct {
 	// Input says what the call asked for: the command of a shell call,
 	// the file of an edit, else the call's input as JSON; shortened.
 	Input string `json:"input,omitempty"`
+}
+
+// Markdown is d in one line of Markdown: the tool, and what it asked for
+// as code. Neither may break out of its span: a backquote in either would
+// end the code early, so each span's fence is longer than any run of them.
+// The plan and run workflows and the loop checkpoint all say refused calls
+// this way.
+func (d Denial) Markdown() string {
+	if d.Input == "" {
+		return codeSpan(d.Tool)
+	}
+	return codeSpan(d.Tool) + " " + codeSpan(d.Input)
+}
+
+// codeSpan is s as a Markdown code span.
+func codeSpan(s string) string {
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if longest > 0 {
+		return fence + " " + s + " " + fence
+	}
+	return fence + s + fence
 }
 
 // Result is what one run produced.

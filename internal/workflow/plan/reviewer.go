@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/drover-dev/drover/internal/mdfence"
-	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
 )
 
@@ -58,7 +57,7 @@ func addReviewVars(v map[string]string, t templates.Set, o ReviewOutcome) {
 	if len(o.Denials) > 0 {
 		var b strings.Builder
 		for _, dn := range o.Denials {
-			fmt.Fprintf(&b, "- %s\n", denialText(dn))
+			fmt.Fprintf(&b, "- %s\n", dn.Markdown())
 		}
 		dv := map[string]string{"denials": strings.TrimRight(b.String(), "\n"), "denial_count": strconv.Itoa(len(o.Denials))}
 		v["denials"] = strings.TrimRight(say(t, templates.PlanReviewDenials, dv), "\n") + "\n"
@@ -86,7 +85,7 @@ func (d *decision) reportDenials(s State, f Facts, t templates.Set, o ReviewOutc
 	v := answerVars(s, f, t, *s.Review, o)
 	list := make([]string, 0, len(o.Denials))
 	for _, dn := range o.Denials {
-		list = append(list, denialText(dn))
+		list = append(list, dn.Markdown())
 	}
 	v["denials"], v["denial_count"] = strings.Join(list, "; "), strconv.Itoa(len(o.Denials))
 	note, err := t.Render(templates.PlanReviewerDenied, v)
@@ -99,33 +98,4 @@ func (d *decision) reportDenials(s State, f Facts, t templates.Set, o ReviewOutc
 	}
 	d.warn(note)
 	return nil
-}
-
-// denialText is one refused call in Markdown: the tool, and what it asked
-// for as code. Neither may break out of its span: a backquote in either
-// would end the code early, so the span's fence is longer than any run of
-// them.
-func denialText(dn reviewer.Denial) string {
-	if dn.Input == "" {
-		return code(dn.Tool)
-	}
-	return code(dn.Tool) + " " + code(dn.Input)
-}
-
-// code is s as a Markdown code span.
-func code(s string) string {
-	longest, run := 0, 0
-	for _, c := range s {
-		if c == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	fence := strings.Repeat("`", longest+1)
-	if longest > 0 {
-		return fence + " " + s + " " + fence
-	}
-	return fence + s + fence
 }
