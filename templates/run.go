@@ -38,6 +38,11 @@ const (
 	RunFeedbackReviewError  = "run_feedback_review_error"
 	RunFeedbackReviewFailed = "run_feedback_review_failed"
 	RunFeedbackNoFindings   = "run_feedback_no_findings"
+	// RunFeedbackReviewDenied follows RunFeedbackReviewFailed or
+	// RunFeedbackReviewError when the reviewer's CLI refused it tool calls
+	// (claude's permission_denials): the review may rest on checks that
+	// never ran.
+	RunFeedbackReviewDenied = "run_feedback_review_denied"
 
 	// Why a task failed or needs review (its error in the run's status).
 	RunTaskStopped     = "run_task_stopped"

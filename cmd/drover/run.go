@@ -501,7 +501,8 @@ func progressLine(t api.RunTask) string {
 }
 
 // reviewSummary is a review in a few words: "pass (opus)", "fail: 2
-// blocking (sonnet)", "failed (opus)".
+// blocking (sonnet)", "failed (opus)", then how many tool calls the
+// reviewer's CLI refused it, if any ("pass (opus), 1 tool call(s) refused").
 func reviewSummary(r *api.TaskReview) string {
 	s := r.Outcome
 	if r.Outcome == api.ReviewFail {
@@ -509,6 +510,9 @@ func reviewSummary(r *api.TaskReview) string {
 	}
 	if r.Model != "" {
 		s += " (" + r.Model + ")"
+	}
+	if n := len(r.Denied); n > 0 {
+		s += fmt.Sprintf(", %d tool call(s) refused", n)
 	}
 	return s
 }
@@ -569,6 +573,9 @@ func printRun(w io.Writer, run api.Run) {
 	for _, t := range run.Tasks {
 		if t.Error != "" {
 			fmt.Fprintf(w, "task %s: %s\n", t.ID, t.Error)
+		}
+		if r := t.LastReview; r != nil && len(r.Denied) > 0 {
+			fmt.Fprintf(w, "task %s: the reviewer's CLI refused it %d tool call(s) in the review of iteration %d, so the review may rest on checks it could not make: %s\n", t.ID, len(r.Denied), r.Iteration, strings.Join(r.Denied, "; "))
 		}
 		if waiting(run, t) {
 			fmt.Fprintf(w, "task %s: waiting for the usage limit until %s (wait %d of %d): %s\n", t.ID, limitClock(t.LimitUntil, now), t.LimitRetries, run.Options.LimitRetries, t.Limit)

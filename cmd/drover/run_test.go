@@ -1549,3 +1549,45 @@ func TestRunCancel(t *testing.T) {
 		t.Fatalf("the resumed run did not finish: %s: %s", r.State, r.Report)
 	}
 }
+
+// runDeniedReviewer is a --reviewer that prints claude's envelope with a
+// refused Bash call: it fails the first review of a task, passes the next.
+const runDeniedReviewer = `#!/bin/sh
+d=$(dirname "$0")
+t=$(git rev-parse --abbrev-ref HEAD); t=${t##*/}
+echo x >> "$d/reviews-$t"
+denied='"permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_1","tool_input":{"command":"go test ./...","description":"Run the tests"}}]'
+if [ "$(grep -c x "$d/reviews-$t")" = 1 ]; then
+  echo '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.25,"structured_output":{"verdict":"FAIL","findings":[{"severity":"blocking","summary":"the tests were not run"}]},'"$denied"'}'
+else
+  echo '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.25,"structured_output":{"verdict":"PASS","findings":[]},'"$denied"'}'
+fi
+`
+
+// TestRunReportsRefusedReviewerCalls: a task review whose CLI refused the
+// reviewer a tool call says so, to the task's next iteration and in the
+// run's status, so that nobody takes it for checks that were made.
+func TestRunReportsRefusedReviewerCalls(t *testing.T) {
+	f := newRunFixture(t)
+	rev := f.script("reviewer.sh", runDeniedReviewer)
+	args := f.withGraph(f.reviewed(), "one.yaml", "tasks:\n  - id: a\n    description: Write a.txt.\n    tests: [a.txt]\n")
+	out := f.must("", append(args, "--reviewer", rev+" {{prompt}}")...)
+	id := runIDFrom(t, out)
+	if !strings.Contains(out, "run "+id+" done") {
+		t.Fatalf("run did not report done:\n%s", out)
+	}
+	p := f.read("prompt-a-2")
+	if !strings.Contains(p, "blocking: the tests were not run") || !strings.Contains(p, "refused it 1 tool call(s)") || !strings.Contains(p, "- `Bash` `go test ./...`") {
+		t.Errorf("a's next iteration was not told of the refused call:\n%s", p)
+	}
+	status := f.must("", "run", "status", id)
+	if !tableRow(status, "a 1 done 2/3 developer passed 0 $1.50 pass (sonnet), 1 tool call(s) refused") {
+		t.Errorf("the review column does not count the refused call:\n%s", status)
+	}
+	if !strings.Contains(status, "task a: the reviewer's CLI refused it 1 tool call(s) in the review of iteration 2, so the review may rest on checks it could not make: `Bash` `go test ./...`") {
+		t.Errorf("run status does not name the refused call:\n%s", status)
+	}
+	if r := taskByID(f.runStatus(id), "a").LastReview; r == nil || len(r.Denied) != 1 {
+		t.Errorf("run status --json: last review %+v, want one refused call", r)
+	}
+}

@@ -131,6 +131,10 @@ type TaskReview struct {
 	Minor    int     `json:"minor,omitempty"`
 	Error    string  `json:"error,omitempty"`
 	CostUSD  float64 `json:"cost_usd"`
+	// Denied lists the tool calls the reviewer's CLI refused it (claude's
+	// permission_denials), each in one line of Markdown: the review may
+	// rest on checks that never ran.
+	Denied []string `json:"denied,omitempty"`
 	// Iteration is the task's iteration the review judged.
 	Iteration int       `json:"iteration"`
 	At        time.Time `json:"at"`

@@ -78,8 +78,29 @@ func Judge(t templates.Set, m IterationDone) (bool, string) {
 }
 
 // reviewFeedback is what the next iteration is told of a review that did
-// not pass.
+// not pass, then of the tool calls the reviewer's CLI refused it, if any:
+// the findings (or the missing verdict) may come of a check that never ran.
 func reviewFeedback(t templates.Set, r reviewer.Result) string {
+	text := reviewOutcomeFeedback(t, r)
+	if denied := deniedLines(r.Denials); len(denied) > 0 {
+		v := map[string]string{"denials": "- " + strings.Join(denied, "\n- "), "denial_count": strconv.Itoa(len(denied))}
+		text += "\n" + say(t, templates.RunFeedbackReviewDenied, v)
+	}
+	return text
+}
+
+// deniedLines is each refused call in one line of Markdown.
+func deniedLines(ds []reviewer.Denial) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Markdown())
+	}
+	return out
+}
+
+// reviewOutcomeFeedback is what the next iteration is told of the verdict
+// of a review that did not pass, or of its missing verdict.
+func reviewOutcomeFeedback(t templates.Set, r reviewer.Result) string {
 	if r.Outcome == reviewer.Failed {
 		return say(t, templates.RunFeedbackReviewError, map[string]string{"error": fmt.Sprint(r.Err)})
 	}
@@ -114,6 +135,7 @@ func TaskReview(r reviewer.Result, iteration int, at time.Time) *api.TaskReview 
 	if r.Err != nil {
 		out.Error = r.Err.Error()
 	}
+	out.Denied = deniedLines(r.Denials)
 	for _, f := range r.Findings {
 		if f.Blocking() {
 			out.Blocking++

@@ -75,6 +75,8 @@ func TestJudgeIteration(t *testing.T) {
 		{"review passed", IterationDone{Test: pass, Committed: true, Review: &reviewer.Result{Outcome: reviewer.Pass}}, true, ""},
 		{"review failed", IterationDone{Test: pass, Committed: true, Review: &reviewer.Result{Outcome: reviewer.Fail, Findings: []reviewer.Finding{{Severity: "blocking", File: "x.go", Line: 3, Summary: "off by one"}}}}, false, "- blocking (x.go:3): off by one"},
 		{"review did not run", IterationDone{Test: pass, Committed: true, Review: &reviewer.Result{Outcome: reviewer.Failed, Err: errors.New("timed out")}}, false, "review could not run (timed out)"},
+		{"review failed with a refused call", IterationDone{Test: pass, Committed: true, Review: &reviewer.Result{Outcome: reviewer.Fail, Findings: []reviewer.Finding{{Severity: "blocking", Summary: "untested"}}, Denials: []reviewer.Denial{{Tool: "Bash", Input: "go test ./..."}}}}, false, "- blocking: untested\nThe reviewer's CLI refused it 1 tool call(s), so its review may rest on checks it could not make: run them yourself.\n- `Bash` `go test ./...`"},
+		{"review did not run after a refused call", IterationDone{Test: pass, Committed: true, Review: &reviewer.Result{Outcome: reviewer.Failed, Err: errors.New("no verdict"), Denials: []reviewer.Denial{{Tool: "Edit", Input: "x.go"}}}}, false, "the work is unreviewed.\nThe reviewer's CLI refused it 1 tool call(s)"},
 	}
 	cases[4].in.AgentErr = errors.New("exit 1")
 	for _, c := range cases {
@@ -447,9 +449,13 @@ func TestTaskReview(t *testing.T) {
 			api.TaskReview{Model: "sonnet", Outcome: api.ReviewFail, Blocking: 2, Minor: 1, Iteration: 2, At: at},
 		},
 		{reviewer.Result{Outcome: reviewer.Failed, Err: errors.New("timed out")}, api.TaskReview{Outcome: api.ReviewFailed, Error: "timed out", Iteration: 2, At: at}},
+		{
+			reviewer.Result{Outcome: reviewer.Pass, Denials: []reviewer.Denial{{Tool: "Bash", Input: "go test ./..."}, {Tool: "Edit"}}},
+			api.TaskReview{Outcome: api.ReviewPass, Denied: []string{"`Bash` `go test ./...`", "`Edit`"}, Iteration: 2, At: at},
+		},
 	}
 	for _, c := range cases {
-		if got := TaskReview(c.in, 2, at); *got != c.want {
+		if got := TaskReview(c.in, 2, at); !reflect.DeepEqual(*got, c.want) {
 			t.Errorf("TaskReview(%+v) = %+v, want %+v", c.in, *got, c.want)
 		}
 	}
