@@ -106,12 +106,13 @@ func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string
 			failed := a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})
 			return &HookResult{Output: hook.Output{SystemMessage: joinLines(notes, failed)}}, nil
 		}
-	} else if a.found && (res.rec.Active() || m.Event == hook.SessionEnd || !res.rec.EndedAt.IsZero()) {
+	} else if a.found && (a.rec.Active() || m.Event == hook.SessionEnd || !a.rec.EndedAt.IsZero()) {
 		// A decision that changed nothing still tells that the session
 		// is alive (or, at SessionEnd, that it ended): what status's
-		// health reads. It is this hook's one save; the answer did not
-		// depend on it, so a failed one changes nothing but the health.
-		if err := a.commit(ctx, heard(res.rec, m.Event, now)); err != nil {
+		// health reads. It is this hook's one save, of the record as it
+		// was; the answer did not depend on it, so a failed one changes
+		// nothing but the health.
+		if err := a.commit(ctx, heard(a.rec, m.Event, now)); err != nil {
 			a.log.Warn("saving the session's last hook time", zap.Error(err))
 		}
 	}
