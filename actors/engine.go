@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
@@ -92,10 +93,11 @@ func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string
 		notes = joinLines(a.templateNotice(), notes)
 	}
 	res.Output.SystemMessage = joinLines(notes, res.Output.SystemMessage)
+	now := a.env.now()
 	if changed {
-		next := res.rec
+		next := heard(res.rec, m.Event, now)
 		next.Events++
-		next.UpdatedAt = a.env.now()
+		next.UpdatedAt = now
 		next = next.Remember(m.RequestID, m.Event, res.Output)
 		if err := a.commit(ctx, next); err != nil {
 			// Nothing was committed, so nothing may be decided: let the
@@ -104,8 +106,29 @@ func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string
 			failed := a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})
 			return &HookResult{Output: hook.Output{SystemMessage: joinLines(notes, failed)}}, nil
 		}
+	} else if a.found && (a.rec.Active() || m.Event == hook.SessionEnd || !a.rec.EndedAt.IsZero()) {
+		// A decision that changed nothing still tells that the session
+		// is alive (or, at SessionEnd, that it ended): what status's
+		// health reads. It is this hook's one save, of the record as it
+		// was; the answer did not depend on it, so a failed one changes
+		// nothing but the health.
+		if err := a.commit(ctx, heard(a.rec, m.Event, now)); err != nil {
+			a.log.Warn("saving the session's last hook time", zap.Error(err))
+		}
 	}
 	return &HookResult{Output: res.Output, Text: res.Text}, res.effects
+}
+
+// heard returns rec as it is once hook event e came at now: the last hook
+// time, and the session ended at a SessionEnd or not ended (resumed) at
+// any other event.
+func heard(rec session.Record, e hook.Event, now time.Time) session.Record {
+	rec.LastHookAt = now
+	rec.EndedAt = time.Time{}
+	if e == hook.SessionEnd {
+		rec.EndedAt = now
+	}
+	return rec
 }
 
 // decision is a workflow's answer to one hook event: the next record, the

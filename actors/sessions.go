@@ -146,7 +146,7 @@ func (s *sessionsActor) peek(id string) *StatusResult {
 	if st != store.Found {
 		rec = session.Record{ID: id, Workflow: session.Queue}
 	}
-	return &StatusResult{Status: sessionStatus(rec, s.env.Root, filepath.Join(s.env.SessionsDir, id))}
+	return &StatusResult{Status: sessionStatus(rec, s.env, filepath.Join(s.env.SessionsDir, id))}
 }
 
 // retire stops a session actor after the messages already in its mailbox.

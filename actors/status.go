@@ -31,13 +31,15 @@ func (a *sessionActor) status() *StatusResult {
 		// a stopped queue.
 		rec = session.Record{ID: a.id, Workflow: session.Queue}
 	}
-	return &StatusResult{Status: sessionStatus(rec, a.env.Root, a.sessionDir())}
+	return &StatusResult{Status: sessionStatus(rec, a.env, a.sessionDir())}
 }
 
 // sessionStatus is what status shows of rec: its workflow's state and
-// iteration, what its plan's reviews cost, and the task files in dir.
-func sessionStatus(rec session.Record, root, dir string) api.SessionStatus {
-	st := api.SessionStatus{ID: rec.ID, Workflow: string(rec.Workflow), State: string(rec.Queue.State), Iteration: rec.Queue.Iteration, UpdatedAt: rec.UpdatedAt}
+// iteration, its health at env's now by status.stale_after, what its
+// plan's reviews cost, and the task files in dir.
+func sessionStatus(rec session.Record, env Env, dir string) api.SessionStatus {
+	root := env.Root
+	st := api.SessionStatus{ID: rec.ID, Workflow: string(rec.Workflow), State: string(rec.Queue.State), Iteration: rec.Queue.Iteration, UpdatedAt: rec.UpdatedAt, LastHookAt: rec.LastHookAt}
 	switch rec.Workflow {
 	case session.Loop:
 		st.State, st.Iteration = "off", rec.Loop.Iteration
@@ -55,6 +57,7 @@ func sessionStatus(rec session.Record, root, dir string) api.SessionStatus {
 	if st.State == "" {
 		st.State = "off"
 	}
+	st.Health = string(rec.Health(env.now(), env.Config().Status.StaleAfter))
 	if list, err := tasks.Scan(dir); err == nil {
 		st.Pending, st.Done, st.Stuck = len(list.Pending), len(list.Done), len(list.Stuck)
 		if len(list.Pending) > 0 {

@@ -366,10 +366,14 @@ func (a *app) statusCmd(g *globalFlags) *cobra.Command {
 		Use:   "status",
 		Short: "Show every session of this project: workflow, state, iteration and tasks",
 		Long: `status lists every session the project's supervisor knows: its workflow,
-state, iteration and its pending, done and stuck task counts, plus the
-number of quarantined store records. With --json it prints
-{"project","pid","sessions":[{"id","workflow","state","iteration","pending",
-"done","stuck","next_task","cost_usd","updated_at"}],"quarantined"}
+state, health, iteration and its pending, done and stuck task counts, plus
+the number of quarantined store records. Health is idle (no workflow
+runs), working, stale (a workflow runs but the session has sent no hook
+for longer than status.stale_after: its agent may have died without a
+Stop) or ended (its SessionEnd came; a resumed session works again). With
+--json it prints {"project","pid","sessions":[{"id","workflow","state",
+"health","iteration","pending","done","stuck","next_task","cost_usd",
+"updated_at","last_hook_at"}],"quarantined"}
 (quarantined only when some records were set aside). In a project
 without .drover/state it says so without starting a supervisor, unless one
 still runs there (.drover/ was removed under it): that one is asked.`,
@@ -416,7 +420,7 @@ still runs there (.drover/ was removed under it): that one is asked.`,
 				fmt.Fprintln(a.stdout, "no sessions")
 			} else {
 				tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "SESSION\tWORKFLOW\tSTATE\tITERATION\tPENDING\tDONE\tSTUCK\tCOST\tUPDATED")
+				fmt.Fprintln(tw, "SESSION\tWORKFLOW\tSTATE\tHEALTH\tITERATION\tPENDING\tDONE\tSTUCK\tCOST\tUPDATED")
 				for _, s := range st.Sessions {
 					upd := "-"
 					if !s.UpdatedAt.IsZero() {
@@ -426,7 +430,11 @@ still runs there (.drover/ was removed under it): that one is asked.`,
 					if wf == "" {
 						wf = "-" // known only by the agent's notes
 					}
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.2f\t%s\n", s.ID, wf, s.State, s.Iteration, s.Pending, s.Done, s.Stuck, s.CostUSD, upd)
+					health := s.Health
+					if health == "" {
+						health = "-" // an unavailable session
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t$%.2f\t%s\n", s.ID, wf, s.State, health, s.Iteration, s.Pending, s.Done, s.Stuck, s.CostUSD, upd)
 				}
 				if err := tw.Flush(); err != nil {
 					return err

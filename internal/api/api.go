@@ -117,6 +117,12 @@ type SessionStatus struct {
 	// sessions; 0 for the others).
 	CostUSD   float64   `json:"cost_usd"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Health is whether the session's agent is still there: idle,
+	// working, stale or ended (the words of session.Health).
+	Health string `json:"health"`
+	// LastHookAt is when the session last sent a hook (zero: never,
+	// since drover kept it).
+	LastHookAt time.Time `json:"last_hook_at,omitzero"`
 }
 
 // StatusResponse lists the sessions the supervisor knows.

@@ -43,6 +43,7 @@ type Config struct {
 	Review     Review     `koanf:"review"`
 	Run        Run        `koanf:"run"`
 	Log        Log        `koanf:"log"`
+	Status     Status     `koanf:"status"`
 }
 
 // Loop configures the loop workflow: its default budget, the project's
@@ -179,6 +180,11 @@ type Log struct {
 	MaxBackups int    `koanf:"max_backups" reload:"restart" help:"rotated log files kept"`
 }
 
+// Status tunes what drover status says of a session's health.
+type Status struct {
+	StaleAfter time.Duration `koanf:"stale_after" help:"a session whose workflow runs and that has sent no hook for longer than this is shown as stale: its agent may have died without a Stop (0: never stale)"`
+}
+
 // Defaults returns the built-in configuration, the bottom layer.
 func Defaults() Config {
 	return Config{
@@ -235,7 +241,8 @@ func Defaults() Config {
 			LimitRetries:     5,
 			Review:           true,
 		},
-		Log: Log{Level: "info", MaxSizeMB: 10, MaxBackups: 3},
+		Log:    Log{Level: "info", MaxSizeMB: 10, MaxBackups: 3},
+		Status: Status{StaleAfter: 30 * time.Minute},
 	}
 }
 
@@ -387,6 +394,9 @@ func (c Config) Validate() error {
 	}
 	if c.Loop.StuckLimit < 0 {
 		bad("loop.stuck_limit", "must not be negative (0 never ends a stuck loop), got %d", c.Loop.StuckLimit)
+	}
+	if c.Status.StaleAfter < 0 {
+		bad("status.stale_after", "must not be negative (0: never stale), got %v", c.Status.StaleAfter)
 	}
 	if c.Review.MaxReviews < 0 {
 		bad("review.max_reviews", "must not be negative, got %d", c.Review.MaxReviews)

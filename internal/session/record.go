@@ -68,6 +68,13 @@ type Record struct {
 	Notes     Notes     `json:"notes,omitzero"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// LastHookAt is when the session last sent a hook, committed with
+	// that hook's decision: what Health reads to tell a working session
+	// from one whose agent went quiet.
+	LastHookAt time.Time `json:"last_hook_at,omitzero"`
+	// EndedAt is when the session's SessionEnd came; a later hook (a
+	// resumed session) clears it.
+	EndedAt time.Time `json:"ended_at,omitzero"`
 	// Events counts every hook event applied to this session; tests use it
 	// to prove nothing was counted twice.
 	Events int `json:"events"`

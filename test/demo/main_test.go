@@ -40,9 +40,10 @@ func TestDemo(t *testing.T) {
 		t.Errorf("git log in the demo shows %d commits after the first, want at least 3:\n%s", n, log)
 	}
 	status := got[strings.Index(got, "$ drover status"):strings.Index(got, "$ git log --oneline")]
-	// WORKFLOW STATE ITERATION PENDING DONE STUCK: a queue, off, 0 pending,
-	// 3 done, 0 stuck.
-	if !regexp.MustCompile(`queue\s+off\s+\d+\s+0\s+3\s+0\s`).MatchString(status) {
+	// WORKFLOW STATE HEALTH ITERATION PENDING DONE STUCK: a queue, off,
+	// idle (or ended, once the CLI's SessionEnd came), 0 pending, 3 done,
+	// 0 stuck.
+	if !regexp.MustCompile(`queue\s+off\s+(idle|ended)\s+\d+\s+0\s+3\s+0\s`).MatchString(status) {
 		t.Errorf("drover status in the demo does not show the queue off with 3 done:\n%s", status)
 	}
 }

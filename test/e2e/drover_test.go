@@ -216,6 +216,10 @@ type sessionStatus struct {
 	CostUSD   float64   `json:"cost_usd"`
 	NextTask  string    `json:"next_task"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// Health is idle, working, stale or ended; LastHookAt is the time of
+	// the session's last hook.
+	Health     string    `json:"health"`
+	LastHookAt time.Time `json:"last_hook_at"`
 }
 
 func (p *queueProject) status() statusJSON {
