@@ -106,7 +106,7 @@ func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string
 			failed := a.text(templates.SaveFailed, map[string]string{"session_id": a.id, "error": err.Error()})
 			return &HookResult{Output: hook.Output{SystemMessage: joinLines(notes, failed)}}, nil
 		}
-	} else if a.found && (a.rec.Active() || m.Event == hook.SessionEnd || !a.rec.EndedAt.IsZero()) {
+	} else if a.found && (a.rec.Active() || m.Event == hook.SessionEnd || !a.rec.EndedAt.IsZero()) && !a.heardRecently(m.Event, now) {
 		// A decision that changed nothing still tells that the session
 		// is alive (or, at SessionEnd, that it ended): what status's
 		// health reads. It is this hook's one save, of the record as it
@@ -117,6 +117,19 @@ func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string
 		}
 	}
 	return &HookResult{Output: res.Output, Text: res.Text}, res.effects
+}
+
+// heardRecently reports whether the time-only save of hook event e at now
+// may be skipped: the stored last hook time is recent enough for
+// status.stale_after (within a tenth of it, and a minute at most), so that
+// a burst of prompts in a working session costs no fsync each. SessionEnd
+// and the first hook after one are always saved.
+func (a *sessionActor) heardRecently(e hook.Event, now time.Time) bool {
+	if e == hook.SessionEnd || !a.rec.EndedAt.IsZero() {
+		return false
+	}
+	grain := min(time.Minute, a.env.Config().Status.StaleAfter/10)
+	return grain > 0 && now.Sub(a.rec.LastHookAt) < grain
 }
 
 // heard returns rec as it is once hook event e came at now: the last hook

@@ -86,6 +86,21 @@ func TestSessionHealth(t *testing.T) {
 		t.Errorf("stored record: last hook %v ended %v active %v, want last hook %v, not ended, active", rec.LastHookAt, rec.EndedAt, rec.Active(), clock.now())
 	}
 
+	// A prompt within a tenth of stale_after (30m by default) of the
+	// stored hook time is not saved again: a burst of prompts costs one
+	// fsync, and the stored time stays the first one's.
+	first := clock.now()
+	clock.advance(10 * time.Second)
+	send("s1", hook.UserPromptSubmit, hook.Input{Prompt: "and again"})
+	if rec, _, err := f.store.Load(context.Background(), "s1"); err != nil || !rec.LastHookAt.Equal(first) {
+		t.Errorf("after a prompt 10s later: stored last hook %v (%v), want %v kept", rec.LastHookAt, err, first)
+	}
+	clock.advance(3 * time.Minute)
+	send("s1", hook.UserPromptSubmit, hook.Input{Prompt: "later"})
+	if rec, _, err := f.store.Load(context.Background(), "s1"); err != nil || !rec.LastHookAt.Equal(clock.now()) {
+		t.Errorf("after a prompt 3m later: stored last hook %v (%v), want %v", rec.LastHookAt, err, clock.now())
+	}
+
 	// A session that runs no workflow is idle, and ended after its
 	// SessionEnd.
 	f.add("s2", "never started")
