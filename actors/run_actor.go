@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,6 +56,9 @@ type runActor struct {
 	// stopping is set once the actor stops: it waits for its children to
 	// stop, and takes in nothing they still send meanwhile.
 	stopping bool
+	// committed is the run as this actor last committed it (no ID before
+	// its first commit): the events of a commit are what changed since.
+	committed api.Run
 }
 
 func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *runActor {
@@ -239,6 +243,10 @@ func (a *runActor) commit() error {
 	if err := a.env.Store.SaveRun(ctx, a.s.Run); err != nil {
 		return fmt.Errorf("saving run %s: %w", a.s.Run.ID, err)
 	}
+	publish(a.env.Events, ctx, runEvents(a.committed, a.s.Run))
+	// A copy: the workflow steps a.s.Run's tasks in place.
+	a.committed = a.s.Run
+	a.committed.Tasks = slices.Clone(a.s.Run.Tasks)
 	return nil
 }
 

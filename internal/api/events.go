@@ -72,7 +72,7 @@ type LoopIterationData struct {
 	Role         string   `json:"role,omitempty"`
 	CostUSD      float64  `json:"cost_usd,omitempty"`
 	TestPassRate *float64 `json:"test_pass_rate,omitempty"`
-	LintScore    *float64 `json:"lint_score,omitempty"`
+	LintIssues   *int     `json:"lint_issues,omitempty"`
 	Outcome      string   `json:"outcome,omitempty"`
 }
 
@@ -91,10 +91,14 @@ type TaskData struct {
 // needs_review.
 type ReviewData struct {
 	Plan      string  `json:"plan,omitempty"`
+	Kind      string  `json:"kind,omitempty"`
+	Task      string  `json:"task,omitempty"`
+	Model     string  `json:"model,omitempty"`
 	Phase     string  `json:"phase,omitempty"`
 	Iteration int     `json:"iteration,omitempty"`
 	Verdict   string  `json:"verdict,omitempty"`
 	Findings  int     `json:"findings,omitempty"`
+	Blocking  int     `json:"blocking,omitempty"`
 	CostUSD   float64 `json:"cost_usd,omitempty"`
 }
 
