@@ -47,7 +47,7 @@ func sessionEvents(old session.Record, found bool, next session.Record) []events
 		if d.Output.IsBlock() {
 			decision = "block"
 		}
-		add(api.EventHookDecided, api.DecisionData{Event: string(d.Event), Decision: decision, Reason: reason})
+		add(api.EventHookDecided, api.DecisionData{Event: string(d.Event), Request: d.RequestID, Decision: decision, Reason: reason})
 		if d.Event == hook.SessionEnd {
 			add(api.EventSessionEnded, api.SessionData{Workflow: string(next.Workflow)})
 		}

@@ -70,6 +70,9 @@ type Options struct {
 	// supervisor at all. A holder that answers is a running supervisor,
 	// and Run returns ErrAlreadyRunning at once, as it does with no wait.
 	LockWait time.Duration
+	// EventBuffer is how many events a stream client may fall behind by
+	// before it is dropped (events.DefaultBuffer when 0; tests lower it).
+	EventBuffer int
 	// Fault, when set, is called at named points of a hook's handling
 	// (actors.Env.Fault); only the crash soak sets it.
 	Fault func(point string)
@@ -224,6 +227,7 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 	s.store = st
 	hub, err := events.Open(ctx, st, events.Options{
 		History: cfg.Events.History,
+		Buffer:  opts.EventBuffer,
 		OnError: func(err error) { s.log.Warn("event history", zap.Error(err)) },
 	})
 	if err != nil {

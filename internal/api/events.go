@@ -59,7 +59,9 @@ type SessionData struct {
 // DecisionData is the payload of hook.decided: the hook event and what
 // the engine answered ("block" or "allow").
 type DecisionData struct {
-	Event    string `json:"event"`
+	Event string `json:"event"`
+	// Request is the hook request's id.
+	Request  string `json:"request,omitempty"`
 	Decision string `json:"decision"`
 	Reason   string `json:"reason,omitempty"`
 }

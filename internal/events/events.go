@@ -195,8 +195,16 @@ func (h *Hub) Close() {
 		h.drop(s)
 	}
 	close(h.wake)
+	last := h.next - 1
 	h.mu.Unlock()
 	<-h.done
+	// A clean stop gives back the ids reserved but not used, so that the
+	// next supervisor's ids follow on; only a crash leaves a gap.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.st.ReserveEventIDs(ctx, last); err != nil {
+		h.fail(fmt.Errorf("releasing event ids: %w", err))
+	}
 }
 
 // Subscription is one subscriber: C carries the events after the backlog;
