@@ -17,7 +17,8 @@ const sseHeartbeat = 15 * time.Second
 
 // serveEvents streams the project's events as Server-Sent Events: first
 // those of the history after the client's Last-Event-ID (or ?since=),
-// then each as it is published. A client that falls behind is dropped
+// then each as it is published (unless ?follow=false, which ends the
+// stream after the history). A client that falls behind is dropped
 // (its subscription's channel closes) and resumes by id; the stream also
 // ends when the supervisor starts to stop, so that it does not hold up the
 // shutdown.
@@ -50,7 +51,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if err := flush(); err != nil {
+	if err := flush(); err != nil || r.URL.Query().Get("follow") == "false" {
 		return
 	}
 	every := s.heartbeat
