@@ -53,6 +53,7 @@ func (a *apiServer) follow(since uint64) *stream {
 	s := &stream{cancel: cancel, events: make(chan api.Event, 1<<16), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
+		defer close(s.events)
 		defer res.Body.Close()
 		sc := bufio.NewScanner(res.Body)
 		sc.Buffer(nil, 1<<20)
@@ -84,13 +85,16 @@ func (s *stream) close() {
 }
 
 // until reads events until one satisfies stop, and returns them all.
-func (s *stream) until(t *testing.T, stop func(api.Event) bool) []api.Event {
+func (s *stream) until(t testing.TB, stop func(api.Event) bool) []api.Event {
 	t.Helper()
 	var got []api.Event
 	timeout := time.After(60 * time.Second)
 	for {
 		select {
-		case e := <-s.events:
+		case e, ok := <-s.events:
+			if !ok {
+				t.Fatalf("the stream ended after %d events", len(got))
+			}
 			got = append(got, e)
 			if stop(e) {
 				return got
@@ -336,7 +340,7 @@ func countStops(evs []api.Event) int {
 // newAPIServerWith is newAPIServer with the options opts, whose project
 // root may hold the store of an earlier server; stop ends it (also done
 // at the test's end).
-func newAPIServerWith(t *testing.T, opts Options) (*apiServer, func()) {
+func newAPIServerWith(t testing.TB, opts Options) (*apiServer, func()) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
