@@ -15,6 +15,9 @@ import (
 // sseHeartbeat is how often an idle event stream sends a comment line.
 const sseHeartbeat = 15 * time.Second
 
+// sseWriteTimeout bounds one write of the event stream to its client.
+const sseWriteTimeout = 30 * time.Second
+
 // serveEvents streams the project's events as Server-Sent Events: first
 // those of the history after the client's Last-Event-ID (or ?since=),
 // then each as it is published (unless ?follow=false, which ends the
@@ -37,6 +40,10 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 	bw := bufio.NewWriter(w)
 	flush := func() error {
+		// A client that takes no bytes for this long is gone or stuck:
+		// the write fails and the handler ends, rather than hold its
+		// goroutine (and the shutdown) until the client goes.
+		_ = rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
 		if err := bw.Flush(); err != nil {
 			return err
 		}

@@ -371,3 +371,41 @@ func newAPIServerWith(t testing.TB, opts Options) (*apiServer, func()) {
 func eventsDraft() events.Draft {
 	return events.Draft{Kind: "test.marker"}
 }
+
+// TestIdleEventStreamSendsHeartbeats: a stream with nothing to say sends
+// comment lines, so that a client sees its connection is alive; and a
+// bad Last-Event-ID is refused.
+func TestIdleEventStreamSendsHeartbeats(t *testing.T) {
+	a := newAPIServer(t)
+	a.srv.heartbeat = time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url+api.PathEvents+"?since="+strconv.FormatUint(a.srv.events.LastID(), 10), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	sc := bufio.NewScanner(res.Body)
+	beat := false
+	for !beat && sc.Scan() {
+		switch line := sc.Text(); line {
+		case ": heartbeat":
+			beat = true
+		case "":
+		default:
+			t.Fatalf("an idle stream sent %q", line)
+		}
+	}
+	if !beat {
+		t.Fatalf("the stream ended with no heartbeat (%v)", sc.Err())
+	}
+	cancel()
+
+	if r := a.do(http.MethodGet, api.PathEvents+"?since=x", nil); r.status != http.StatusBadRequest {
+		t.Errorf("?since=x = %d, want 400", r.status)
+	}
+}
