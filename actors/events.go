@@ -139,11 +139,32 @@ func reviewVerdict(r *api.PlanReviewRun) string {
 	return r.Outcome
 }
 
+// runCommit is what the events of a run's commit are derived from: the
+// run as stored, and the run workflow's budget state, which is not.
+type runCommit struct {
+	Run api.Run
+	// Stop is why the run ends early (run.State.Stop), Cancelled whether
+	// that was the user's cancel rather than a budget, and Ending the
+	// tasks whose dollar budget is spent.
+	Stop      string
+	Cancelled bool
+	Ending    map[string]bool
+}
+
 // runEvents returns the events of the commit of run next over old (old
 // has no ID when the run had not been committed by this actor before).
-func runEvents(old, next api.Run) []events.Draft {
+func runEvents(oldC, nextC runCommit) []events.Draft {
+	old, next := oldC.Run, nextC.Run
 	id := next.ID
 	var out []events.Draft
+	if nextC.Stop != "" && oldC.Stop == "" && !nextC.Cancelled {
+		out = append(out, events.Draft{Kind: api.EventBudgetReached, Run: id, Data: api.BudgetData{What: "run", CostUSD: next.CostUSD, Reason: nextC.Stop}})
+	}
+	for _, t := range next.Tasks {
+		if nextC.Ending[t.ID] && !oldC.Ending[t.ID] {
+			out = append(out, events.Draft{Kind: api.EventBudgetReached, Run: id, Data: api.BudgetData{What: "task " + t.ID, CostUSD: t.CostUSD}})
+		}
+	}
 	state := api.RunStateData{State: string(next.State), Merged: next.Merged, Waves: next.Waves, CostUSD: next.CostUSD, Report: next.Report}
 	if old.ID == "" || old.State != next.State {
 		out = append(out, events.Draft{Kind: api.EventRunState, Run: id, Data: state})

@@ -75,12 +75,15 @@ func TestRunEvents(t *testing.T) {
 	done.Tasks = []api.RunTask{{ID: "a", Wave: 1, State: api.TaskDone, Iteration: 1, Reviews: 1, LastReview: &api.TaskReview{Outcome: "pass"}}}
 	for _, tc := range []struct {
 		name      string
-		old, next api.Run
+		old, next runCommit
 		want      []api.EventKind
 	}{
-		{"first commit", api.Run{}, old, []api.EventKind{api.EventRunState, api.EventRunTask}},
-		{"cost only", old, cost, []api.EventKind{}},
-		{"task done, reviewed, wave merged", old, done, []api.EventKind{api.EventRunWave, api.EventRunTask, api.EventTaskDone, api.EventReviewFinished}},
+		{"first commit", runCommit{}, runCommit{Run: old}, []api.EventKind{api.EventRunState, api.EventRunTask}},
+		{"cost only", runCommit{Run: old}, runCommit{Run: cost}, []api.EventKind{}},
+		{"task done, reviewed, wave merged", runCommit{Run: old}, runCommit{Run: done}, []api.EventKind{api.EventRunWave, api.EventRunTask, api.EventTaskDone, api.EventReviewFinished}},
+		{"a task's budget", runCommit{Run: old}, runCommit{Run: cost, Ending: map[string]bool{"a": true}}, []api.EventKind{api.EventBudgetReached}},
+		{"the run's budget", runCommit{Run: old}, runCommit{Run: old, Stop: "max-usd"}, []api.EventKind{api.EventBudgetReached}},
+		{"a cancel", runCommit{Run: old}, runCommit{Run: old, Stop: "cancelled", Cancelled: true}, []api.EventKind{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := kinds(runEvents(tc.old, tc.next)); !slices.Equal(got, tc.want) {
