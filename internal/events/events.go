@@ -68,7 +68,7 @@ type Hub struct {
 	mu       sync.Mutex
 	next     uint64
 	reserved uint64
-	ring     []api.Event // the last opts.History events, oldest first
+	ring     []api.Event // the last events, oldest first: opts.History to twice that (see history)
 	subs     map[*Subscription]struct{}
 	pending  []api.Event
 	closed   bool
@@ -145,8 +145,11 @@ func (h *Hub) Publish(ctx context.Context, drafts ...Draft) {
 			}
 		}
 	}
-	if over := len(h.ring) - h.opts.History; over > 0 {
-		h.ring = append(h.ring[:0:0], h.ring[over:]...)
+	// The ring grows to twice the history before its oldest half is
+	// dropped: a copy of the whole history on every publish would cost
+	// each decision far more than the event.
+	if len(h.ring) > 2*h.opts.History {
+		h.ring = append(h.ring[:0:0], h.ring[len(h.ring)-h.opts.History:]...)
 	}
 	select {
 	case h.wake <- struct{}{}:
@@ -229,11 +232,17 @@ func (h *Hub) Subscribe(since uint64) (backlog []api.Event, sub *Subscription, g
 		close(c)
 		return nil, sub, false
 	}
-	backlog = After(h.ring, since)
+	ring := h.history()
+	backlog = After(ring, since)
 	// The history no longer reaches back to since.
-	gap = since > 0 && len(h.ring) > 0 && h.ring[0].ID > since+1
+	gap = since > 0 && len(ring) > 0 && ring[0].ID > since+1
 	h.subs[sub] = struct{}{}
 	return backlog, sub, gap
+}
+
+// history returns the last opts.History events; h.mu is held.
+func (h *Hub) history() []api.Event {
+	return h.ring[max(0, len(h.ring)-h.opts.History):]
 }
 
 // After returns the events of evs (sorted by id) whose id is above since.
