@@ -163,7 +163,9 @@ func (a *sessionActor) commit(ctx context.Context, rec session.Record) error {
 	if err := a.env.Store.Save(ctx, rec); err != nil {
 		return err
 	}
+	old, found := a.rec, a.found
 	a.rec, a.found = rec, true
+	publish(a.env.Events, ctx, sessionEvents(old, found, rec))
 	return nil
 }
 

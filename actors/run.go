@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/events"
 	"github.com/drover-dev/drover/internal/proctag"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/workflow/plan"
@@ -70,6 +71,9 @@ type RunsEnv struct {
 	// watchdog to end them, and the tool calls agents run in sessions of
 	// their own, when the supervisor dies without doing so (empty: none).
 	ChildTag string
+	// Events, when set, is handed the events of every commit of a run
+	// once it succeeded (internal/events); it must not block.
+	Events func(ctx context.Context, evs ...events.Draft)
 
 	// worktrees serializes the work tree changes of every run of the
 	// project (see worktree.Create); NewRunsProps sets it.

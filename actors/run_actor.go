@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -55,6 +57,12 @@ type runActor struct {
 	// stopping is set once the actor stops: it waits for its children to
 	// stop, and takes in nothing they still send meanwhile.
 	stopping bool
+	// committed is the run as this actor last committed it (no ID before
+	// its first commit): the events of a commit are what changed since.
+	committed runCommit
+	// cancelled is set once the user cancelled the run: the stop that
+	// follows is no budget reached.
+	cancelled bool
 }
 
 func newRunActor(env RunsEnv, rec api.Run, g rungraph.Graph, set runSettings) *runActor {
@@ -116,6 +124,7 @@ func (a *runActor) Receive(ctx actor.Context) {
 	case *limitWake:
 		a.handle(ctx, run.Wake{})
 	case *CancelRun:
+		a.cancelled = true
 		a.answer(ctx, run.Cancel{})
 	case *progressFlush:
 		// A save since the timer was armed has cancelled it.
@@ -239,6 +248,11 @@ func (a *runActor) commit() error {
 	if err := a.env.Store.SaveRun(ctx, a.s.Run); err != nil {
 		return fmt.Errorf("saving run %s: %w", a.s.Run.ID, err)
 	}
+	next := runCommit{Run: a.s.Run, Stop: a.s.Stop, Cancelled: a.cancelled, Ending: maps.Clone(a.s.Ending)}
+	// A copy: the workflow steps a.s.Run's tasks in place.
+	next.Run.Tasks = slices.Clone(a.s.Run.Tasks)
+	publish(a.env.Events, ctx, runEvents(a.committed, next))
+	a.committed = next
 	return nil
 }
 

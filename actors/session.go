@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/events"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/project"
 	"github.com/drover-dev/drover/internal/session"
@@ -59,6 +60,9 @@ type Env struct {
 	// (FaultReceive, FaultCommitted, FaultEffect); the crash soak
 	// (test/soak) sets it to kill the supervisor there. nil in production.
 	Fault func(point string)
+	// Events, when set, is handed the events of every commit once it
+	// succeeded (internal/events); it must not block.
+	Events func(ctx context.Context, evs ...events.Draft)
 }
 
 // The points at which Env.Fault is called.

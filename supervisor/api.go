@@ -37,6 +37,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+api.PathStatus, s.serveStatus)
 	mux.HandleFunc("GET "+api.PathConfig, s.serveConfig)
 	mux.HandleFunc("POST "+api.PathCleanup, s.serveCleanup)
+	mux.HandleFunc("GET "+api.PathEvents, s.serveEvents)
 	mux.HandleFunc("POST /v1/hook/{event}", s.serveHook)
 	mux.HandleFunc("POST /v1/sessions/{id}/tasks", s.serveAdd)
 	mux.HandleFunc("POST /v1/sessions/{id}/{verb}", s.serveCommand)

@@ -33,7 +33,7 @@ const testVersion = "1.2.3-test"
 // project (a git repository in a temporary directory): the store and the
 // actor tree are real, the socket and the lock are not there.
 type apiServer struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *Server
 	paths  project.Paths
 	url    string

@@ -32,6 +32,7 @@ func (s *Server) startRuns(env actors.Env) func() {
 		Config:    env.Config,
 		Reviewers: env.Reviewers,
 		ChildTag:  env.ChildTag,
+		Events:    env.Events,
 	}), actors.RunsActorName)
 	if err != nil {
 		s.log.Error("spawning the runs actor", zap.Error(err))

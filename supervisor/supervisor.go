@@ -21,7 +21,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/events"
 	"github.com/drover-dev/drover/internal/gitstatus"
 	"github.com/drover-dev/drover/internal/logging"
 	"github.com/drover-dev/drover/internal/loopconf"
@@ -68,6 +70,9 @@ type Options struct {
 	// supervisor at all. A holder that answers is a running supervisor,
 	// and Run returns ErrAlreadyRunning at once, as it does with no wait.
 	LockWait time.Duration
+	// EventBuffer is how many events a stream client may fall behind by
+	// before it is dropped (events.DefaultBuffer when 0; tests lower it).
+	EventBuffer int
 	// Fault, when set, is called at named points of a hook's handling
 	// (actors.Env.Fault); only the crash soak sets it.
 	Fault func(point string)
@@ -90,6 +95,11 @@ type Server struct {
 	// up the shutdown.
 	draining     chan struct{}
 	drainingOnce sync.Once
+	// events is the project's event stream (GET /v1/events).
+	events *events.Hub
+	// heartbeat is how often an idle event stream sends a comment, so
+	// that a client sees the connection is alive (sseHeartbeat when 0).
+	heartbeat time.Duration
 }
 
 // drain marks the supervisor as stopping (see draining).
@@ -215,7 +225,19 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 		return nil, nil, fmt.Errorf("opening store: %w", err)
 	}
 	s.store = st
+	hub, err := events.Open(ctx, st, events.Options{
+		History: cfg.Events.History,
+		Buffer:  opts.EventBuffer,
+		OnError: func(err error) { s.log.Warn("event history", zap.Error(err)) },
+	})
+	if err != nil {
+		return nil, nil, errors.Join(err, st.Close())
+	}
+	s.events = hub
 	closeStore := func() error {
+		// The last events go to the store before it closes.
+		hub.Publish(context.Background(), events.Draft{Kind: api.EventSupervisorStopped})
+		hub.Close()
 		if err := st.Close(); err != nil {
 			return fmt.Errorf("closing store: %w", err)
 		}
@@ -242,6 +264,7 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 		Reviewers:   s.reviewers,
 		ChildTag:    childTag,
 		Fault:       opts.Fault,
+		Events:      hub.Publish,
 	}
 	root, err := s.system.Root.SpawnNamed(actors.NewSessionsProps(env, actors.SessionsOptions{
 		IdleTimeout:   cfg.Supervisor.IdleTimeout,
@@ -254,6 +277,7 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 	}
 	s.root = root
 	stopRuns := s.startRuns(env)
+	hub.Publish(ctx, events.Draft{Kind: api.EventSupervisorStarted, Data: api.SupervisorData{Version: opts.Version, PID: os.Getpid()}})
 	return s, func() error {
 		stopRuns()
 		if werr := s.system.Root.StopFuture(root).Wait(); werr != nil {

@@ -65,11 +65,7 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return err
 	}
 	if resp.status/100 != 2 {
-		var e api.Error
-		if json.Unmarshal(resp.body, &e) != nil || e.Error == "" {
-			e.Error = resp.reason
-		}
-		return &APIError{Status: resp.status, Message: e.Error}
+		return apiError(resp)
 	}
 	if out == nil {
 		return nil
@@ -78,6 +74,15 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 		return fmt.Errorf("decoding %s response: %w", path, err)
 	}
 	return nil
+}
+
+// apiError is the error of a non-2xx answer.
+func apiError(resp response) *APIError {
+	var e api.Error
+	if json.Unmarshal(resp.body, &e) != nil || e.Error == "" {
+		e.Error = resp.reason
+	}
+	return &APIError{Status: resp.status, Message: e.Error}
 }
 
 // Health asks the supervisor who it is.

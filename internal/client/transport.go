@@ -100,31 +100,9 @@ func parseStatus(line string) (response, error) {
 // readBody reads the header lines and then the body, capped at
 // maxResponseBytes.
 func readBody(r *bufio.Reader) ([]byte, error) {
-	length, chunked := -1, false
-	for {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			return nil, fmt.Errorf("reading the header: %w", err)
-		}
-		line = strings.TrimRight(line, "\r\n")
-		if line == "" {
-			break
-		}
-		name, value, ok := strings.Cut(line, ":")
-		if !ok {
-			return nil, fmt.Errorf("malformed header line %q", line)
-		}
-		value = strings.TrimSpace(value)
-		switch strings.ToLower(strings.TrimSpace(name)) {
-		case "content-length":
-			n, err := strconv.Atoi(value)
-			if err != nil || n < 0 {
-				return nil, fmt.Errorf("malformed Content-Length %q", value)
-			}
-			length = n
-		case "transfer-encoding":
-			chunked = strings.EqualFold(value, "chunked")
-		}
+	length, chunked, err := readHeader(r)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case chunked:
@@ -182,4 +160,35 @@ func readCapped(r io.Reader) ([]byte, error) {
 		return nil, fmt.Errorf("the answer is larger than %d bytes", maxResponseBytes)
 	}
 	return body, nil
+}
+
+// readHeader reads the header lines up to the blank line, and returns the
+// body's Content-Length (-1 for none) and whether it is chunked.
+func readHeader(r *bufio.Reader) (length int, chunked bool, err error) {
+	length = -1
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return 0, false, fmt.Errorf("reading the header: %w", err)
+		}
+		line = strings.TrimRight(line, "\r\n")
+		if line == "" {
+			return length, chunked, nil
+		}
+		name, value, ok := strings.Cut(line, ":")
+		if !ok {
+			return 0, false, fmt.Errorf("malformed header line %q", line)
+		}
+		value = strings.TrimSpace(value)
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "content-length":
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 {
+				return 0, false, fmt.Errorf("malformed Content-Length %q", value)
+			}
+			length = n
+		case "transfer-encoding":
+			chunked = strings.EqualFold(value, "chunked")
+		}
+	}
 }

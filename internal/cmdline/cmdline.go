@@ -29,6 +29,7 @@ func AddGlobals(root *cobra.Command, g *Globals) {
 // starts (internal/config's RestartKeys, which drover cannot link; a test
 // keeps the two lists equal).
 var RestartKeys = []string{
+	"events.history",
 	"log.max_backups",
 	"log.max_size_mb",
 	"supervisor.idle_timeout",

@@ -44,6 +44,12 @@ type Config struct {
 	Run        Run        `koanf:"run"`
 	Log        Log        `koanf:"log"`
 	Status     Status     `koanf:"status"`
+	Events     Events     `koanf:"events"`
+}
+
+// Events configures the event stream (GET /v1/events, drover events).
+type Events struct {
+	History int `koanf:"history" reload:"restart" help:"events kept in the store for a client to resume from by id (Last-Event-ID)"`
 }
 
 // Loop configures the loop workflow: its default budget, the project's
@@ -200,6 +206,7 @@ func Defaults() Config {
 			},
 			StartTimeout: 3 * time.Second,
 		},
+		Events: Events{History: 10000},
 		Supervisor: Supervisor{
 			IdleTimeout:     10 * time.Minute,
 			RestartMax:      5,
@@ -353,6 +360,9 @@ func (c Config) Validate() error {
 		if p.d <= 0 {
 			bad(p.key, "must be above 0, got %v", p.d)
 		}
+	}
+	if c.Events.History < 1 {
+		bad("events.history", "must be at least 1, got %d", c.Events.History)
 	}
 	if c.Supervisor.RestartMax < 0 {
 		bad("supervisor.restart_max", "must not be negative, got %d", c.Supervisor.RestartMax)

@@ -38,6 +38,7 @@ func TestMetricCommandList(t *testing.T) {
 
 func TestKeys(t *testing.T) {
 	want := []string{
+		"events.history",
 		"hook.budget.pre_compact",
 		"hook.budget.session_end",
 		"hook.budget.session_start",
@@ -386,6 +387,7 @@ func TestAddFlags(t *testing.T) {
 // shutdown deadline) is fixed when the supervisor starts.
 func TestRestartKeys(t *testing.T) {
 	want := []string{
+		"events.history",
 		"log.max_backups", "log.max_size_mb",
 		"supervisor.idle_timeout", "supervisor.restart_max", "supervisor.restart_window", "supervisor.shutdown_timeout",
 	}

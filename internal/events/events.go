@@ -1,0 +1,283 @@
+// Package events is the engine's event stream: every state change the
+// engine commits is published here as one api.Event, with a per-project id
+// that only grows, kept in a bounded history (in memory and in the store,
+// so that a client resumes by id across a supervisor restart) and fanned
+// out to subscribers. Publishing never blocks on a subscriber or on the
+// store: a subscriber that falls behind is dropped (it resumes by id), and
+// the history is written to the store by a goroutine of its own.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/drover-dev/drover/internal/api"
+)
+
+// DefaultHistory is how many events are kept when Options.History is 0.
+const DefaultHistory = 10000
+
+// DefaultBuffer is a subscriber's buffer when Options.Buffer is 0.
+const DefaultBuffer = 1024
+
+// reserveBlock is how many ids the hub reserves in the store at a time:
+// ids handed out but whose events a crash kept from the store are never
+// handed out again.
+const reserveBlock = 1024
+
+// Store keeps the history. AppendEvents adds evs and keeps the last keep
+// events; ReserveEventIDs records that ids up to upTo may be in use;
+// LoadEvents returns the last keep events, oldest first, and the highest
+// id reserved.
+type Store interface {
+	AppendEvents(ctx context.Context, evs []api.Event, keep int) error
+	ReserveEventIDs(ctx context.Context, upTo uint64) error
+	LoadEvents(ctx context.Context, keep int) ([]api.Event, uint64, error)
+}
+
+// Draft is an event before it is published: the hub sets its id and time.
+type Draft struct {
+	Kind    api.EventKind
+	Session string
+	Run     string
+	// Data is the kind's payload, marshalled to JSON.
+	Data any
+}
+
+// Options configures a Hub.
+type Options struct {
+	// History is how many events are kept (DefaultHistory when 0).
+	History int
+	// Buffer is each subscriber's buffer (DefaultBuffer when 0).
+	Buffer int
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// OnError is told of a failed store write (the history in memory is
+	// unaffected); nil ignores it.
+	OnError func(error)
+}
+
+// Hub publishes events to its subscribers and keeps their history.
+type Hub struct {
+	st   Store
+	opts Options
+
+	mu       sync.Mutex
+	next     uint64
+	reserved uint64
+	ring     []api.Event // the last events, oldest first: opts.History to twice that (see history)
+	subs     map[*Subscription]struct{}
+	pending  []api.Event
+	closed   bool
+
+	wake chan struct{}
+	done chan struct{}
+}
+
+// Open loads the history from st and starts the hub's writer; Close stops
+// it.
+func Open(ctx context.Context, st Store, opts Options) (*Hub, error) {
+	if opts.History <= 0 {
+		opts.History = DefaultHistory
+	}
+	if opts.Buffer <= 0 {
+		opts.Buffer = DefaultBuffer
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	evs, reserved, err := st.LoadEvents(ctx, opts.History)
+	if err != nil {
+		return nil, fmt.Errorf("loading the event history: %w", err)
+	}
+	h := &Hub{st: st, opts: opts, ring: evs, reserved: reserved, subs: map[*Subscription]struct{}{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	h.next = reserved + 1
+	if n := len(evs); n > 0 && evs[n-1].ID >= h.next {
+		h.next = evs[n-1].ID + 1
+	}
+	go h.write()
+	return h, nil
+}
+
+// Publish gives each draft the next id and the time, adds it to the
+// history and sends it to every subscriber, in order. It never waits for
+// a subscriber; it waits for the store only once every reserveBlock ids.
+func (h *Hub) Publish(ctx context.Context, drafts ...Draft) {
+	if h == nil || len(drafts) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return
+	}
+	if last := h.next + uint64(len(drafts)) - 1; last > h.reserved {
+		upTo := last + reserveBlock
+		if err := h.st.ReserveEventIDs(ctx, upTo); err != nil {
+			h.fail(fmt.Errorf("reserving event ids: %w", err))
+		} else {
+			h.reserved = upTo
+		}
+	}
+	now := h.opts.Now()
+	for _, d := range drafts {
+		e := api.Event{ID: h.next, Kind: d.Kind, Session: d.Session, Run: d.Run, Time: now}
+		if d.Data != nil {
+			raw, err := json.Marshal(d.Data)
+			if err != nil {
+				h.fail(fmt.Errorf("encoding a %s event: %w", d.Kind, err))
+				continue
+			}
+			e.Data = raw
+		}
+		h.next++
+		h.ring = append(h.ring, e)
+		h.pending = append(h.pending, e)
+		for s := range h.subs {
+			select {
+			case s.c <- e:
+			default:
+				// Fallen behind: dropped, it resumes by id.
+				h.drop(s)
+			}
+		}
+	}
+	// The ring grows to twice the history before its oldest half is
+	// dropped: a copy of the whole history on every publish would cost
+	// each decision far more than the event.
+	if len(h.ring) > 2*h.opts.History {
+		h.ring = append(h.ring[:0:0], h.ring[len(h.ring)-h.opts.History:]...)
+	}
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (h *Hub) fail(err error) {
+	if h.opts.OnError != nil {
+		h.opts.OnError(err)
+	}
+}
+
+// write appends the pending events to the store until Close.
+func (h *Hub) write() {
+	defer close(h.done)
+	for {
+		_, open := <-h.wake
+		h.mu.Lock()
+		batch := h.pending
+		h.pending = nil
+		h.mu.Unlock()
+		if len(batch) > 0 {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := h.st.AppendEvents(ctx, batch, h.opts.History); err != nil {
+				h.fail(fmt.Errorf("saving %d events: %w", len(batch), err))
+			}
+			cancel()
+		}
+		if !open {
+			return
+		}
+	}
+}
+
+// Close ends every subscription, writes what is pending to the store and
+// stops the writer. Nothing is published after it.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	for s := range h.subs {
+		h.drop(s)
+	}
+	close(h.wake)
+	last := h.next - 1
+	h.mu.Unlock()
+	<-h.done
+	// A clean stop gives back the ids reserved but not used, so that the
+	// next supervisor's ids follow on; only a crash leaves a gap.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.st.ReserveEventIDs(ctx, last); err != nil {
+		h.fail(fmt.Errorf("releasing event ids: %w", err))
+	}
+}
+
+// Subscription is one subscriber: C carries the events after the backlog;
+// it is closed when the subscriber fell behind, or the hub closed.
+type Subscription struct {
+	h *Hub
+	c chan api.Event
+	// C carries the events published after Subscribe returned.
+	C <-chan api.Event
+}
+
+// Subscribe returns the events of the history after since, oldest first,
+// and a subscription to those published from now on; gap is set when
+// events after since have left the history already (the client missed
+// them for good).
+func (h *Hub) Subscribe(since uint64) (backlog []api.Event, sub *Subscription, gap bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := make(chan api.Event, h.opts.Buffer)
+	sub = &Subscription{h: h, c: c, C: c}
+	if h.closed {
+		close(c)
+		return nil, sub, false
+	}
+	ring := h.history()
+	backlog = After(ring, since)
+	// The history no longer reaches back to since.
+	gap = since > 0 && len(ring) > 0 && ring[0].ID > since+1
+	h.subs[sub] = struct{}{}
+	return backlog, sub, gap
+}
+
+// history returns the last opts.History events; h.mu is held.
+func (h *Hub) history() []api.Event {
+	return h.ring[max(0, len(h.ring)-h.opts.History):]
+}
+
+// After returns the events of evs (sorted by id) whose id is above since.
+func After(evs []api.Event, since uint64) []api.Event {
+	lo, hi := 0, len(evs)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if evs[m].ID <= since {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return append([]api.Event(nil), evs[lo:]...)
+}
+
+// drop ends s; h.mu is held.
+func (h *Hub) drop(s *Subscription) {
+	if _, ok := h.subs[s]; !ok {
+		return
+	}
+	delete(h.subs, s)
+	close(s.c)
+}
+
+// Close ends the subscription.
+func (s *Subscription) Close() {
+	s.h.mu.Lock()
+	defer s.h.mu.Unlock()
+	s.h.drop(s)
+}
+
+// LastID returns the id of the last event published (0 for none).
+func (h *Hub) LastID() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.next - 1
+}
