@@ -78,7 +78,7 @@ func (c *Client) Events(ctx context.Context, since uint64, follow bool, fn func(
 	switch {
 	case ctx.Err() != nil:
 		return nil
-	case err == nil || errors.Is(err, io.EOF):
+	case errors.Is(err, io.EOF):
 		if follow {
 			return ErrStreamEnded
 		}
