@@ -124,7 +124,13 @@ func (w *webhook) next(t *testing.T) Message {
 // start runs a notifier over a new hub with cfg until the test ends.
 func start(t *testing.T, cfg config.Config) *events.Hub {
 	t.Helper()
-	hub, err := events.Open(context.Background(), memStore{}, events.Options{})
+	return startHub(t, cfg, events.Options{})
+}
+
+// startHub is start with the hub's options.
+func startHub(t *testing.T, cfg config.Config, opts events.Options) *events.Hub {
+	t.Helper()
+	hub, err := events.Open(context.Background(), memStore{}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +222,45 @@ func TestCommandGetsTheEventOnStdin(t *testing.T) {
 		var m Message
 		if err := json.Unmarshal([]byte(lines[i]), &m); err != nil || m.Event != want || m.Text == "" {
 			t.Errorf("stdin %d = %q (%v), want the %s message", i, lines[i], err, want)
+		}
+	}
+}
+
+// TestASlowWebhookDelaysNoPublishAndLosesNoEvent: while the webhook holds
+// its first request, publishing goes on (the hub drops the notifier that
+// fell behind, it never waits for it), and once the webhook answers the
+// notifier resumes by id and sends every event it had not.
+func TestASlowWebhookDelaysNoPublishAndLosesNoEvent(t *testing.T) {
+	release := make(chan struct{})
+	got := make(chan Message, 64)
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		var m Message
+		if err := json.NewDecoder(r.Body).Decode(&m); err != nil {
+			t.Errorf("decoding: %v", err)
+		}
+		if m.ID == 1 {
+			<-release
+		}
+		got <- m
+	}))
+	defer srv.Close()
+	cfg := config.Defaults()
+	cfg.Notify.Webhook = srv.URL
+	hub := startHub(t, cfg, events.Options{Buffer: 2})
+	const n = 20
+	for i := range n {
+		hub.Publish(context.Background(), events.Draft{Kind: api.EventTaskDone, Session: "s" + string(rune('a'+i)), Data: api.TaskData{Task: "queue"}})
+	}
+	// Every Publish returned while the webhook still holds event 1.
+	close(release)
+	for want := uint64(1); want <= n; want++ {
+		select {
+		case m := <-got:
+			if m.ID != want {
+				t.Fatalf("notification of event %d, want %d (in order, none lost or twice)", m.ID, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no notification of event %d", want)
 		}
 	}
 }
