@@ -290,6 +290,10 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 		Dir:      p.Root,
 		OwnerTag: childTag,
 		Log:      s.log,
+		// The store's last hook time lags the actor's by at most a tenth
+		// of status.stale_after (a time-only save is skipped only while
+		// hooks keep coming), so a session it shows stale is stale.
+		Sessions: st.List,
 	})
 	hub.Publish(ctx, events.Draft{Kind: api.EventSupervisorStarted, Data: api.SupervisorData{Version: opts.Version, PID: os.Getpid()}})
 	return s, func() error {

@@ -52,14 +52,14 @@ type Config struct {
 // Notify configures notifications: the events (the notify.on words) that
 // are sent to a webhook, a command, or both. Neither set: nothing is sent.
 type Notify struct {
-	On      string        `koanf:"on" help:"events to notify of, separated by commas: done, stuck, needs-review, budget, review-fail"`
+	On      string        `koanf:"on" help:"events to notify of, separated by commas: done, stuck, needs-review, budget, review-fail, stale"`
 	Webhook string        `koanf:"webhook" help:"http(s) URL that each notification is POSTed to as JSON (with a Slack-compatible text field); empty: none"`
 	Command string        `koanf:"command" help:"command run with sh -c for each notification, the event as JSON on its stdin; empty: none"`
 	Timeout time.Duration `koanf:"timeout" help:"time limit of one webhook request or one run of notify.command"`
 }
 
 // NotifyWords lists the accepted words of notify.on.
-var NotifyWords = []string{"done", "stuck", "needs-review", "budget", "review-fail"}
+var NotifyWords = []string{"done", "stuck", "needs-review", "budget", "review-fail", "stale"}
 
 // NotifyOn returns notify.on split on commas, without blanks.
 func (c Config) NotifyOn() []string {

@@ -21,6 +21,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -29,6 +30,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/events"
 	"github.com/drover-dev/drover/internal/proc"
+	"github.com/drover-dev/drover/internal/session"
 )
 
 // The notify.on words.
@@ -38,7 +40,40 @@ const (
 	NeedsReview = "needs-review"
 	Budget      = "budget"
 	ReviewFail  = "review-fail"
+	Stale       = "stale"
 )
+
+// KindStale is the Kind of a stale session's message. No event of the
+// stream says a session went quiet (nothing was committed): the notifier
+// finds it with session.Health on a ticker, and its message has no id.
+const KindStale api.EventKind = "session.stale"
+
+// StaleSessions returns the sessions of recs that are stale at now (see
+// session.Health) and were not reported for the silence they are in yet.
+// reported maps a session to the LastSeen it was reported at; it is
+// updated, and forgets sessions that are no longer stale, so that a
+// session heard from again is reported again at its next silence.
+func StaleSessions(recs []session.Record, now time.Time, staleAfter time.Duration, reported map[string]time.Time) []session.Record {
+	var out []session.Record
+	stale := map[string]bool{}
+	for _, r := range recs {
+		if r.Health(now, staleAfter) != session.Stale {
+			continue
+		}
+		stale[r.ID] = true
+		if seen, ok := reported[r.ID]; ok && seen.Equal(r.LastSeen()) {
+			continue
+		}
+		reported[r.ID] = r.LastSeen()
+		out = append(out, r)
+	}
+	for id := range reported {
+		if !stale[id] {
+			delete(reported, id)
+		}
+	}
+	return out
+}
 
 // Word returns the notify.on word of e, if it is one a user is told of.
 // A run's own tasks that end are part of the run: the run's end is the
@@ -116,7 +151,7 @@ func text(word, project string, e api.Event) string {
 	default:
 		b.WriteString("project")
 	}
-	what := map[string]string{Done: "is done", Stuck: "is stuck", NeedsReview: "needs your review", Budget: "reached its budget", ReviewFail: "failed a review"}[word]
+	what := map[string]string{Done: "is done", Stuck: "is stuck", NeedsReview: "needs your review", Budget: "reached its budget", ReviewFail: "failed a review", Stale: "has sent no hook for a while (stale)"}[word]
 	fmt.Fprintf(&b, " %s", what)
 	var d struct {
 		Task    string  `json:"task"`
@@ -163,6 +198,12 @@ type Options struct {
 	// Resubscribe is the wait before following the stream again after
 	// the hub dropped the notifier (100ms when 0).
 	Resubscribe time.Duration
+	// Sessions lists the project's sessions, for the stale check; nil
+	// checks none. StaleEvery is how often it runs (30s when 0), and Now
+	// the clock (time.Now when nil).
+	Sessions   func(ctx context.Context) ([]session.Record, error)
+	StaleEvery time.Duration
+	Now        func() time.Time
 }
 
 // Start follows opts.Hub from its next event until ctx ends, and returns
@@ -183,14 +224,49 @@ func Start(ctx context.Context, opts Options) (wait func()) {
 	if opts.Resubscribe <= 0 {
 		opts.Resubscribe = 100 * time.Millisecond
 	}
+	if opts.StaleEvery <= 0 {
+		opts.StaleEvery = 30 * time.Second
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
 	n := &notifier{opts: opts}
 	since := opts.Hub.LastID()
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		n.follow(ctx, since)
-	}()
-	return func() { <-done }
+	var wg sync.WaitGroup
+	wg.Go(func() { n.follow(ctx, since) })
+	if opts.Sessions != nil {
+		wg.Go(func() { n.watchStale(ctx) })
+	}
+	return wg.Wait
+}
+
+// watchStale reports the sessions that went stale, every StaleEvery,
+// until ctx ends.
+func (n *notifier) watchStale(ctx context.Context) {
+	reported := map[string]time.Time{}
+	t := time.NewTicker(n.opts.StaleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cfg := n.opts.Config()
+		if cfg.Status.StaleAfter <= 0 {
+			continue
+		}
+		recs, err := n.opts.Sessions(ctx)
+		if err != nil {
+			n.opts.Log.Warn("notifications: listing sessions for the stale check", zap.Error(err))
+			continue
+		}
+		now := n.opts.Now()
+		for _, r := range StaleSessions(recs, now, cfg.Status.StaleAfter, reported) {
+			data, _ := json.Marshal(api.SessionData{Workflow: string(r.Workflow)})
+			n.send(ctx, Stale, api.Event{Kind: KindStale, Session: r.ID, Time: now, Data: data})
+		}
+	}
 }
 
 type notifier struct {
@@ -241,10 +317,13 @@ func (n *notifier) drain(ctx context.Context, sub *events.Subscription, since ui
 
 // handle sends e if the user asked for its word.
 func (n *notifier) handle(ctx context.Context, e api.Event) {
-	word, ok := Word(e)
-	if !ok {
-		return
+	if word, ok := Word(e); ok {
+		n.send(ctx, word, e)
 	}
+}
+
+// send sends e, whose word is word, if the user asked for that word.
+func (n *notifier) send(ctx context.Context, word string, e api.Event) {
 	cfg := n.opts.Config()
 	nc := cfg.Notify
 	if (nc.Webhook == "" && nc.Command == "") || !slices.Contains(cfg.NotifyOn(), word) {

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +19,9 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/events"
+	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/internal/workflow/loop"
+	"github.com/drover-dev/drover/internal/workflow/queue"
 )
 
 func TestMain(m *testing.M) {
@@ -262,5 +266,80 @@ func TestASlowWebhookDelaysNoPublishAndLosesNoEvent(t *testing.T) {
 		case <-time.After(30 * time.Second):
 			t.Fatalf("no notification of event %d", want)
 		}
+	}
+}
+
+// TestStaleSessions: a session is reported once per silence: when it goes
+// stale, not again while it stays so, and again after it was heard from
+// and went quiet once more; sessions that run no workflow or ended are
+// never stale.
+func TestStaleSessions(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	const after = 30 * time.Minute
+	rec := func(id string, lastHook time.Time, active bool, ended bool) session.Record {
+		r := session.Record{ID: id, Workflow: session.Queue, UpdatedAt: t0, LastHookAt: lastHook}
+		if active {
+			r.Queue.State = queue.On
+		}
+		if ended {
+			r.EndedAt = lastHook
+		}
+		return r
+	}
+	reported := map[string]time.Time{}
+	for _, step := range []struct {
+		name string
+		recs []session.Record
+		now  time.Time
+		want []string
+	}{
+		{"all working", []session.Record{rec("a", t0, true, false), rec("b", t0, true, false)}, t0.Add(after), nil},
+		{"a and b go quiet; idle and ended ones do not count", []session.Record{rec("a", t0, true, false), rec("b", t0, true, false), rec("idle", t0, false, false), rec("ended", t0, true, true)}, t0.Add(after + time.Second), []string{"a", "b"}},
+		{"still quiet: reported already", []session.Record{rec("a", t0, true, false), rec("b", t0, true, false)}, t0.Add(2 * after), nil},
+		{"a heard from", []session.Record{rec("a", t0.Add(2*after), true, false), rec("b", t0, true, false)}, t0.Add(2*after + time.Second), nil},
+		{"a quiet again", []session.Record{rec("a", t0.Add(2*after), true, false), rec("b", t0, true, false)}, t0.Add(3*after + time.Second), []string{"a"}},
+	} {
+		var got []string
+		for _, r := range StaleSessions(step.recs, step.now, after, reported) {
+			got = append(got, r.ID)
+		}
+		if !slices.Equal(got, step.want) {
+			t.Errorf("%s: stale = %q, want %q", step.name, got, step.want)
+		}
+	}
+}
+
+// TestAStaleSessionIsNotified: the stale check on a ticker sends a
+// session that went quiet, once, with the stale word.
+func TestAStaleSessionIsNotified(t *testing.T) {
+	w := newWebhook(t, 0)
+	cfg := config.Defaults()
+	cfg.Notify.Webhook = w.srv.URL
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	quiet := session.Record{ID: "s9", Workflow: session.Loop, Loop: loop.State{Active: true}, UpdatedAt: t0, LastHookAt: t0}
+	hub, err := events.Open(context.Background(), memStore{}, events.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	wait := Start(ctx, Options{
+		Hub: hub, Config: func() config.Config { return cfg }, Project: "demo",
+		Sessions:   func(context.Context) ([]session.Record, error) { return []session.Record{quiet}, nil },
+		StaleEvery: time.Millisecond,
+		Now:        func() time.Time { return t0.Add(cfg.Status.StaleAfter + time.Minute) },
+	})
+	defer func() {
+		cancel()
+		wait()
+	}()
+	m := w.next(t)
+	if m.Event != Stale || m.Kind != KindStale || m.Session != "s9" || m.Text != "drover [demo]: session s9 has sent no hook for a while (stale)" {
+		t.Errorf("message = %+v, want s9 stale", m)
+	}
+	select {
+	case m := <-w.got:
+		t.Errorf("a second notification %+v: a stale session is reported once", m)
+	case <-time.After(50 * time.Millisecond):
 	}
 }
