@@ -10,6 +10,7 @@ import (
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/internal/workflow/plan"
+	"github.com/drover-dev/drover/internal/workflow/queue"
 )
 
 // Events are derived from what a commit changed, old record against new,
@@ -38,7 +39,8 @@ func sessionEvents(old session.Record, found bool, next session.Record) []events
 	if !found {
 		add(api.EventSessionStarted, api.SessionData{Workflow: string(next.Workflow)})
 	}
-	if d, ok := newDecision(old, next); ok {
+	d, decided := newDecision(old, next)
+	if decided {
 		reason := d.Output.Reason
 		if len(reason) > reasonCap {
 			reason = reason[:reasonCap] + "…"
@@ -52,6 +54,7 @@ func sessionEvents(old session.Record, found bool, next session.Record) []events
 			add(api.EventSessionEnded, api.SessionData{Workflow: string(next.Workflow)})
 		}
 	}
+	out = append(out, queueEvents(id, old, next, d, decided)...)
 	out = append(out, loopEvents(id, old, next)...)
 	out = append(out, planEvents(id, old.Plan, next.Plan)...)
 	return out
@@ -70,6 +73,22 @@ func newDecision(old, next session.Record) (session.Recorded, bool) {
 		}
 	}
 	return last, true
+}
+
+// queueEvents reports a queue that a Stop ended (d is the commit's new
+// decision, if decided): done when its review found no more tasks (queue.Stop
+// then allows the stop with no message), out of budget when it ran past
+// queue.max_iterations (allowed with the max-iterations message). drover
+// stop ends a queue too, with no Stop: the user's own act is not news.
+func queueEvents(id string, old, next session.Record, d session.Recorded, decided bool) []events.Draft {
+	if !decided || d.Event != hook.Stop || !old.Queue.Active() || next.Queue.Active() {
+		return nil
+	}
+	q := next.Queue
+	if old.Queue.State == queue.Review && d.Output.SystemMessage == "" {
+		return []events.Draft{{Kind: api.EventTaskDone, Session: id, Data: api.TaskData{Task: "queue", State: "done", Iteration: q.Iteration}}}
+	}
+	return []events.Draft{{Kind: api.EventBudgetReached, Session: id, Data: api.BudgetData{What: "queue.max_iterations", Reason: d.Output.SystemMessage}}}
 }
 
 // loopEvents reports a loop's new iteration and its end.

@@ -10,6 +10,7 @@ import (
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/internal/workflow/plan"
+	"github.com/drover-dev/drover/internal/workflow/queue"
 )
 
 func kinds(evs []events.Draft) []api.EventKind {
@@ -40,6 +41,14 @@ func TestSessionEvents(t *testing.T) {
 	finished.Plan.Review = nil
 	finished.Plan.LastRun = &api.PlanReviewRun{Plan: "p", Kind: "plan", Iteration: 1, Verdict: "fail", Findings: 3, Blocking: 1, CostUSD: 0.2}
 
+	inReview := session.Record{ID: "s1", Workflow: session.Queue, Queue: queue.Session{State: queue.Review, Iteration: 4}}
+	queueDone := decided(inReview, "r3", hook.Stop, hook.Output{})
+	queueDone.Queue = queue.Session{State: queue.Off, Iteration: 5}
+	queueSpent := decided(inReview, "r3", hook.Stop, hook.Output{SystemMessage: "max iterations reached"})
+	queueSpent.Queue = queueDone.Queue
+	queueStopped := inReview
+	queueStopped.Queue = queue.StopCommand(inReview.Queue)
+
 	for _, tc := range []struct {
 		name  string
 		old   session.Record
@@ -54,6 +63,9 @@ func TestSessionEvents(t *testing.T) {
 		{"session end", base, true, decided(base, "r2", hook.SessionEnd, hook.Output{}), []api.EventKind{api.EventHookDecided, api.EventSessionEnded}},
 		{"a review starts", base, true, review, []api.EventKind{api.EventReviewStarted}},
 		{"a review finishes", review, true, finished, []api.EventKind{api.EventReviewFinished}},
+		{"a queue's review finds nothing more", inReview, true, queueDone, []api.EventKind{api.EventHookDecided, api.EventTaskDone}},
+		{"a queue out of iterations", inReview, true, queueSpent, []api.EventKind{api.EventHookDecided, api.EventBudgetReached}},
+		{"drover stop ends a queue", inReview, true, queueStopped, []api.EventKind{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := kinds(sessionEvents(tc.old, tc.found, tc.next))

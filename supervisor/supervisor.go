@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/drover-dev/drover/internal/gitstatus"
 	"github.com/drover-dev/drover/internal/logging"
 	"github.com/drover-dev/drover/internal/loopconf"
+	"github.com/drover-dev/drover/internal/notify"
 	"github.com/drover-dev/drover/internal/project"
 	"github.com/drover-dev/drover/internal/sockets"
 	"github.com/drover-dev/drover/internal/store"
@@ -277,6 +279,22 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 	}
 	s.root = root
 	stopRuns := s.startRuns(env)
+	// Notifications follow the stream like any client: a slow webhook or
+	// command holds up no decision. The notifier ends before the hub
+	// closes, cutting short a retry rather than the shutdown.
+	notifyCtx, stopNotify := context.WithCancel(context.Background())
+	waitNotify := notify.Start(notifyCtx, notify.Options{
+		Hub:      hub,
+		Config:   func() config.Config { return *s.cfg.Load() },
+		Project:  filepath.Base(p.Root),
+		Dir:      p.Root,
+		OwnerTag: childTag,
+		Log:      s.log,
+		// The store's last hook time lags the actor's by at most a tenth
+		// of status.stale_after (a time-only save is skipped only while
+		// hooks keep coming), so a session it shows stale is stale.
+		Sessions: st.List,
+	})
 	hub.Publish(ctx, events.Draft{Kind: api.EventSupervisorStarted, Data: api.SupervisorData{Version: opts.Version, PID: os.Getpid()}})
 	return s, func() error {
 		stopRuns()
@@ -284,6 +302,8 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 			s.log.Warn("stopping the actor tree", zap.Error(werr))
 		}
 		s.system.Shutdown()
+		stopNotify()
+		waitNotify()
 		return closeStore()
 	}, nil
 }

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/url"
 	"reflect"
 	"sort"
 	"strconv"
@@ -45,6 +46,30 @@ type Config struct {
 	Log        Log        `koanf:"log"`
 	Status     Status     `koanf:"status"`
 	Events     Events     `koanf:"events"`
+	Notify     Notify     `koanf:"notify"`
+}
+
+// Notify configures notifications: the events (the notify.on words) that
+// are sent to a webhook, a command, or both. Neither set: nothing is sent.
+type Notify struct {
+	On      string        `koanf:"on" help:"events to notify of, separated by commas: done, stuck, needs-review, budget, review-fail, stale"`
+	Webhook string        `koanf:"webhook" help:"http(s) URL that each notification is POSTed to as JSON (with a Slack-compatible text field); empty: none"`
+	Command string        `koanf:"command" help:"command run with sh -c for each notification, the event as JSON on its stdin; empty: none"`
+	Timeout time.Duration `koanf:"timeout" help:"time limit of one webhook request or one run of notify.command"`
+}
+
+// NotifyWords lists the accepted words of notify.on.
+var NotifyWords = []string{"done", "stuck", "needs-review", "budget", "review-fail", "stale"}
+
+// NotifyOn returns notify.on split on commas, without blanks.
+func (c Config) NotifyOn() []string {
+	var out []string
+	for _, w := range strings.Split(c.Notify.On, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Events configures the event stream (GET /v1/events, drover events).
@@ -207,6 +232,7 @@ func Defaults() Config {
 			StartTimeout: 3 * time.Second,
 		},
 		Events: Events{History: 10000},
+		Notify: Notify{On: strings.Join(NotifyWords, ","), Timeout: 10 * time.Second},
 		Supervisor: Supervisor{
 			IdleTimeout:     10 * time.Minute,
 			RestartMax:      5,
@@ -363,6 +389,20 @@ func (c Config) Validate() error {
 	}
 	if c.Events.History < 1 {
 		bad("events.history", "must be at least 1, got %d", c.Events.History)
+	}
+	for _, w := range c.NotifyOn() {
+		if !contains(NotifyWords, w) {
+			bad("notify.on", "%q is not one of %s", w, strings.Join(NotifyWords, ", "))
+		}
+	}
+	if c.Notify.Webhook != "" {
+		// The URL may hold a token: the error names its scheme only.
+		if u, err := url.Parse(c.Notify.Webhook); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("notify.webhook", "must be an http:// or https:// URL with a host")
+		}
+	}
+	if c.Notify.Timeout <= 0 {
+		bad("notify.timeout", "must be above 0, got %v", c.Notify.Timeout)
 	}
 	if c.Supervisor.RestartMax < 0 {
 		bad("supervisor.restart_max", "must not be negative, got %d", c.Supervisor.RestartMax)

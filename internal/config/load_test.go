@@ -394,3 +394,24 @@ func TestLoadDollarKeysTakeNumbers(t *testing.T) {
 		t.Errorf("review.cli: 3: err = %v, want a string error", err)
 	}
 }
+
+// TestLoadNotifyOn: notify.on written as people write it, unquoted: the
+// key "on" is a key (YAML 1.1 would read it as true), and the env
+// variable sets it too.
+func TestLoadNotifyOn(t *testing.T) {
+	path := writeFile(t, t.TempDir(), "config.yaml", "notify:\n  on: done, stuck\n  webhook: https://hooks.example.com/x\n")
+	c, err := Load(Sources{ProjectFile: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.NotifyOn(); !slices.Equal(got, []string{"done", "stuck"}) || c.Notify.Webhook != "https://hooks.example.com/x" {
+		t.Errorf("notify = %+v (on %q), want done, stuck and the webhook", c.Notify, got)
+	}
+	c, err = Load(Sources{Environ: []string{"DROVER_NOTIFY_ON=budget"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.NotifyOn(); !slices.Equal(got, []string{"budget"}) {
+		t.Errorf("DROVER_NOTIFY_ON=budget: on %q, want budget", got)
+	}
+}
