@@ -100,6 +100,9 @@ type Server struct {
 	// heartbeat is how often an idle event stream sends a comment, so
 	// that a client sees the connection is alive (sseHeartbeat when 0).
 	heartbeat time.Duration
+	// metrics is what GET /metrics serves on the dashboard listener; nil
+	// unless metrics.enabled.
+	metrics *metrics
 }
 
 // drain marks the supervisor as stopping (see draining).
@@ -177,6 +180,19 @@ func Run(ctx context.Context, opts Options) (err error) {
 	srv.RegisterOnShutdown(s.drain)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if c := s.cfg.Load(); c.UI.Enabled || c.Metrics.Enabled {
+		_, stopUI, uerr := s.startUI(c.UI.Port)
+		if uerr != nil {
+			_ = srv.Close()
+			<-serveErr
+			return uerr
+		}
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), opts.Config.Supervisor.ShutdownTimeout)
+			defer cancel()
+			stopUI(sctx)
+		}()
+	}
 	s.log.Info("supervisor started", zap.String("project", p.Root), zap.String("socket", p.Socket), zap.Int("pid", os.Getpid()), zap.String("version", opts.Version))
 	if opts.Ready != nil {
 		opts.Ready()
@@ -234,10 +250,21 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 		return nil, nil, errors.Join(err, st.Close())
 	}
 	s.events = hub
+	followed := make(chan struct{})
+	if cfg.Metrics.Enabled {
+		s.metrics = newMetrics(func() string { return s.cfg.Load().Review.CLI }, s.scanGauges)
+		go func() {
+			defer close(followed)
+			s.metrics.follow(hub)
+		}()
+	} else {
+		close(followed)
+	}
 	closeStore := func() error {
 		// The last events go to the store before it closes.
 		hub.Publish(context.Background(), events.Draft{Kind: api.EventSupervisorStopped})
 		hub.Close()
+		<-followed
 		if err := st.Close(); err != nil {
 			return fmt.Errorf("closing store: %w", err)
 		}
