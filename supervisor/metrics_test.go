@@ -18,8 +18,8 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
-	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/events"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 )
 
