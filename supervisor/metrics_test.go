@@ -274,3 +274,61 @@ func TestMetricsObserveEvents(t *testing.T) {
 		}
 	}
 }
+
+// TestRunServesTheDashboardListenerWithMetrics: a supervisor with
+// metrics.enabled (and ui.enabled off) starts the listener, says where in
+// ui-addr, answers /metrics only with the token, and takes the address
+// back when it stops; with neither key set it starts none.
+func TestRunServesTheDashboardListenerWithMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		metrics  bool
+		listener bool
+	}{
+		{"metrics.enabled", true, true},
+		{"neither ui nor metrics", false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ready := make(chan struct{})
+			opts := lockTestOptions(t, 0, func() { close(ready) })
+			opts.Config.Metrics.Enabled = tc.metrics
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- Run(ctx, opts) }()
+			select {
+			case <-ready:
+			case err := <-done:
+				t.Fatalf("Run: %v", err)
+			}
+			addrFile := filepath.Join(opts.Paths.StateDir, uiAddrFile)
+			b, err := os.ReadFile(addrFile)
+			if !tc.listener {
+				if !os.IsNotExist(err) {
+					t.Errorf("%s = %q (%v), want no listener", uiAddrFile, b, err)
+				}
+			} else {
+				if err != nil {
+					t.Fatalf("reading %s: %v", uiAddrFile, err)
+				}
+				addr := strings.TrimSpace(string(b))
+				if code, _ := uiGet(t, addr, "/metrics", ""); code != http.StatusUnauthorized {
+					t.Errorf("GET /metrics without the token = %d, want 401", code)
+				}
+				tok, err := os.ReadFile(filepath.Join(opts.Paths.StateDir, uiTokenFile))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// No session yet: the page parses, and is empty.
+				scrape(t, addr, strings.TrimSpace(string(tok)))
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if _, err := os.Stat(addrFile); !os.IsNotExist(err) {
+				t.Errorf("%s is there after the supervisor stopped (%v)", uiAddrFile, err)
+			}
+		})
+	}
+}
