@@ -278,20 +278,32 @@ func TestMetricsObserveEvents(t *testing.T) {
 // TestRunServesTheDashboardListenerWithMetrics: a supervisor with
 // metrics.enabled (and ui.enabled off) starts the listener, says where in
 // ui-addr, answers /metrics only with the token, and takes the address
-// back when it stops; with neither key set it starts none.
+// back when it stops; with neither key set it starts none; with its
+// port taken it starts none, but the supervisor runs.
 func TestRunServesTheDashboardListenerWithMetrics(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	takenPort := taken.Addr().(*net.TCPAddr).Port
 	for _, tc := range []struct {
 		name     string
 		metrics  bool
+		ui       bool
+		port     int
 		listener bool
 	}{
-		{"metrics.enabled", true, true},
-		{"neither ui nor metrics", false, false},
+		{"metrics.enabled", true, false, 0, true},
+		{"ui.enabled", false, true, 0, true},
+		{"neither ui nor metrics", false, false, 0, false},
+		{"ui.port taken", true, true, takenPort, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ready := make(chan struct{})
 			opts := lockTestOptions(t, 0, func() { close(ready) })
 			opts.Config.Metrics.Enabled = tc.metrics
+			opts.Config.UI.Enabled, opts.Config.UI.Port = tc.ui, tc.port
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
@@ -319,8 +331,10 @@ func TestRunServesTheDashboardListenerWithMetrics(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				// No session yet: the page parses, and is empty.
-				scrape(t, addr, strings.TrimSpace(string(tok)))
+				code, body := uiGet(t, addr, "/metrics", "Bearer "+strings.TrimSpace(string(tok)))
+				if want := map[bool]int{true: http.StatusOK, false: http.StatusNotFound}[tc.metrics]; code != want {
+					t.Errorf("GET /metrics with the token = %d %s, want %d", code, body, want)
+				}
 			}
 			cancel()
 			if err := <-done; err != nil {

@@ -181,17 +181,17 @@ func Run(ctx context.Context, opts Options) (err error) {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 	if c := s.cfg.Load(); c.UI.Enabled || c.Metrics.Enabled {
-		_, stopUI, uerr := s.startUI(c.UI.Port)
-		if uerr != nil {
-			_ = srv.Close()
-			<-serveErr
-			return uerr
+		// A dashboard that cannot listen (ui.port taken) is said in the
+		// log; the supervisor still answers hooks, which matter more.
+		if _, stopUI, uerr := s.startUI(c.UI.Port); uerr != nil {
+			s.log.Warn("no dashboard listener", zap.Error(uerr))
+		} else {
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.Background(), opts.Config.Supervisor.ShutdownTimeout)
+				defer cancel()
+				stopUI(sctx)
+			}()
 		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), opts.Config.Supervisor.ShutdownTimeout)
-			defer cancel()
-			stopUI(sctx)
-		}()
 	}
 	s.log.Info("supervisor started", zap.String("project", p.Root), zap.String("socket", p.Socket), zap.Int("pid", os.Getpid()), zap.String("version", opts.Version))
 	if opts.Ready != nil {

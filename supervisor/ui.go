@@ -119,12 +119,14 @@ func (s *Server) startUI(port int) (addr string, stop func(context.Context), err
 	if err != nil {
 		return "", nil, err
 	}
+	addrFile := filepath.Join(dir, uiAddrFile)
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
+		// The address a supervisor that died left is no listener of ours.
+		_ = os.Remove(addrFile)
 		return "", nil, fmt.Errorf("listening on 127.0.0.1:%d (ui.port): %w", port, err)
 	}
 	addr = ln.Addr().String()
-	addrFile := filepath.Join(dir, uiAddrFile)
 	if err := writeOwnerOnly(addrFile, addr+"\n"); err != nil {
 		_ = ln.Close()
 		return "", nil, fmt.Errorf("writing the dashboard address: %w", err)
