@@ -34,6 +34,7 @@ type metrics struct {
 	reviews       *prometheus.CounterVec
 	reviewCost    *prometheus.CounterVec
 	budgets       *prometheus.CounterVec
+	kills         *prometheus.CounterVec
 }
 
 // newMetrics registers drover's metrics, and the collector of the gauges
@@ -71,8 +72,12 @@ func newMetrics(cli func() string, scan func(context.Context) (gauges, error)) *
 			Name: "drover_budgets_reached_total",
 			Help: "Budgets reached, by workflow (loop or run).",
 		}, []string{"workflow"}),
+		kills: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "drover_process_kills_total",
+			Help: "Processes killed (with their process group) for running past their timeout, by the work that ran them: review, checkpoint, checks, metrics (a loop's), iteration, wave (a run's).",
+		}, []string{"work"}),
 	}
-	m.reg.MustRegister(m.hookDecisions, m.hookLatency, m.loopIters, m.loopEnded, m.reviews, m.reviewCost, m.budgets, &gaugeCollector{scan: scan})
+	m.reg.MustRegister(m.hookDecisions, m.hookLatency, m.loopIters, m.loopEnded, m.reviews, m.reviewCost, m.budgets, m.kills, &gaugeCollector{scan: scan})
 	return m
 }
 
@@ -92,6 +97,9 @@ func (m *metrics) observeHook(event, decision string, replayed bool, took time.D
 	}
 	m.hookLatency.WithLabelValues(event, decision).Observe(took.Seconds())
 }
+
+// killed counts a process killed at its timeout by work (actors.Env.Killed).
+func (m *metrics) killed(work string) { m.kills.WithLabelValues(work).Inc() }
 
 // observe counts what e reports.
 func (m *metrics) observe(e api.Event) {

@@ -346,3 +346,41 @@ func TestRunServesTheDashboardListenerWithMetrics(t *testing.T) {
 		})
 	}
 }
+
+// TestMetricsCountALoopAndItsKilledCommand drives a loop through the real
+// API, its metric command past loop.check_timeout: /metrics counts the
+// loop's iteration from the event stream and the metric command's process
+// killed at its timeout.
+func TestMetricsCountALoopAndItsKilledCommand(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Metrics.Enabled = true
+	cfg.Loop.MetricCommands = "sleep 30"
+	cfg.Loop.CheckTimeout = 100 * time.Millisecond
+	a := newAPIServerConfig(t, cfg)
+	addr, stop, err := a.srv.startUI(0)
+	if err != nil {
+		t.Fatalf("startUI: %v", err)
+	}
+	defer stop(context.Background())
+	b, err := os.ReadFile(filepath.Join(a.paths.StateDir, uiTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := strings.TrimSpace(string(b))
+
+	a.decode(http.MethodPost, api.SessionPath("s1", "loop/start"), api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10}, &json.RawMessage{})
+	msg := "working"
+	var out api.HookResponse
+	a.decode(http.MethodPost, api.HookPath(hook.Stop), api.HookRequest{RequestID: "r1", Input: hook.Input{SessionID: "s1", HookEventName: hook.Stop.ClaudeName(), LastAssistantMessage: &msg}}, &out)
+	if !out.Output.IsBlock() {
+		t.Fatalf("the loop's first stop = %+v, want a block", out)
+	}
+	eventually.True(t, 10*time.Second, "the iteration and the kill counted", func() bool {
+		fams := scrape(t, addr, tok)
+		iters, _ := sample(fams, "drover_loop_iterations_total", nil)
+		kills, _ := sample(fams, "drover_process_kills_total", map[string]string{"work": "metrics"})
+		on, _ := sample(fams, "drover_sessions", map[string]string{"workflow": "loop", "state": "on"})
+		return iters == 1 && kills == 1 && on == 1
+	})
+	a.decode(http.MethodPost, api.SessionPath("s1", "loop/cancel"), map[string]any{}, &json.RawMessage{})
+}

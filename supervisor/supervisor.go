@@ -293,6 +293,9 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 		Fault:       opts.Fault,
 		Events:      hub.Publish,
 	}
+	if s.metrics != nil {
+		env.Killed = s.metrics.killed
+	}
 	root, err := s.system.Root.SpawnNamed(actors.NewSessionsProps(env, actors.SessionsOptions{
 		IdleTimeout:   cfg.Supervisor.IdleTimeout,
 		RestartMax:    cfg.Supervisor.RestartMax,
