@@ -195,9 +195,9 @@ func (s *Server) scanGauges(ctx context.Context) (gauges, error) {
 }
 
 var (
-	sessionsDesc = prometheus.NewDesc("drover_sessions", "Sessions in the store, by workflow, state (as drover status shows it) and health.", []string{"workflow", "state", "health"}, nil)
-	runTasksDesc = prometheus.NewDesc("drover_run_tasks", "Tasks of the runs in the store, by state.", []string{"state"}, nil)
-	agentCost    = prometheus.NewDesc("drover_agent_cost_usd", "What agents have cost, in US dollars, by workflow: the loop sessions' spend and the runs' (as the store holds them).", []string{"workflow"}, nil)
+	sessionsDesc  = prometheus.NewDesc("drover_sessions", "Sessions in the store, by workflow, state (as drover status shows it) and health.", []string{"workflow", "state", "health"}, nil)
+	runTasksDesc  = prometheus.NewDesc("drover_run_tasks", "Tasks of the runs in the store, by state.", []string{"state"}, nil)
+	agentCostDesc = prometheus.NewDesc("drover_agent_cost_usd", "What agents have cost, in US dollars, by workflow: the loop sessions' spend and the runs' (as the store holds them).", []string{"workflow"}, nil)
 )
 
 // gaugeCollector computes the gauges at each scrape.
@@ -208,7 +208,7 @@ type gaugeCollector struct {
 func (c *gaugeCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- sessionsDesc
 	ch <- runTasksDesc
-	ch <- agentCost
+	ch <- agentCostDesc
 }
 
 func (c *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
@@ -226,6 +226,6 @@ func (c *gaugeCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(runTasksDesc, prometheus.GaugeValue, float64(n), state)
 	}
 	for wf, usd := range g.agentCost {
-		ch <- prometheus.MustNewConstMetric(agentCost, prometheus.GaugeValue, usd, wf)
+		ch <- prometheus.MustNewConstMetric(agentCostDesc, prometheus.GaugeValue, usd, wf)
 	}
 }

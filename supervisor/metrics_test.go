@@ -279,7 +279,8 @@ func TestMetricsObserveEvents(t *testing.T) {
 // metrics.enabled (and ui.enabled off) starts the listener, says where in
 // ui-addr, answers /metrics only with the token, and takes the address
 // back when it stops; with neither key set it starts none; with its
-// port taken it starts none, but the supervisor runs.
+// port taken it starts none, but the supervisor runs; neither leaves the
+// address of a supervisor that died for drover ui to find.
 func TestRunServesTheDashboardListenerWithMetrics(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -304,6 +305,14 @@ func TestRunServesTheDashboardListenerWithMetrics(t *testing.T) {
 			opts := lockTestOptions(t, 0, func() { close(ready) })
 			opts.Config.Metrics.Enabled = tc.metrics
 			opts.Config.UI.Enabled, opts.Config.UI.Port = tc.ui, tc.port
+			// What a supervisor that died left: no listener is there.
+			addrFile := filepath.Join(opts.Paths.StateDir, uiAddrFile)
+			if err := os.MkdirAll(opts.Paths.StateDir, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(addrFile, []byte("127.0.0.1:1\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			done := make(chan error, 1)
@@ -313,7 +322,6 @@ func TestRunServesTheDashboardListenerWithMetrics(t *testing.T) {
 			case err := <-done:
 				t.Fatalf("Run: %v", err)
 			}
-			addrFile := filepath.Join(opts.Paths.StateDir, uiAddrFile)
 			b, err := os.ReadFile(addrFile)
 			if !tc.listener {
 				if !os.IsNotExist(err) {

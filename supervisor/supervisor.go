@@ -9,10 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -192,6 +194,9 @@ func Run(ctx context.Context, opts Options) (err error) {
 				stopUI(sctx)
 			}()
 		}
+	} else if err := os.Remove(filepath.Join(p.StateDir, uiAddrFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// The address a supervisor that died left is no listener of ours.
+		s.log.Warn("removing the dashboard address", zap.Error(err))
 	}
 	s.log.Info("supervisor started", zap.String("project", p.Root), zap.String("socket", p.Socket), zap.Int("pid", os.Getpid()), zap.String("version", opts.Version))
 	if opts.Ready != nil {
