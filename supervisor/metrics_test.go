@@ -392,3 +392,40 @@ func TestMetricsCountALoopAndItsKilledCommand(t *testing.T) {
 	})
 	a.decode(http.MethodPost, api.SessionPath("s1", "loop/cancel"), map[string]any{}, &json.RawMessage{})
 }
+
+// TestMetricsGaugeTheStoredRuns: the run gauges are what the store holds
+// when /metrics is read: a run's tasks by state and what it cost.
+func TestMetricsGaugeTheStoredRuns(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Metrics.Enabled = true
+	a := newAPIServerConfig(t, cfg)
+	addr, stop, err := a.srv.startUI(0)
+	if err != nil {
+		t.Fatalf("startUI: %v", err)
+	}
+	defer stop(context.Background())
+	b, err := os.ReadFile(filepath.Join(a.paths.StateDir, uiTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := api.Run{ID: "r1", State: api.RunDone, CostUSD: 1.5, Tasks: []api.RunTask{
+		{ID: "a", State: api.TaskDone}, {ID: "b", State: api.TaskDone}, {ID: "c", State: api.TaskFailed},
+	}}
+	if err := a.srv.store.SaveRun(context.Background(), run); err != nil {
+		t.Fatal(err)
+	}
+	fams := scrape(t, addr, strings.TrimSpace(string(b)))
+	for _, tc := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"drover_run_tasks", map[string]string{"state": "done"}, 2},
+		{"drover_run_tasks", map[string]string{"state": "failed"}, 1},
+		{"drover_agent_cost_usd", map[string]string{"workflow": "run"}, 1.5},
+	} {
+		if got, ok := sample(fams, tc.name, tc.labels); !ok || got != tc.want {
+			t.Errorf("%s%v = %v (present %v), want %v", tc.name, tc.labels, got, ok, tc.want)
+		}
+	}
+}
