@@ -47,7 +47,7 @@ func (a *sessionActor) startCheckpoint(actx actor.Context, e loop.StartCheckpoin
 		return
 	}
 	iteration := e.Iteration
-	pid := spawnWork(actx, a.log, "checkpoint", func(ctx context.Context) any {
+	pid := spawnWork(actx, a.log, a.env.Killed, "checkpoint", func(ctx context.Context) any {
 		combined, results := reviewer.RunParallel(ctx, specs, len(specs), quorum)
 		return &checkpointResult{iteration: iteration, combined: combined, results: results}
 	}, func(error) any {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/proc"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/tracker"
 	"github.com/drover-dev/drover/internal/workflow/loop"
@@ -297,10 +298,14 @@ type workActor struct {
 
 // spawnWork starts job in a child actor named prefix-<n> and returns it.
 // failed builds the result the parent gets if job panics: the result of an
-// ordinary failure of that job, carrying err.
-func spawnWork(actx actor.Context, log *zap.Logger, prefix string, job func(ctx context.Context) any, failed func(err error) any) *actor.PID {
+// ordinary failure of that job, carrying err. killed, when set, is told
+// (with prefix) of each process the job kills for its timeout.
+func spawnWork(actx actor.Context, log *zap.Logger, killed func(work string), prefix string, job func(ctx context.Context) any, failed func(err error) any) *actor.PID {
 	ctx, cancel := context.WithCancel(context.Background())
 	jobCtx, end := context.WithCancel(ctx)
+	if killed != nil {
+		jobCtx = proc.OnTimeoutKill(jobCtx, func() { killed(prefix) })
+	}
 	if log == nil {
 		log = zap.NewNop()
 	}

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/drover-dev/drover/internal/proc"
 )
 
 // workParent spawns one work child whose job waits for its context to
@@ -22,7 +25,7 @@ type workParent struct {
 func (p *workParent) Receive(actx actor.Context) {
 	switch m := actx.Message().(type) {
 	case *actor.Started:
-		p.child <- spawnWork(actx, nil, "job", func(ctx context.Context) any {
+		p.child <- spawnWork(actx, nil, nil, "job", func(ctx context.Context) any {
 			<-ctx.Done()
 			// Slow to return, as a killed process group is to be reaped.
 			time.Sleep(20 * time.Millisecond)
@@ -44,7 +47,7 @@ type panicParent struct {
 func (p *panicParent) Receive(actx actor.Context) {
 	switch m := actx.Message().(type) {
 	case *actor.Started:
-		spawnWork(actx, nil, "job", func(context.Context) any {
+		spawnWork(actx, nil, nil, "job", func(context.Context) any {
 			var findings []string
 			return findings[len(findings)] // a parser's bug: index out of range
 		}, func(err error) any { return fmt.Errorf("failed: %w", err) })
@@ -132,5 +135,50 @@ func TestWorkChild(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// killParent spawns one work child named checks whose job runs a command
+// past its timeout, telling killed of each kill.
+type killParent struct {
+	killed  chan string
+	results chan any
+}
+
+func (p *killParent) Receive(actx actor.Context) {
+	switch m := actx.Message().(type) {
+	case *actor.Started:
+		spawnWork(actx, nil, func(work string) { p.killed <- work }, "checks", func(ctx context.Context) any {
+			_, err := proc.Shell(ctx, "sleep 30", proc.Cmd{Timeout: 50 * time.Millisecond})
+			return err
+		}, func(err error) any { return err })
+	case *workDone:
+		p.results <- m.result
+		actx.Stop(m.child)
+	}
+}
+
+// TestWorkChildReportsTimeoutKills: a process that a work child's job
+// kills for its timeout is reported with the work's name (the
+// supervisor's /metrics counts these kills).
+func TestWorkChildReportsTimeoutKills(t *testing.T) {
+	system := actor.NewActorSystem()
+	defer system.Shutdown()
+	p := &killParent{killed: make(chan string, 2), results: make(chan any, 1)}
+	parent := system.Root.Spawn(actor.PropsFromProducer(func() actor.Actor { return p }))
+	defer func() { _ = system.Root.StopFuture(parent).Wait() }()
+	select {
+	case r := <-p.results:
+		if err, _ := r.(error); !errors.Is(err, proc.ErrTimeout) {
+			t.Fatalf("the job's result = %v, want a timeout", r)
+		}
+	case <-time.After(testTimeout):
+		t.Fatal("the job's result did not come back")
+	}
+	if len(p.killed) != 1 {
+		t.Fatalf("%d kills reported, want 1", len(p.killed))
+	}
+	if work := <-p.killed; work != "checks" {
+		t.Errorf("the kill was reported for %q, want checks", work)
 	}
 }

@@ -166,7 +166,7 @@ func (a *sessionActor) startChecks(actx actor.Context, e loop.StartChecks) {
 	}
 	a.stopWork(actx, &a.loop.checks)
 	root, tag := a.env.Root, a.env.ChildTag
-	pid := spawnWork(actx, a.log, "checks", func(parent context.Context) any {
+	pid := spawnWork(actx, a.log, a.env.Killed, "checks", func(parent context.Context) any {
 		return &checksResult{iteration: e.Iteration, result: runCheck(parent, root, e.Command, tag, e.Timeout)}
 	}, func(err error) any {
 		// A check that could not run is a failed check.
@@ -203,7 +203,7 @@ func (a *sessionActor) startMetrics(actx actor.Context, e loop.StartMetrics) {
 	}
 	a.stopWork(actx, &a.loop.metrics)
 	root, tag, log := a.env.Root, a.env.ChildTag, a.log
-	pid := spawnWork(actx, a.log, "metrics", func(parent context.Context) any {
+	pid := spawnWork(actx, a.log, a.env.Killed, "metrics", func(parent context.Context) any {
 		results := make([]convergence.CommandResult, len(e.Commands))
 		var wg sync.WaitGroup
 		for i, command := range e.Commands {

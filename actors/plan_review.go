@@ -172,7 +172,7 @@ func (a *sessionActor) startReview(actx actor.Context, s plan.State, e plan.Star
 	failed := func(err error) any {
 		return &reviewResult{res: reviewer.Result{Model: e.Model, Outcome: reviewer.Failed, ExitCode: -1, Err: err}, logPath: logPath}
 	}
-	pid := spawnWork(actx, a.log, "review", func(ctx context.Context) any {
+	pid := spawnWork(actx, a.log, a.env.Killed, "review", func(ctx context.Context) any {
 		if err != nil {
 			return failed(err)
 		}

@@ -74,6 +74,10 @@ type RunsEnv struct {
 	// Events, when set, is handed the events of every commit of a run
 	// once it succeeded (internal/events); it must not block.
 	Events func(ctx context.Context, evs ...events.Draft)
+	// Killed, when set, is told of each process that a run's work (an
+	// iteration's agent, reviewer or tests, a wave's merge and suite)
+	// killed for its timeout, by that work's name; it must not block.
+	Killed func(work string)
 
 	// worktrees serializes the work tree changes of every run of the
 	// project (see worktree.Create); NewRunsProps sets it.

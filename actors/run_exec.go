@@ -55,7 +55,7 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 		system.Root.Send(self, run.AgentProgress{Task: e.Task, Iteration: e.Iteration, Progress: p})
 	}
 	a.log.Info("task iteration started", zap.String("task", e.Task), zap.Int("iteration", e.Iteration), zap.String("role", string(e.Role)))
-	a.iterations[e.Task] = spawnWork(ctx, a.log, "iteration", func(ctx context.Context) any { return job.run(ctx) }, func(err error) any {
+	a.iterations[e.Task] = spawnWork(ctx, a.log, a.env.Killed, "iteration", func(ctx context.Context) any { return job.run(ctx) }, func(err error) any {
 		// As an agent that failed to start.
 		return run.IterationDone{Task: job.task.ID, Iteration: job.iteration, Base: job.base, Err: err}
 	})
@@ -73,7 +73,7 @@ func (a *runActor) checkWave(ctx actor.Context, e run.CheckWave) {
 		taskOf[t.Branch] = t.ID
 	}
 	a.log.Info("wave checkpoint started", zap.Int("wave", e.Wave), zap.Strings("branches", e.Branches))
-	spawnWork(ctx, a.log, "wave", func(runCtx context.Context) any {
+	spawnWork(ctx, a.log, a.env.Killed, "wave", func(runCtx context.Context) any {
 		runCtx = runTags(runCtx, runID, tag)
 		merge, err := worktree.MergeInOrder(runCtx, root, target, e.Branches, worktree.ContinueOnConflict)
 		branches := make([]run.MergedBranch, 0, len(merge.Branches))

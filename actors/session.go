@@ -63,6 +63,10 @@ type Env struct {
 	// Events, when set, is handed the events of every commit once it
 	// succeeded (internal/events); it must not block.
 	Events func(ctx context.Context, evs ...events.Draft)
+	// Killed, when set, is told of each process that the sessions' work
+	// (a review, a check, metric commands, a checkpoint) killed for its
+	// timeout, by that work's name; it must not block.
+	Killed func(work string)
 }
 
 // The points at which Env.Fault is called.

@@ -39,23 +39,12 @@ func (a *sessionActor) status() *StatusResult {
 // plan's reviews cost, and the task files in dir.
 func sessionStatus(rec session.Record, env Env, dir string) api.SessionStatus {
 	root := env.Root
-	st := api.SessionStatus{ID: rec.ID, Workflow: string(rec.Workflow), State: string(rec.Queue.State), Iteration: rec.Queue.Iteration, UpdatedAt: rec.UpdatedAt, LastHookAt: rec.LastHookAt}
-	switch rec.Workflow {
-	case session.Loop:
-		st.State, st.Iteration = "off", rec.Loop.Iteration
-		if rec.Loop.Active {
-			st.State = "on"
-		}
-	case session.Plan:
-		st.State, st.Iteration = string(rec.Plan.Phase), rec.Plan.Iteration
-		// The id comes from the store; a bad one must not name a path
-		// outside the plans folder.
-		if plan.ValidPlanID(rec.Plan.PlanID) {
-			st.CostUSD = ReadPlanTotals(filepath.Join(root, ".drover", "plans", rec.Plan.PlanID), rec.ID).SessionCostUSD
-		}
-	}
-	if st.State == "" {
-		st.State = "off"
+	state, iteration := SessionState(rec)
+	st := api.SessionStatus{ID: rec.ID, Workflow: string(rec.Workflow), State: state, Iteration: iteration, UpdatedAt: rec.UpdatedAt, LastHookAt: rec.LastHookAt}
+	// The id comes from the store; a bad one must not name a path outside
+	// the plans folder.
+	if rec.Workflow == session.Plan && plan.ValidPlanID(rec.Plan.PlanID) {
+		st.CostUSD = ReadPlanTotals(filepath.Join(root, ".drover", "plans", rec.Plan.PlanID), rec.ID).SessionCostUSD
 	}
 	st.Health = string(rec.Health(env.now(), env.Config().Status.StaleAfter))
 	if list, err := tasks.Scan(dir); err == nil {
@@ -65,4 +54,25 @@ func sessionStatus(rec session.Record, env Env, dir string) api.SessionStatus {
 		}
 	}
 	return st
+}
+
+// SessionState is the state and iteration that status shows of rec's
+// workflow: the queue's state, a loop's on or off, a plan's phase ("off"
+// when there is none). /metrics counts sessions by the same words, from
+// the store, without waking each session's actor.
+func SessionState(rec session.Record) (state string, iteration int) {
+	state, iteration = string(rec.Queue.State), rec.Queue.Iteration
+	switch rec.Workflow {
+	case session.Loop:
+		state, iteration = "off", rec.Loop.Iteration
+		if rec.Loop.Active {
+			state = "on"
+		}
+	case session.Plan:
+		state, iteration = string(rec.Plan.Phase), rec.Plan.Iteration
+	}
+	if state == "" {
+		state = "off"
+	}
+	return state, iteration
 }

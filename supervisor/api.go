@@ -161,11 +161,13 @@ func (s *Server) serveHook(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
+		s.metrics.observeHook(string(e), "error", false, time.Since(start))
 		s.log.Error("hook decision failed", zap.String("session", id), zap.String("event", string(e)), zap.Error(err), zap.Duration("latency", time.Since(start)))
 		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
 	resp := api.HookResponse{Output: out.Output, Text: out.Text, Replayed: out.Replayed}
+	s.metrics.observeHook(string(e), resp.Kind(), out.Replayed, time.Since(start))
 	s.log.Info("hook decision",
 		zap.String("session", id),
 		zap.String("event", string(e)),

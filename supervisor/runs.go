@@ -33,6 +33,7 @@ func (s *Server) startRuns(env actors.Env) func() {
 		Reviewers: env.Reviewers,
 		ChildTag:  env.ChildTag,
 		Events:    env.Events,
+		Killed:    env.Killed,
 	}), actors.RunsActorName)
 	if err != nil {
 		s.log.Error("spawning the runs actor", zap.Error(err))

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net"
 	"net/http"
@@ -102,6 +103,9 @@ type Server struct {
 	// heartbeat is how often an idle event stream sends a comment, so
 	// that a client sees the connection is alive (sseHeartbeat when 0).
 	heartbeat time.Duration
+	// metrics is what GET /metrics serves on the dashboard listener; nil
+	// unless metrics.enabled.
+	metrics *metrics
 }
 
 // drain marks the supervisor as stopping (see draining).
@@ -179,6 +183,22 @@ func Run(ctx context.Context, opts Options) (err error) {
 	srv.RegisterOnShutdown(s.drain)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	if c := s.cfg.Load(); c.UI.Enabled || c.Metrics.Enabled {
+		// A dashboard that cannot listen (ui.port taken) is said in the
+		// log; the supervisor still answers hooks, which matter more.
+		if _, stopUI, uerr := s.startUI(c.UI.Port); uerr != nil {
+			s.log.Warn("no dashboard listener", zap.Error(uerr))
+		} else {
+			defer func() {
+				sctx, cancel := context.WithTimeout(context.Background(), opts.Config.Supervisor.ShutdownTimeout)
+				defer cancel()
+				stopUI(sctx)
+			}()
+		}
+	} else if err := os.Remove(filepath.Join(p.StateDir, uiAddrFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// The address a supervisor that died left is no listener of ours.
+		s.log.Warn("removing the dashboard address", zap.Error(err))
+	}
 	s.log.Info("supervisor started", zap.String("project", p.Root), zap.String("socket", p.Socket), zap.Int("pid", os.Getpid()), zap.String("version", opts.Version))
 	if opts.Ready != nil {
 		opts.Ready()
@@ -236,10 +256,21 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 		return nil, nil, errors.Join(err, st.Close())
 	}
 	s.events = hub
+	followed := make(chan struct{})
+	if cfg.Metrics.Enabled {
+		s.metrics = newMetrics(func() string { return s.cfg.Load().Review.CLI }, s.scanGauges)
+		go func() {
+			defer close(followed)
+			s.metrics.follow(hub)
+		}()
+	} else {
+		close(followed)
+	}
 	closeStore := func() error {
 		// The last events go to the store before it closes.
 		hub.Publish(context.Background(), events.Draft{Kind: api.EventSupervisorStopped})
 		hub.Close()
+		<-followed
 		if err := st.Close(); err != nil {
 			return fmt.Errorf("closing store: %w", err)
 		}
@@ -267,6 +298,9 @@ func newServer(ctx context.Context, opts Options, childTag string) (_ *Server, c
 		ChildTag:    childTag,
 		Fault:       opts.Fault,
 		Events:      hub.Publish,
+	}
+	if s.metrics != nil {
+		env.Killed = s.metrics.killed
 	}
 	root, err := s.system.Root.SpawnNamed(actors.NewSessionsProps(env, actors.SessionsOptions{
 		IdleTimeout:   cfg.Supervisor.IdleTimeout,

@@ -32,10 +32,13 @@ var RestartKeys = []string{
 	"events.history",
 	"log.max_backups",
 	"log.max_size_mb",
+	"metrics.enabled",
 	"supervisor.idle_timeout",
 	"supervisor.restart_max",
 	"supervisor.restart_window",
 	"supervisor.shutdown_timeout",
+	"ui.enabled",
+	"ui.port",
 }
 
 // Serve is `serve`, the supervisor. droverd adds a flag per config key.

@@ -47,6 +47,20 @@ type Config struct {
 	Status     Status     `koanf:"status"`
 	Events     Events     `koanf:"events"`
 	Notify     Notify     `koanf:"notify"`
+	UI         UI         `koanf:"ui"`
+	Metrics    Metrics    `koanf:"metrics"`
+}
+
+// UI configures the dashboard listener: HTTP on 127.0.0.1 only, every
+// request carrying the project's token (.drover/state/ui-token).
+type UI struct {
+	Enabled bool `koanf:"enabled" reload:"restart" help:"serve the dashboard listener on 127.0.0.1 (its address goes to .drover/state/ui-addr, its token to .drover/state/ui-token)"`
+	Port    int  `koanf:"port" reload:"restart" help:"the dashboard listener's port on 127.0.0.1 (0: a free port)"`
+}
+
+// Metrics configures GET /metrics on the dashboard listener.
+type Metrics struct {
+	Enabled bool `koanf:"enabled" reload:"restart" help:"serve Prometheus metrics at /metrics on the dashboard listener (started for it even when ui.enabled is off), behind the same token"`
 }
 
 // Notify configures notifications: the events (the notify.on words) that
@@ -386,6 +400,9 @@ func (c Config) Validate() error {
 		if p.d <= 0 {
 			bad(p.key, "must be above 0, got %v", p.d)
 		}
+	}
+	if c.UI.Port < 0 || c.UI.Port > 65535 {
+		bad("ui.port", "must be from 0 to 65535, got %d", c.UI.Port)
 	}
 	if c.Events.History < 1 {
 		bad("events.history", "must be at least 1, got %d", c.Events.History)

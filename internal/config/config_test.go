@@ -63,6 +63,7 @@ func TestKeys(t *testing.T) {
 		"loop.stuck_limit",
 		"loop.success_pass_rate",
 		"loop.thrash_repeats",
+		"metrics.enabled",
 		"notify.command",
 		"notify.on",
 		"notify.timeout",
@@ -95,6 +96,8 @@ func TestKeys(t *testing.T) {
 		"supervisor.restart_max",
 		"supervisor.restart_window",
 		"supervisor.shutdown_timeout",
+		"ui.enabled",
+		"ui.port",
 	}
 	if got := Keys(); !slices.Equal(got, want) {
 		t.Fatalf("Keys() = %q\nwant %q", got, want)
@@ -400,7 +403,9 @@ func TestRestartKeys(t *testing.T) {
 	want := []string{
 		"events.history",
 		"log.max_backups", "log.max_size_mb",
+		"metrics.enabled",
 		"supervisor.idle_timeout", "supervisor.restart_max", "supervisor.restart_window", "supervisor.shutdown_timeout",
+		"ui.enabled", "ui.port",
 	}
 	got := RestartKeys()
 	if strings.Join(got, " ") != strings.Join(want, " ") {

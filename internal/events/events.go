@@ -281,3 +281,11 @@ func (h *Hub) LastID() uint64 {
 	defer h.mu.Unlock()
 	return h.next - 1
 }
+
+// Closed reports whether Close was called: a subscriber whose channel
+// closed resubscribes only while the hub is open.
+func (h *Hub) Closed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}

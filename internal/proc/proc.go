@@ -223,6 +223,7 @@ func Run(ctx context.Context, c Cmd) (Result, error) {
 	}
 	if errors.Is(context.Cause(timed), ErrTimeout) {
 		res.TimedOut = true
+		timeoutKilled(ctx)
 		return res, fmt.Errorf("%w after %s", ErrTimeout, timeout)
 	}
 	if err := ctx.Err(); err != nil {

@@ -101,6 +101,10 @@ func TestRunKillsTheGroup(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
+			// Only a kill for the timeout is reported (a supervisor's
+			// /metrics counts them).
+			kills := 0
+			ctx = OnTimeoutKill(ctx, func() { kills++ })
 			c := sh(tt.script)
 			c.Timeout = tt.timeout
 			var pid int
@@ -117,6 +121,9 @@ func TestRunKillsTheGroup(t *testing.T) {
 			}
 			if res.ExitCode != tt.exit || res.TimedOut != tt.timedOut || !res.Started {
 				t.Errorf("exit %d, timed out %v, started %v; want %d, %v, true", res.ExitCode, res.TimedOut, res.Started, tt.exit, tt.timedOut)
+			}
+			if want := map[bool]int{true: 1}[tt.timedOut]; kills != want {
+				t.Errorf("OnTimeoutKill's function was called %d times, want %d", kills, want)
 			}
 			if !tt.cancel {
 				pid = firstPid(t, res.Stdout.String())
