@@ -362,7 +362,6 @@ func budgetKey(e hook.Event) string {
 	return "hook.budget." + strings.ReplaceAll(string(e), "-", "_")
 }
 
-// logLevels lists the accepted values of log.level.
 // YAML renders the configuration as a config file would hold it, durations
 // in Go's notation ("10m0s"), so that it loads back unchanged.
 func (c Config) YAML() ([]byte, error) {

@@ -12,6 +12,7 @@ import (
 	"github.com/drover-dev/drover/internal/hook"
 )
 
+// logLevels lists the accepted values of log.level.
 var logLevels = []string{"debug", "info", "warn", "error"}
 
 // Validate reports every value out of range, each naming its key.
