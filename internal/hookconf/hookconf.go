@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -113,13 +114,48 @@ type Sources struct {
 	UserFile, ProjectFile string
 	// Getenv reads the environment; nil reads none.
 	Getenv func(string) string
+
+	// read, when set (DefaultSources), keeps each file's hook section
+	// once read: a Stop looks up its budget and review.hold (and maybe
+	// hook.start_timeout), and each would read and parse the same file
+	// again.
+	read *sections
+}
+
+// sections is the hook sections read so far, by path.
+type sections struct {
+	mu     sync.Mutex
+	byPath map[string]section
+}
+
+type section struct {
+	keys map[string]time.Duration
+	err  error
+}
+
+// hookSection returns readHookSection(path), read once for src's
+// lifetime when src keeps what it read.
+func (src Sources) hookSection(path string) (map[string]time.Duration, error) {
+	c := src.read
+	if c == nil {
+		return readHookSection(path)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.byPath[path]; ok {
+		return s.keys, s.err
+	}
+	keys, err := readHookSection(path)
+	c.byPath[path] = section{keys, err}
+	return keys, err
 }
 
 // DefaultSources returns the layers for the project at root: the user's
 // file under $XDG_CONFIG_HOME (when absolute) or $HOME/.config, the
-// project's .drover/config.yaml, and the environment.
+// project's .drover/config.yaml, and the environment. Each file is read at
+// most once through the Sources returned, whatever keys are looked up.
 func DefaultSources(root string, getenv func(string) string) Sources {
-	src := Sources{Getenv: getenv}
+	src := Sources{Getenv: getenv, read: &sections{byPath: map[string]section{}}}
 	if x := getenv("XDG_CONFIG_HOME"); filepath.IsAbs(x) {
 		src.UserFile = filepath.Join(x, "drover", "config.yaml")
 	} else if h := getenv("HOME"); h != "" {
@@ -194,7 +230,7 @@ func lookupSet(src Sources, key string) (d time.Duration, set bool, err error) {
 		if path == "" {
 			continue
 		}
-		keys, err := readHookSection(path)
+		keys, err := src.hookSection(path)
 		if err != nil {
 			return 0, false, err
 		}
