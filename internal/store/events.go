@@ -60,8 +60,10 @@ func (s *Store) AppendEvents(ctx context.Context, evs []api.Event, keep int) err
 			return nil
 		}
 		bound := last - uint64(keep)
+		// A Delete moves the cursor on, so Next would skip every other
+		// key: take the first one again each time.
 		c := b.Cursor()
-		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= bound; k, _ = c.Next() {
+		for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) <= bound; k, _ = c.First() {
 			if err := c.Delete(); err != nil {
 				return err
 			}
