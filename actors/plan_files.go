@@ -28,10 +28,18 @@ const (
 	maxDiffBytes    = 256 << 10
 )
 
-func (a *sessionActor) plansDir() string { return filepath.Join(a.env.Root, ".drover", "plans") }
+func (a *sessionActor) plansDir() string {
+	return filepath.Join(a.env.Root, filepath.FromSlash(plan.PlansDir))
+}
 
 // planDir is the folder of plan id; id must be a valid plan id.
-func (a *sessionActor) planDir(id string) string { return filepath.Join(a.plansDir(), id) }
+func (a *sessionActor) planDir(id string) string { return planDirAt(a.env.Root, id) }
+
+// planDirAt is the folder of plan id in the project at root (relative
+// when root is ""); id must be a valid plan id.
+func planDirAt(root, id string) string {
+	return filepath.Join(root, filepath.FromSlash(plan.PlansDir), id)
+}
 
 // factsNeed says what a decision needs read besides the plan folder's
 // listing, tasks.md and state.json.
