@@ -11,13 +11,19 @@ import (
 	"github.com/drover-dev/drover/internal/workflow/plan"
 )
 
-// git runs git in dir, failing the test on an error.
+// git runs git in the fixture's root, failing the test on an error.
 func (f *planFixture) git(args ...string) {
 	f.t.Helper()
+	mustGit(f.t, f.root, args...)
+}
+
+// mustGit runs git in dir with a committer name, failing tb on an error.
+func mustGit(tb testing.TB, dir string, args ...string) {
+	tb.Helper()
 	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
-	cmd.Dir = f.root
+	cmd.Dir = dir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		f.t.Fatalf("git %v: %v\n%s", args, err, out)
+		tb.Fatalf("git %v: %v\n%s", args, err, out)
 	}
 }
 

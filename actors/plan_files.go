@@ -14,6 +14,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/drover-dev/drover/internal/atomicfile"
 	"github.com/drover-dev/drover/internal/workflow/plan"
 )
 
@@ -28,10 +29,18 @@ const (
 	maxDiffBytes    = 256 << 10
 )
 
-func (a *sessionActor) plansDir() string { return filepath.Join(a.env.Root, ".drover", "plans") }
+func (a *sessionActor) plansDir() string {
+	return filepath.Join(a.env.Root, filepath.FromSlash(plan.PlansDir))
+}
 
 // planDir is the folder of plan id; id must be a valid plan id.
-func (a *sessionActor) planDir(id string) string { return filepath.Join(a.plansDir(), id) }
+func (a *sessionActor) planDir(id string) string { return planDirAt(a.env.Root, id) }
+
+// planDirAt is the folder of plan id in the project at root (relative
+// when root is ""); id must be a valid plan id.
+func planDirAt(root, id string) string {
+	return filepath.Join(root, filepath.FromSlash(plan.PlansDir), id)
+}
 
 // factsNeed says what a decision needs read besides the plan folder's
 // listing, tasks.md and state.json.
@@ -198,38 +207,10 @@ func (a *sessionActor) writePlanView() {
 	a.rec.Plan = plan.Wrote(s, data)
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same
-// folder, synced and renamed over path, so that a reader sees the old file
-// or the new one, never a part.
+// writeFileAtomic writes data to path, mode 0644, so that a reader sees
+// the old file or the new one, never a part (atomicfile.Write).
 func writeFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("writing %q: %w", path, err)
-	}
-	name := tmp.Name()
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(name, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(name, path)
-	}
-	if err != nil {
-		os.Remove(name)
-		return fmt.Errorf("writing %q: %w", path, err)
-	}
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
+	return atomicfile.Write(path, data, 0o644)
 }
 
 // newestPlan returns the plan folder whose state.json changed last, or "".

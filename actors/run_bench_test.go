@@ -69,11 +69,7 @@ func benchRepo(b testing.TB) string {
 		{"config", "user.email", "b@example.com"},
 		{"commit", "-q", "--allow-empty", "-m", "initial"},
 	} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v\n%s", args, err, out)
-		}
+		mustGit(b, root, args...)
 	}
 	return root
 }

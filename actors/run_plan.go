@@ -17,7 +17,7 @@ import (
 
 // planTasksFile is tasks.md of plan id, relative to the project's root.
 func planTasksFile(id string) string {
-	return filepath.Join(".drover", "plans", id, "tasks.md")
+	return filepath.Join(planDirAt("", id), "tasks.md")
 }
 
 // markPlanDone marks the tasks ids done in plan planID's tasks.md in the

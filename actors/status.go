@@ -1,8 +1,6 @@
 package actors
 
 import (
-	"path/filepath"
-
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/tasks"
@@ -44,7 +42,7 @@ func sessionStatus(rec session.Record, env Env, dir string) api.SessionStatus {
 	// The id comes from the store; a bad one must not name a path outside
 	// the plans folder.
 	if rec.Workflow == session.Plan && plan.ValidPlanID(rec.Plan.PlanID) {
-		st.CostUSD = ReadPlanTotals(filepath.Join(root, ".drover", "plans", rec.Plan.PlanID), rec.ID).SessionCostUSD
+		st.CostUSD = ReadPlanTotals(planDirAt(root, rec.Plan.PlanID), rec.ID).SessionCostUSD
 	}
 	st.Health = string(rec.Health(env.now(), env.Config().Status.StaleAfter))
 	if list, err := tasks.Scan(dir); err == nil {

@@ -163,17 +163,24 @@ func BenchmarkReflect100MBIncremental(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		m := MetricsFrom(p.Iteration)
-		if m.TestsFailed == 0 {
-			b.Fatalf("metrics missed the failing tests: %+v", m)
-		}
-		if _, ok := Reflect(p.Iteration, m, nil, DefaultThresholds()); !ok {
-			b.Fatalf("no reflection for an iteration of %d tool calls", p.Iteration.ToolCalls)
-		}
+		mustReflect(b, p.Iteration)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(len(last))/(1<<10), "read-KB")
 	b.ReportMetric(float64(len(stored))/(1<<10), "cursor-KB")
+}
+
+// mustReflect fails b unless the iteration's metrics count its failing
+// tests and it draws a reflection: what both Stop benchmarks do per Stop.
+func mustReflect(b *testing.B, it transcript.Iteration) {
+	b.Helper()
+	m := MetricsFrom(it)
+	if m.TestsFailed == 0 {
+		b.Fatalf("metrics missed the failing tests: %+v", m)
+	}
+	if _, ok := Reflect(it, m, nil, DefaultThresholds()); !ok {
+		b.Fatalf("no reflection for an iteration of %d tool calls", it.ToolCalls)
+	}
 }
 
 // BenchmarkReflectOneIteration is the yardstick for
@@ -206,13 +213,7 @@ func BenchmarkReflectOneIteration(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		m := MetricsFrom(p.Iteration)
-		if m.TestsFailed == 0 {
-			b.Fatalf("metrics missed the failing tests: %+v", m)
-		}
-		if _, ok := Reflect(p.Iteration, m, nil, DefaultThresholds()); !ok {
-			b.Fatalf("no reflection for an iteration of %d tool calls", p.Iteration.ToolCalls)
-		}
+		mustReflect(b, p.Iteration)
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(len(whole)-int(it.StartOffset))/(1<<10), "read-KB")

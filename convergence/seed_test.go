@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/goldenfile"
 	"github.com/drover-dev/drover/internal/transcript"
 	"github.com/drover-dev/drover/test/seed004"
 )
@@ -167,20 +168,5 @@ func TestSeedConvergenceCases(t *testing.T) {
 
 func golden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run with -update if intended)\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
-	}
+	goldenfile.Check(t, path, got, *update)
 }

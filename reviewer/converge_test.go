@@ -4,13 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/goldenfile"
 	"github.com/drover-dev/drover/templates"
 )
 
@@ -19,22 +19,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func golden(t *testing.T, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", filepath.FromSlash(t.Name())+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (run with -update if intended)\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
-	}
+	goldenfile.Check(t, path, []byte(got), *update)
 }
 
 func TestNextModel(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,7 +56,7 @@ func FuzzRequestBody(f *testing.F) {
 		f.Add(r, uint8(2), []byte(`{"input":{"session_id":"fuzz-a"}}`))
 	}
 	for _, e := range hook.Events {
-		i := uint8(indexOf(fuzzRoutes, api.HookPath(e)))
+		i := uint8(slices.Index(fuzzRoutes, api.HookPath(e)))
 		body, _ := json.Marshal(api.HookRequest{RequestID: "r-" + string(e), Input: hook.Input{
 			SessionID: "fuzz-a", HookEventName: e.ClaudeName(), Cwd: "/", TranscriptPath: "/nonexistent/t.jsonl",
 			Prompt: "/drover:add x", Source: "compact", Trigger: "auto", Reason: "clear", StopHookActive: true,
@@ -133,15 +134,6 @@ func withSession(body []byte, id string) []byte {
 		return body
 	}
 	return out
-}
-
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // fuzzServer is newAPIServer for a fuzz target: one supervisor for all the

@@ -30,12 +30,18 @@ printf '{"type":"result","subtype":"success","is_error":false,"structured_output
 // returns the server and the script's folder.
 func newPlanUnderReview(t *testing.T, script string) (*apiServer, string) {
 	t.Helper()
+	return newPlanUnderReviewConfig(t, script, config.Defaults())
+}
+
+// newPlanUnderReviewConfig is newPlanUnderReview with cfg for the rest of
+// the supervisor's configuration.
+func newPlanUnderReviewConfig(t *testing.T, script string, cfg config.Config) (*apiServer, string) {
+	t.Helper()
 	fake := t.TempDir()
 	file := filepath.Join(fake, "reviewer")
 	if err := os.WriteFile(file, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Defaults()
 	cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+file+"' {{model}} {{prompt}}"
 	a := newAPIServerConfig(t, cfg)
 	dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
@@ -189,24 +195,9 @@ func TestUndecidedStopIsGivenUpOnAtTheBudget(t *testing.T) {
 // (the decision came late) is let go too: the review's answer is not
 // spent on a Stop nobody waits for, the next Stop gets it.
 func TestStopGivenUpOnKeepsTheReviewsAnswer(t *testing.T) {
-	fake := t.TempDir()
-	script := filepath.Join(fake, "reviewer")
-	if err := os.WriteFile(script, []byte(slowFailingReviewer), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	cfg := config.Defaults()
-	cfg.Review.CLI, cfg.Review.Command = reviewer.CLICustom, "'"+script+"' {{model}} {{prompt}}"
 	cfg.Hook.Budget.Stop = time.Nanosecond
-	a := newAPIServerConfig(t, cfg)
-	dir := filepath.Join(a.paths.Root, ".drover", "plans", "demo")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "plan.md"), []byte("# Demo\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var st api.PlanStatus
-	a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &st)
+	a, _ := newPlanUnderReviewConfig(t, slowFailingReviewer, cfg)
 
 	r := a.do(http.MethodPost, api.HookPath(hook.Stop), api.HookRequest{RequestID: "stop-1", HoldMS: 60000, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}})
 	if r.status != http.StatusInternalServerError {

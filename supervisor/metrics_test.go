@@ -46,6 +46,22 @@ func uiGet(t *testing.T, addr, path, auth string) (int, string) {
 	return res.StatusCode, string(body)
 }
 
+// startMetricsUI starts a's dashboard listener on a free port, stopped at
+// the test's end, and returns its address and the token its file holds.
+func startMetricsUI(t *testing.T, a *apiServer) (addr, tok string) {
+	t.Helper()
+	addr, stop, err := a.srv.startUI(0)
+	if err != nil {
+		t.Fatalf("startUI: %v", err)
+	}
+	t.Cleanup(func() { stop(context.Background()) })
+	b, err := os.ReadFile(filepath.Join(a.paths.StateDir, uiTokenFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr, strings.TrimSpace(string(b))
+}
+
 // scrape parses /metrics with the Prometheus text parser.
 func scrape(t *testing.T, addr, tok string) map[string]*dto.MetricFamily {
 	t.Helper()
@@ -365,16 +381,7 @@ func TestMetricsCountALoopAndItsKilledCommand(t *testing.T) {
 	cfg.Loop.MetricCommands = "sleep 30"
 	cfg.Loop.CheckTimeout = 100 * time.Millisecond
 	a := newAPIServerConfig(t, cfg)
-	addr, stop, err := a.srv.startUI(0)
-	if err != nil {
-		t.Fatalf("startUI: %v", err)
-	}
-	defer stop(context.Background())
-	b, err := os.ReadFile(filepath.Join(a.paths.StateDir, uiTokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok := strings.TrimSpace(string(b))
+	addr, tok := startMetricsUI(t, a)
 
 	a.decode(http.MethodPost, api.SessionPath("s1", "loop/start"), api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10}, &json.RawMessage{})
 	msg := "working"
@@ -399,22 +406,14 @@ func TestMetricsGaugeTheStoredRuns(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.Metrics.Enabled = true
 	a := newAPIServerConfig(t, cfg)
-	addr, stop, err := a.srv.startUI(0)
-	if err != nil {
-		t.Fatalf("startUI: %v", err)
-	}
-	defer stop(context.Background())
-	b, err := os.ReadFile(filepath.Join(a.paths.StateDir, uiTokenFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, tok := startMetricsUI(t, a)
 	run := api.Run{ID: "r1", State: api.RunDone, CostUSD: 1.5, Tasks: []api.RunTask{
 		{ID: "a", State: api.TaskDone}, {ID: "b", State: api.TaskDone}, {ID: "c", State: api.TaskFailed},
 	}}
 	if err := a.srv.store.SaveRun(context.Background(), run); err != nil {
 		t.Fatal(err)
 	}
-	fams := scrape(t, addr, strings.TrimSpace(string(b)))
+	fams := scrape(t, addr, tok)
 	for _, tc := range []struct {
 		name   string
 		labels map[string]string

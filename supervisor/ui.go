@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/drover-dev/drover/internal/atomicfile"
 )
 
 // The dashboard listener (ui.enabled, metrics.enabled): HTTP on 127.0.0.1
@@ -55,30 +57,10 @@ func uiToken(dir string) (string, error) {
 		return "", fmt.Errorf("making the dashboard token: %w", err)
 	}
 	tok := hex.EncodeToString(b)
-	if err := writeOwnerOnly(path, tok+"\n"); err != nil {
+	if err := atomicfile.Write(path, []byte(tok+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("writing the dashboard token: %w", err)
 	}
 	return tok, nil
-}
-
-// writeOwnerOnly replaces path with data, mode 0600, through a temporary
-// file renamed over it, so that a reader never sees half of it.
-func writeOwnerOnly(path, data string) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("creating %q: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.WriteString(data)
-	if err := errors.Join(werr, f.Chmod(0o600), f.Sync(), f.Close()); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("writing %q: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("renaming into %q: %w", path, err)
-	}
-	return nil
 }
 
 // authorized reports whether r carries tok, as "Authorization: Bearer
@@ -127,7 +109,7 @@ func (s *Server) startUI(port int) (addr string, stop func(context.Context), err
 		return "", nil, fmt.Errorf("listening on 127.0.0.1:%d (ui.port): %w", port, err)
 	}
 	addr = ln.Addr().String()
-	if err := writeOwnerOnly(addrFile, addr+"\n"); err != nil {
+	if err := atomicfile.Write(addrFile, []byte(addr+"\n"), 0o600); err != nil {
 		_ = ln.Close()
 		return "", nil, fmt.Errorf("writing the dashboard address: %w", err)
 	}

@@ -81,7 +81,7 @@ func (a *app) planViews(g *globalFlags, only string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Join(p.Root, ".drover", "plans")
+	dir := filepath.Join(p.Root, filepath.FromSlash(plan.PlansDir))
 	ents, err := os.ReadDir(dir)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("reading %s: %w", dir, err)

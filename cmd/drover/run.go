@@ -158,7 +158,7 @@ func planGraph(root, id string) (string, []byte, error) {
 	if !plan.ValidPlanID(id) {
 		return "", nil, fmt.Errorf("plan id %q is not valid (letters, digits, '-', '_' and '.', starting with a letter or digit)", id)
 	}
-	rel := filepath.Join(".drover", "plans", id)
+	rel := filepath.Join(filepath.FromSlash(plan.PlansDir), id)
 	dir := filepath.Join(root, rel)
 	file := filepath.Join(rel, "tasks.md")
 	md, err := os.ReadFile(filepath.Join(root, file))

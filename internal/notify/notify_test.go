@@ -19,6 +19,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/events"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/internal/workflow/queue"
@@ -213,13 +214,11 @@ func TestCommandGetsTheEventOnStdin(t *testing.T) {
 	w.next(t)
 	// The webhook is sent before the command runs: wait for the second run.
 	var lines []string
-	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	if !eventually.Holds(30*time.Second, func() bool {
 		b, _ := os.ReadFile(out)
-		if lines = strings.Split(strings.TrimSpace(string(b)), "\n"); len(lines) == 2 {
-			break
-		}
-	}
-	if len(lines) != 2 {
+		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
+		return len(lines) == 2
+	}) {
 		t.Fatalf("the command got %d messages, want 2: %q", len(lines), lines)
 	}
 	for i, want := range []string{Stuck, Done} {

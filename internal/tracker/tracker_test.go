@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/goldenfile"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -18,22 +20,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 func golden(t *testing.T, got []byte) {
 	t.Helper()
 	path := filepath.Join("testdata", filepath.FromSlash(t.Name())+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("output differs from %s (run with -update if intended)\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
-	}
+	goldenfile.Check(t, path, got, *update)
 }
 
 // same compares trackers, times by instant (Parse keeps the offset it read).

@@ -13,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/drover-dev/drover/internal/goldenfile"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/tracker"
 	"github.com/drover-dev/drover/templates"
@@ -36,22 +37,7 @@ var unportable = regexp.MustCompile(`[^A-Za-z0-9_./-]+`)
 func golden(t *testing.T, got string) {
 	t.Helper()
 	path := filepath.Join("testdata", filepath.FromSlash(unportable.ReplaceAllString(t.Name(), "_"))+".golden")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (run with -update if intended)\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
-	}
+	goldenfile.Check(t, path, []byte(got), *update)
 }
 
 // machinePath catches a real path leaking into a golden file.
