@@ -269,6 +269,12 @@ func (s *Server) planView(id string) (dashboard.PlanView, string, error) {
 	for _, run := range actors.PlanReviewRuns(dir) {
 		item := dashboard.PlanReviewItem{PlanReviewRun: run}
 		name := plan.ReviewFile(plan.Kind(run.Kind), run.Task, run.Iteration)
+		if filepath.Base(name) != name {
+			// A task name with a separator in the run log names no
+			// file of this folder: none is served.
+			v.Reviews = append(v.Reviews, item)
+			continue
+		}
 		if fi, err := os.Stat(filepath.Join(dir, name)); err == nil && fi.Mode().IsRegular() {
 			item.File = name
 		}

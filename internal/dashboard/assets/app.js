@@ -1,7 +1,9 @@
 // The sessions page's live updates: the event stream of the dashboard
-// listener (GET /events, the same as /v1/events). An event of a session
-// shown updates its last-event cell at once; any event reloads the page
-// a moment later (once per burst), so states and costs follow.
+// listener (GET /events, the same as /v1/events), followed after the
+// newest event the page was rendered with. An event of a session shown
+// updates its last-event cell at once; an event that changes what the
+// page shows (anything but a hook's decision) reloads the page a moment
+// later, once per burst, so states, iterations and costs follow.
 (function () {
   "use strict";
   var live = document.getElementById("live");
@@ -10,7 +12,6 @@
   var src = new EventSource("/events?since=" + (document.body.dataset.lastEvent || "0"));
   src.onopen = function () { if (live) live.textContent = "live: connected"; };
   src.onerror = function () { if (live) live.textContent = "live: reconnecting"; };
-  src.onmessage = null;
   function onEvent(msg) {
     var e;
     try { e = JSON.parse(msg.data); } catch (err) { return; }
@@ -21,6 +22,7 @@
         if (cell) { cell.textContent = e.kind; cell.dataset.eventId = String(e.id); }
       }
     }
+    if (e.kind === "hook.decided") return;
     if (!reload) reload = setTimeout(function () { location.reload(); }, 1500);
   }
   [
