@@ -48,14 +48,14 @@ func (s *Server) dashboardRoutes(mux *http.ServeMux, r *dashboard.Renderer) {
 		return r.Runs(w, dashboard.RunsView{Runs: runs})
 	}))
 	mux.HandleFunc("GET /loop/{session}", s.page(func(w *bytes.Buffer, req *http.Request) error {
-		v, err := s.loopView(req.PathValue("session"))
+		v, err := s.loopView(req.Context(), req.PathValue("session"))
 		if err != nil {
 			return err
 		}
 		return r.Loop(w, v)
 	}))
 	mux.HandleFunc("GET /plan/{session}", s.page(func(w *bytes.Buffer, req *http.Request) error {
-		v, _, err := s.planView(req.PathValue("session"))
+		v, _, err := s.planView(req.Context(), req.PathValue("session"))
 		if err != nil {
 			return err
 		}
@@ -189,11 +189,11 @@ func (s *Server) workflowStatus(id, workflow string, out any) error {
 
 // knownSession fails with errNotFound unless the store or the sessions
 // folder has session id: a page must not wake an actor for any name.
-func (s *Server) knownSession(id string) error {
+func (s *Server) knownSession(ctx context.Context, id string) error {
 	if err := hook.CheckSessionID(id); err != nil {
 		return fmt.Errorf("%w: %w", actors.ErrBadRequest, err)
 	}
-	if _, st, err := s.store.Load(context.Background(), id); err == nil && st == store.Found {
+	if _, st, err := s.store.Load(ctx, id); err == nil && st == store.Found {
 		return nil
 	}
 	if _, err := os.Stat(filepath.Join(s.opts.Paths.SessionsDir, id)); err == nil {
@@ -204,8 +204,8 @@ func (s *Server) knownSession(id string) error {
 
 // loopView is a loop session's page: its loop status and the iterations
 // of its metrics history.
-func (s *Server) loopView(id string) (dashboard.LoopView, error) {
-	if err := s.knownSession(id); err != nil {
+func (s *Server) loopView(ctx context.Context, id string) (dashboard.LoopView, error) {
+	if err := s.knownSession(ctx, id); err != nil {
 		return dashboard.LoopView{}, err
 	}
 	v := dashboard.LoopView{Session: id}
@@ -254,8 +254,8 @@ func readLoopPoints(path string) ([]dashboard.LoopPoint, error) {
 // planView is a plan session's page: its plan status and the reviewer
 // runs of its plan's run log, each with its review file's name when the
 // file is there. It also returns the plan's folder.
-func (s *Server) planView(id string) (dashboard.PlanView, string, error) {
-	if err := s.knownSession(id); err != nil {
+func (s *Server) planView(ctx context.Context, id string) (dashboard.PlanView, string, error) {
+	if err := s.knownSession(ctx, id); err != nil {
 		return dashboard.PlanView{}, "", err
 	}
 	v := dashboard.PlanView{Session: id}
@@ -291,7 +291,7 @@ func (s *Server) serveReviewFile(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the review number must be 1 or more", http.StatusBadRequest)
 		return
 	}
-	v, dir, err := s.planView(r.PathValue("session"))
+	v, dir, err := s.planView(r.Context(), r.PathValue("session"))
 	if err != nil {
 		code := statusFor(err)
 		if errors.Is(err, errNotFound) {

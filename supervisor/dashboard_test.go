@@ -205,4 +205,10 @@ func TestPostUIStartsTheListener(t *testing.T) {
 	if code, body := uiGet(t, first.Addr, strings.TrimPrefix(first.URL, "http://"+first.Addr), ""); code != http.StatusOK {
 		t.Errorf("GET the URL = %d, want 200\n%s", code, body)
 	}
+	// The listener drover ui started stops with the supervisor, and its
+	// address file goes with it.
+	a.srv.closeUI(context.Background())
+	if _, err := os.Stat(filepath.Join(a.paths.StateDir, uiAddrFile)); !os.IsNotExist(err) {
+		t.Errorf("ui-addr after the listener stopped: %v, want it removed", err)
+	}
 }
