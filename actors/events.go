@@ -15,7 +15,10 @@ import (
 
 // Events are derived from what a commit changed, old record against new,
 // by the pure functions below, and published once the commit succeeded:
-// a stream client never sees a change the store does not hold.
+// a stream client never sees a change the store does not hold. A fact the
+// record does not keep (a plan that waits for the user, plan.WaitForUser)
+// comes as an effect of the committed decision instead, and is published
+// when the effect runs, after the commit too.
 
 // publish hands evs to the event stream, if the engine has one.
 func publish(pub func(context.Context, ...events.Draft), ctx context.Context, evs []events.Draft) {
@@ -57,26 +60,7 @@ func sessionEvents(old session.Record, found bool, next session.Record) []events
 	out = append(out, queueEvents(id, old, next, d, decided)...)
 	out = append(out, loopEvents(id, old, next)...)
 	out = append(out, planEvents(id, old.Plan, next.Plan)...)
-	if decided {
-		out = append(out, planWaitEvents(id, next.Plan, d)...)
-	}
 	return out
-}
-
-// planWaitEvents reports a plan that waits for the user: a Stop let
-// through (d, the commit's new decision) while the plan's next phase is a
-// review whose cycle has spent max_reviews, so the plan does not advance
-// until the user decides (plan.Stop's hard stop). The state does not
-// change there, so the allowed Stop is what marks it, once per Stop.
-func planWaitEvents(id string, s plan.State, d session.Recorded) []events.Draft {
-	kind, isReview := s.NextPhase.ReviewKind()
-	if d.Event != hook.Stop || d.Output.IsBlock() || s.PlanID == "" || s.Review != nil || !isReview ||
-		s.MaxReviews <= 0 || s.Iteration < s.MaxReviews {
-		return nil
-	}
-	return []events.Draft{{Kind: api.EventNeedsReview, Session: id, Data: api.ReviewData{
-		Plan: s.PlanID, Kind: string(kind), Task: s.CurrentTask, Phase: string(s.Phase), Iteration: s.Iteration,
-	}}}
 }
 
 // newDecision returns the decision next recorded that old did not have.

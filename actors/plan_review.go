@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/events"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/tasks"
 	"github.com/drover-dev/drover/internal/workflow/plan"
@@ -147,6 +148,10 @@ func (a *sessionActor) planEffect(actx actor.Context, e plan.Effect) {
 		a.writePlanView()
 	case plan.CancelReview:
 		a.cancelReview(actx)
+	case plan.WaitForUser:
+		publish(a.env.Events, context.Background(), []events.Draft{{Kind: api.EventNeedsReview, Session: a.id, Data: api.ReviewData{
+			Plan: e.Plan, Kind: string(e.Kind), Task: e.Task, Phase: string(e.Phase), Iteration: e.Iteration,
+		}}})
 	case plan.MakeFolder:
 		// The plan folder of a plan that was just started; the view
 		// written next needs it.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/events"
 	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/store"
@@ -1191,5 +1193,73 @@ func TestPlanNewRefusesAnotherSessionsPlan(t *testing.T) {
 
 	if st := f.mustPlan("owner", "new", api.PlanArgs{PlanID: "shared"}); st.Phase != "new-plan" {
 		t.Errorf("the owner could not start its plan over: %+v", st)
+	}
+}
+
+// TestPlanThatWaitsForTheUserPublishesNeedsReview: a stop let through
+// because the plan's next review would pass max_reviews, or because its
+// reviewer budget is spent, publishes needs_review (notify's
+// needs-review), once the decision is committed; the stops before it,
+// which ran reviews, do not.
+func TestPlanThatWaitsForTheUserPublishesNeedsReview(t *testing.T) {
+	one := 1
+	cases := []struct {
+		name string
+		args api.PlanArgs
+	}{
+		{"max_reviews spent", api.PlanArgs{PlanID: "capped", MaxReviews: &one}},
+		// A run costs $0.50: the second review is refused.
+		{"the plan budget spent", api.PlanArgs{PlanID: "capped", BudgetUSD: 0.4}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var (
+				mu        sync.Mutex
+				published []events.Draft
+			)
+			f := newPlanFixtureEnv(t, SessionsOptions{RestartMax: 3}, func(env *Env) {
+				env.Events = func(_ context.Context, evs ...events.Draft) {
+					mu.Lock()
+					defer mu.Unlock()
+					published = append(published, evs...)
+				}
+			})
+			needsReview := func() []events.Draft {
+				mu.Lock()
+				defer mu.Unlock()
+				var out []events.Draft
+				for _, e := range published {
+					if e.Kind == api.EventNeedsReview {
+						out = append(out, e)
+					}
+				}
+				return out
+			}
+			const sid = "plan-waits"
+			f.write("capped", "plan.md", "# Capped\n")
+			f.fakeScript("verdicts", "FAIL\nFAIL\n")
+			f.mustPlan(sid, "new", c.args)
+			if r := f.stop(sid, "stop-review"); !r.Output.IsBlock() {
+				t.Fatalf("the review did not start: %+v", r)
+			}
+			f.waitReview(sid)
+			if r := f.stop(sid, "stop-answer"); !r.Output.IsBlock() {
+				t.Fatalf("stop after the failing review: %+v", r)
+			}
+			f.mustPlan(sid, "advance", api.PlanArgs{Phase: "post-review"})
+			if got := needsReview(); len(got) != 0 {
+				t.Fatalf("needs_review before the plan waits: %+v", got)
+			}
+			if r := f.stop(sid, "stop-waits"); r.Err != nil || r.Output.IsBlock() {
+				t.Fatalf("the stop past the limit: %+v", r)
+			}
+			// The actor runs the effects of its decision before its
+			// next message: after this answer they have run.
+			f.mustPlan(sid, "status", api.PlanArgs{})
+			want := api.ReviewData{Plan: "capped", Kind: "plan", Phase: "post-plan-review", Iteration: 1}
+			if got := needsReview(); len(got) != 1 || got[0].Session != sid || got[0].Data != want {
+				t.Errorf("needs_review events %+v, want one for %s with %+v", got, sid, want)
+			}
+		})
 	}
 }

@@ -156,6 +156,18 @@ func (d *decision) warn(msg string) {
 	d.out.SystemMessage += "\n" + msg
 }
 
+// waitForUser adds the WaitForUser effect of a stop that is let through
+// while the plan waits for the user before a review of kind (max_reviews
+// or the plan budget spent). A stop that validation blocks keeps the agent
+// working, so it waits for no one yet.
+func (d *decision) waitForUser(kind Kind) {
+	if d.out.IsBlock() {
+		return
+	}
+	s := d.state
+	d.effects = append(d.effects, WaitForUser{Plan: s.PlanID, Kind: kind, Task: s.CurrentTask, Phase: s.Phase, Iteration: s.Iteration})
+}
+
 // finish applies rule 8 and adds the WriteView effect when the view on disk
 // is not the state's.
 func (d *decision) finish(f Facts, t templates.Set) error {
@@ -241,6 +253,9 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 			return d, err
 		}
 		d.warn(msg)
+		if !s.Standalone {
+			d.waitForUser(kind)
+		}
 		return d, nil
 	}
 	if s.BudgetUSD > 0 && f.SpentUSD >= s.BudgetUSD {
@@ -258,6 +273,7 @@ func startReview(s State, f Facts, t templates.Set, kind Kind) (decision, error)
 			return d, err
 		}
 		d.warn(msg)
+		d.waitForUser(kind)
 		return d, nil
 	}
 	problem, err := missingInput(s, f, t, kind)

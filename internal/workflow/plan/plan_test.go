@@ -541,3 +541,41 @@ func TestParallelWaitNamesEveryReviewer(t *testing.T) {
 		t.Errorf("alternating review wait: %s", formatOutput(r.out))
 	}
 }
+
+// TestStopThatWaitsForTheUser: a stop let through while the plan waits for
+// the user (max_reviews spent, or the plan budget) says so with a
+// WaitForUser effect, whichever limit it was; a stop that blocks, a
+// standalone cycle that just ends, and a plan with reviews left do not.
+func TestStopThatWaitsForTheUser(t *testing.T) {
+	waiting := func(extra ...func(*State)) State {
+		return st(append([]func(*State){phase(PhasePostCodeReview, PhaseCodeReview), task("2"), iter(3), model(3), maxRev(3)}, extra...)...)
+	}
+	budget := func(s *State) { s.BudgetUSD, s.MaxReviews = 1, 8 }
+	spent := func(f *Facts) { f.SpentUSD = 1.5 }
+	want := &WaitForUser{Plan: planID, Kind: KindCode, Task: "2", Phase: PhasePostCodeReview, Iteration: 3}
+	cases := []struct {
+		name string
+		s    State
+		f    Facts
+		want *WaitForUser
+	}{
+		{"max_reviews spent", waiting(), facts(), want},
+		{"the plan budget spent", waiting(budget), facts(spent), want},
+		{"max_reviews spent, blocked by a broken folder", waiting(), facts(addFiles("notes.md")), nil},
+		{"the budget spent, blocked by a broken folder", waiting(budget), facts(spent, addFiles("notes.md")), nil},
+		{"a standalone cycle that ends at max_reviews", waiting(standalone), facts(), nil},
+		{"budget and reviews left", waiting(budget), facts(), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := stop(t, c.s, c.f, nil)
+			got, ok := find[WaitForUser](r.effects)
+			switch {
+			case c.want == nil && ok:
+				t.Errorf("effects %s, want no WaitForUser", effectNames(r.effects))
+			case c.want != nil && (!ok || got != *c.want):
+				t.Errorf("effects %s (%+v), want %+v", effectNames(r.effects), got, *c.want)
+			}
+		})
+	}
+}

@@ -399,6 +399,20 @@ type WriteView struct {
 	Data []byte
 }
 
+// WaitForUser says that a stop was let through while the plan waits for
+// the user: its next review would pass max_reviews or the plan budget, so
+// the plan does not advance until the user decides. Nothing in the State
+// marks it (the budget is read from the review log at each stop), so the
+// actor reports it from this effect, once per stop.
+type WaitForUser struct {
+	Plan      string
+	Kind      Kind
+	Task      string
+	Phase     Phase
+	Iteration int
+}
+
 func (StartReview) effect() {}
+func (WaitForUser) effect() {}
 func (WriteReview) effect() {}
 func (WriteView) effect()   {}
