@@ -33,22 +33,39 @@ type stream struct {
 // each event it reads to the returned stream's channel.
 func (a *apiServer) follow(since uint64) *stream {
 	a.t.Helper()
+	return a.followAt(a.client, a.url+api.PathEvents, "", since)
+}
+
+// followUI is follow on the dashboard's GET /events, on the dashboard
+// listener at addr with its token, as the page's live script does.
+func (a *apiServer) followUI(addr, tok string, since uint64) *stream {
+	a.t.Helper()
+	return a.followAt(http.DefaultClient, "http://"+addr+"/events", "Bearer "+tok, since)
+}
+
+// followAt is follow on the stream at url through client, with auth as
+// the Authorization header when set.
+func (a *apiServer) followAt(client *http.Client, url, auth string, since uint64) *stream {
+	a.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.url+api.PathEvents, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		a.t.Fatal(err)
 	}
 	if since > 0 {
 		req.Header.Set("Last-Event-ID", strconv.FormatUint(since, 10))
 	}
-	res, err := a.client.Do(req)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	res, err := client.Do(req)
 	if err != nil {
 		cancel()
-		a.t.Fatalf("GET %s: %v", api.PathEvents, err)
+		a.t.Fatalf("GET %s: %v", url, err)
 	}
 	if res.StatusCode != http.StatusOK || res.Header.Get("Content-Type") != "text/event-stream" {
 		cancel()
-		a.t.Fatalf("GET %s = %d %q, want 200 text/event-stream", api.PathEvents, res.StatusCode, res.Header.Get("Content-Type"))
+		a.t.Fatalf("GET %s = %d %q, want 200 text/event-stream", url, res.StatusCode, res.Header.Get("Content-Type"))
 	}
 	s := &stream{cancel: cancel, events: make(chan api.Event, 1<<16), done: make(chan struct{})}
 	go func() {

@@ -48,7 +48,7 @@ func uiGet(t *testing.T, addr, path, auth string) (int, string) {
 
 // startMetricsUI starts a's dashboard listener on a free port, stopped at
 // the test's end, and returns its address and the token its file holds.
-func startMetricsUI(t *testing.T, a *apiServer) (addr, tok string) {
+func startMetricsUI(t testing.TB, a *apiServer) (addr, tok string) {
 	t.Helper()
 	addr, stop, err := a.srv.startUI(0)
 	if err != nil {
