@@ -187,41 +187,62 @@ func runEvents(oldC, nextC runCommit) []events.Draft {
 			out = append(out, events.Draft{Kind: api.EventBudgetReached, Run: id, Data: api.BudgetData{What: "task " + t.ID, CostUSD: t.CostUSD}})
 		}
 	}
+	// One commit's events go in the order things happen: the run starts,
+	// the tasks of the merged waves change, a wave is merged, the tasks of
+	// the next waves change (start), the run ends. A reader never sees a
+	// wave's task start before the wave before it is merged, nor a run
+	// done before its last wave is merged.
 	state := api.RunStateData{State: string(next.State), Merged: next.Merged, Waves: next.Waves, CostUSD: next.CostUSD, Report: next.Report}
-	if old.ID == "" || old.State != next.State {
+	if old.ID == "" {
 		out = append(out, events.Draft{Kind: api.EventRunState, Run: id, Data: state})
-	}
-	if old.ID != "" && old.Merged != next.Merged {
-		out = append(out, events.Draft{Kind: api.EventRunWave, Run: id, Data: state})
 	}
 	prev := map[string]api.RunTask{}
 	for _, t := range old.Tasks {
 		prev[t.ID] = t
 	}
-	for _, t := range next.Tasks {
-		p, had := prev[t.ID]
-		data := api.TaskData{Task: t.ID, State: string(t.State), Wave: t.Wave, Iteration: t.Iteration, Role: t.Role, Status: t.Status, CostUSD: t.CostUSD}
-		// Cost and tool calls move with every progress report: the
-		// stream follows the task's state, iteration, role and status.
-		if !had || p.State != t.State || p.Iteration != t.Iteration || p.Role != t.Role || p.Status != t.Status {
-			out = append(out, events.Draft{Kind: api.EventRunTask, Run: id, Data: data})
+	merged := old.ID != "" && old.Merged != next.Merged
+	for _, after := range []bool{false, true} {
+		if after && merged {
+			out = append(out, events.Draft{Kind: api.EventRunWave, Run: id, Data: state})
 		}
-		if had && p.State != t.State {
-			switch t.State {
-			case api.TaskDone:
-				out = append(out, events.Draft{Kind: api.EventTaskDone, Run: id, Data: data})
-			case api.TaskFailed:
-				out = append(out, events.Draft{Kind: api.EventTaskStuck, Run: id, Data: data})
-			case api.TaskNeedsReview:
-				out = append(out, events.Draft{Kind: api.EventNeedsReview, Run: id, Data: api.ReviewData{Task: t.ID, Iteration: t.Iteration}})
+		for _, t := range next.Tasks {
+			if (merged && t.Wave > next.Merged) == after {
+				p, had := prev[t.ID]
+				out = append(out, taskEvents(id, p, had, t)...)
 			}
 		}
-		if had && t.Reviews > p.Reviews && t.LastReview != nil {
-			r := t.LastReview
-			out = append(out, events.Draft{Kind: api.EventReviewFinished, Run: id, Data: api.ReviewData{
-				Task: t.ID, Model: r.Model, Iteration: r.Iteration, Verdict: r.Outcome, Findings: r.Blocking + r.Minor, Blocking: r.Blocking, CostUSD: r.CostUSD,
-			}})
+	}
+	if old.ID != "" && old.State != next.State {
+		out = append(out, events.Draft{Kind: api.EventRunState, Run: id, Data: state})
+	}
+	return out
+}
+
+// taskEvents returns the events of run id's task t, p before the commit
+// (had is false when the run had no such task).
+func taskEvents(id string, p api.RunTask, had bool, t api.RunTask) []events.Draft {
+	var out []events.Draft
+	data := api.TaskData{Task: t.ID, State: string(t.State), Wave: t.Wave, Iteration: t.Iteration, Role: t.Role, Status: t.Status, CostUSD: t.CostUSD}
+	// Cost and tool calls move with every progress report: the stream
+	// follows the task's state, iteration, role and status.
+	if !had || p.State != t.State || p.Iteration != t.Iteration || p.Role != t.Role || p.Status != t.Status {
+		out = append(out, events.Draft{Kind: api.EventRunTask, Run: id, Data: data})
+	}
+	if had && p.State != t.State {
+		switch t.State {
+		case api.TaskDone:
+			out = append(out, events.Draft{Kind: api.EventTaskDone, Run: id, Data: data})
+		case api.TaskFailed:
+			out = append(out, events.Draft{Kind: api.EventTaskStuck, Run: id, Data: data})
+		case api.TaskNeedsReview:
+			out = append(out, events.Draft{Kind: api.EventNeedsReview, Run: id, Data: api.ReviewData{Task: t.ID, Iteration: t.Iteration}})
 		}
+	}
+	if had && t.Reviews > p.Reviews && t.LastReview != nil {
+		r := t.LastReview
+		out = append(out, events.Draft{Kind: api.EventReviewFinished, Run: id, Data: api.ReviewData{
+			Task: t.ID, Model: r.Model, Iteration: r.Iteration, Verdict: r.Outcome, Findings: r.Blocking + r.Minor, Blocking: r.Blocking, CostUSD: r.CostUSD,
+		}})
 	}
 	return out
 }

@@ -85,6 +85,15 @@ func TestRunEvents(t *testing.T) {
 	done := old
 	done.Merged = 1
 	done.Tasks = []api.RunTask{{ID: "a", Wave: 1, State: api.TaskDone, Iteration: 1, Reviews: 1, LastReview: &api.TaskReview{Outcome: "pass"}}}
+	finished := done
+	finished.State, finished.Merged = api.RunDone, 2
+	// Two waves, a then b: a's done and merged and b started in one
+	// commit read in that order.
+	twoWaves := old
+	twoWaves.Tasks = append(slices.Clone(old.Tasks), api.RunTask{ID: "b", Wave: 2, State: api.TaskPending})
+	nextWave := twoWaves
+	nextWave.Merged = 1
+	nextWave.Tasks = []api.RunTask{{ID: "a", Wave: 1, State: api.TaskDone, Iteration: 1}, {ID: "b", Wave: 2, State: api.TaskRunning, Iteration: 1}}
 	for _, tc := range []struct {
 		name      string
 		old, next runCommit
@@ -92,7 +101,9 @@ func TestRunEvents(t *testing.T) {
 	}{
 		{"first commit", runCommit{}, runCommit{Run: old}, []api.EventKind{api.EventRunState, api.EventRunTask}},
 		{"cost only", runCommit{Run: old}, runCommit{Run: cost}, []api.EventKind{}},
-		{"task done, reviewed, wave merged", runCommit{Run: old}, runCommit{Run: done}, []api.EventKind{api.EventRunWave, api.EventRunTask, api.EventTaskDone, api.EventReviewFinished}},
+		{"task done, reviewed, wave merged", runCommit{Run: old}, runCommit{Run: done}, []api.EventKind{api.EventRunTask, api.EventTaskDone, api.EventReviewFinished, api.EventRunWave}},
+		{"a wave merged and the next one started", runCommit{Run: twoWaves}, runCommit{Run: nextWave}, []api.EventKind{api.EventRunTask, api.EventTaskDone, api.EventRunWave, api.EventRunTask}},
+		{"the last wave merged ends the run", runCommit{Run: done}, runCommit{Run: finished}, []api.EventKind{api.EventRunWave, api.EventRunState}},
 		{"a task's budget", runCommit{Run: old}, runCommit{Run: cost, Ending: map[string]bool{"a": true}}, []api.EventKind{api.EventBudgetReached}},
 		{"the run's budget", runCommit{Run: old}, runCommit{Run: old, Stop: "max-usd"}, []api.EventKind{api.EventBudgetReached}},
 		{"a cancel", runCommit{Run: old}, runCommit{Run: old, Stop: "cancelled", Cancelled: true}, []api.EventKind{}},
