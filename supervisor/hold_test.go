@@ -213,3 +213,52 @@ func TestStopGivenUpOnKeepsTheReviewsAnswer(t *testing.T) {
 		t.Errorf("the stop after a stop given up on: %+v, want the review's answer", out.Output)
 	}
 }
+
+// costlyFailingReviewer is failingReviewer whose run costs $0.50.
+const costlyFailingReviewer = `#!/bin/sh
+printf '{"type":"result","subtype":"success","is_error":false,"total_cost_usd":0.5,"structured_output":{"verdict":"FAIL","findings":[{"severity":"blocking","file":"plan.md","line":1,"summary":"no tests"}]}}\n'
+`
+
+// TestPlanWaitingForTheUserIsOnTheStream: a plan whose next review would
+// pass max_reviews, or whose reviewer budget the first review spent, lets
+// the Stop through and waits for the user: the stream (and so notify's
+// needs-review) says needs_review for its session, after the decision.
+func TestPlanWaitingForTheUserIsOnTheStream(t *testing.T) {
+	for _, tc := range []struct{ name, key, value string }{
+		{"max_reviews", "max_reviews", "1"},
+		{"the reviewer budget", "budget_usd", "0.4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, _ := newPlanUnderReview(t, costlyFailingReviewer)
+			var st api.PlanStatus
+			a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "set"), api.PlanArgs{PlanID: "demo", Key: tc.key, Value: tc.value}, &st)
+			stop := func(id string) hook.Output {
+				var out api.HookResponse
+				a.decode(http.MethodPost, api.HookPath(hook.Stop), api.HookRequest{RequestID: id, HoldMS: 60000, Input: hook.Input{SessionID: "s1", HookEventName: "Stop"}}, &out)
+				return out.Output
+			}
+			if out := stop("stop-1"); !out.IsBlock() || !strings.Contains(out.Reason, "plan-review-1.md") {
+				t.Fatalf("the stop held for the first review: %+v", out)
+			}
+			a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "advance"), api.PlanArgs{Phase: "post-review"}, &st)
+			if out := stop("stop-2"); out.IsBlock() {
+				t.Fatalf("the stop past %s: %+v, want it let through", tc.key, out)
+			}
+			// The session answers its next message once the effects
+			// of the Stop's decision ran: the event is out by then.
+			a.decode(http.MethodPost, api.WorkflowPath("s1", "plan", "status"), api.PlanArgs{}, &st)
+			end := a.marker()
+			s := a.follow(0)
+			defer s.close()
+			var waits []api.Event
+			for _, e := range s.until(t, func(e api.Event) bool { return e.ID == end }) {
+				if e.Kind == api.EventNeedsReview && e.Session == "s1" {
+					waits = append(waits, e)
+				}
+			}
+			if len(waits) != 1 || !strings.Contains(string(waits[0].Data), `"plan":"demo"`) {
+				t.Errorf("needs_review events %+v, want one for plan demo", waits)
+			}
+		})
+	}
+}
