@@ -75,6 +75,14 @@ type Spec struct {
 	// WaitDelay is how long to wait for the agent's output to close after
 	// it exited or was killed; zero means DefaultWaitDelay.
 	WaitDelay time.Duration
+	// Format is the shape of the agent's stdout (FormatClaude when zero).
+	Format Format
+	// Model is the agent's model, for a format whose stream does not name
+	// it (codex's), to price its usage; empty: the CLI's default.
+	Model string
+	// Price prices the token usage of a CLI that reports no cost (codex,
+	// gemini); nil leaves their CostUSD 0.
+	Price Pricer
 }
 
 // Result is what a run did.
@@ -162,7 +170,7 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 	}
 
 	var res Result
-	lines := res.stream(outputCap, onEvent)
+	lines := res.stream(outputCap, newParser(spec.Format, spec.Model, spec.Price), onEvent)
 	pr, err := proc.Run(ctx, proc.Cmd{
 		Path: spec.Bin, Args: args, Dir: spec.Dir,
 		Env: append(os.Environ(), spec.Env...),
@@ -195,11 +203,11 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 const TagEnv = proctag.AgentKey
 
 // stream returns the writer an agent's stdout goes to: it splits it into
-// lines of at most outputCap bytes, folds each stream-json line into r and
+// lines of at most outputCap bytes, folds each line p reads into r and
 // hands it to onEvent (when not nil). endStream ends it.
-func (r *Result) stream(outputCap int, onEvent func(Event)) *proc.LineWriter {
+func (r *Result) stream(outputCap int, p lineParser, onEvent func(Event)) *proc.LineWriter {
 	return &proc.LineWriter{Sep: '\n', Max: outputCap, Fn: func(line []byte) {
-		ev, ok := ParseLine(line)
+		ev, ok := p.parse(line)
 		if !ok {
 			if len(bytes.TrimSpace(line)) > 0 {
 				r.Skipped++
