@@ -11,6 +11,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/proc"
@@ -274,8 +275,18 @@ func agentSpec(o api.RunOptions, runID, taskID string, iteration int, dir, promp
 	if childTag != "" {
 		env = append(env, childTag)
 	}
-	if o.Agent == "" {
-		return agentrun.Spec{Bin: "claude", Args: agentrun.ClaudeArgs("--dangerously-skip-permissions"), Prompt: prompt, Dir: dir, Env: env, Timeout: o.IterationTimeout}, nil
+	agent := o.Agent
+	if agent == "" {
+		agent = agentrun.AgentClaude
+	}
+	if cli, model, ok := agentrun.Named(agent); ok {
+		// A named CLI: its JSON events are read in its format, and the
+		// tokens of one that reports no cost priced from the table.
+		spec := agentrun.NamedSpec(cli, model)
+		spec.Prompt, spec.Dir, spec.Timeout = prompt, dir, o.IterationTimeout
+		spec.Env = append(spec.Env, env...)
+		spec.Price = convergence.DefaultPrices().Tokens
+		return spec, nil
 	}
 	argv, stdin, err := run.AgentArgv(o.Agent, runID, taskID, iteration, dir, prompt)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/eventually"
@@ -34,6 +35,24 @@ func TestAgentSpec(t *testing.T) {
 	last, err := agentSpec(api.RunOptions{Agent: "my-agent"}, "r1", "t1", 1, "/wt", "hi", "")
 	if err != nil || last.Prompt != "hi" || len(last.Args) != 0 || len(last.Env) != 3 {
 		t.Errorf("custom agent without {{prompt}} nor tag: %+v, %v", last, err)
+	}
+	for _, tc := range []struct {
+		agent, bin string
+		format     agentrun.Format
+		args       []string
+	}{
+		{"codex", "codex", agentrun.FormatCodex, []string{"exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access"}},
+		{"codex:gpt-5-codex", "codex", agentrun.FormatCodex, []string{"exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access", "--model", "gpt-5-codex"}},
+		{" gemini ", "gemini", agentrun.FormatGemini, []string{"--output-format", "stream-json", "--approval-mode", "yolo", "--prompt"}},
+		{"claude:opus", "claude", agentrun.FormatClaude, agentrun.ClaudeArgs("--dangerously-skip-permissions", "--model", "opus")},
+	} {
+		got, err := agentSpec(api.RunOptions{Agent: tc.agent}, "r1", "t1", 1, "/wt", "hi", tag)
+		if err != nil || got.Bin != tc.bin || got.Format != tc.format || !slices.Equal(got.Args, tc.args) || got.Prompt != "hi" || got.Dir != "/wt" || !slices.Contains(got.Env, tag) || !slices.Contains(got.Env, "DROVER_TASK_ID=t1") {
+			t.Errorf("agent %q: %+v, %v", tc.agent, got, err)
+		}
+		if tc.format != agentrun.FormatClaude && (got.Price == nil || got.Price("gpt-5-codex", 1e6, 0, 0) != 1.25) {
+			t.Errorf("agent %q: its tokens are not priced", tc.agent)
+		}
 	}
 }
 

@@ -105,7 +105,7 @@ goes on without redoing finished tasks.`,
 	f.StringVar(&planID, "plan", "", "work the tasks of .drover/plans/PLAN-ID/tasks.md that are not done, instead of FILE")
 	f.IntVar(&opts.Concurrency, "concurrency", 0, "agent processes running at once (default: run.concurrency, 2)")
 	f.IntVar(&opts.MaxIterations, "max-iterations", 0, "agent runs per task before it fails (default: run.max_iterations, 3)")
-	f.StringVar(&opts.Agent, "agent", "", "agent command template (default: run.agent, else claude --print --output-format stream-json --verbose --dangerously-skip-permissions PROMPT)")
+	f.StringVar(&opts.Agent, "agent", "", "agent: claude, codex or gemini, optionally :MODEL (codex:gpt-5-codex), or a command template (default: run.agent, else claude --print --output-format stream-json --verbose --dangerously-skip-permissions PROMPT)")
 	f.StringVar(&opts.TestCommand, "test-command", "", "targeted test command, run in the task's work tree (default: run.test_command, go test {{packages}})")
 	f.StringVar(&opts.SuiteCommand, "suite-command", "", "suite command, run in the main work tree after each wave (default: run.suite_command, go test ./...)")
 	f.Float64Var(&opts.TaskMaxMinutes, "task-max-minutes", 0, "minutes a task may take before it fails, its agent killed (0: no limit)")

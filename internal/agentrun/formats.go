@@ -2,6 +2,7 @@ package agentrun
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"maps"
 	"slices"
@@ -150,7 +151,10 @@ func (p *codexParser) parse(line []byte) (Event, bool) {
 		p.usage.CacheReadInputTokens += cached
 		p.usage.OutputTokens += out
 		if p.price != nil {
-			p.cost += p.price(p.model, in-cached, cached, out)
+			// Without -m codex runs its configured default, which the
+			// stream does not name: priced as codex's family.
+			model := cmp.Or(p.model, AgentCodex)
+			p.cost += p.price(model, in-cached, cached, out)
 		}
 		p.result(&ev, "success", false, p.lastText)
 	case "turn.failed":
@@ -334,7 +338,7 @@ func (p *geminiParser) stats(raw json.RawMessage) (*Usage, float64) {
 	}
 	byModel := st.Models
 	if len(byModel) == 0 {
-		byModel = map[string]geminiTokens{p.model: st.geminiTokens}
+		byModel = map[string]geminiTokens{cmp.Or(p.model, AgentGemini): st.geminiTokens}
 	}
 	var u Usage
 	var cost float64

@@ -153,7 +153,7 @@ func (r Review) Budget() (float64, error) { return ParseUSD(r.BudgetUSD) }
 type Run struct {
 	Concurrency      int           `koanf:"concurrency" help:"agent processes of a drover run at once (drover run --concurrency)"`
 	MaxIterations    int           `koanf:"max_iterations" help:"agent runs per task of drover run before the task fails (drover run --max-iterations)"`
-	Agent            string        `koanf:"agent" help:"agent command template of drover run, with {{prompt}}, {{task}}, {{iteration}}, {{run}}, {{worktree}} (empty: claude --print --output-format stream-json)"`
+	Agent            string        `koanf:"agent" help:"agent of drover run: claude, codex or gemini (optionally :MODEL, as codex:gpt-5-codex), run headless with its JSON events read, or a command template with {{prompt}}, {{task}}, {{iteration}}, {{run}}, {{worktree}} (empty: claude)"`
 	TestCommand      string        `koanf:"test_command" help:"targeted test command of drover run, run in the task's work tree; {{packages}} stands for the task's tests"`
 	SuiteCommand     string        `koanf:"suite_command" help:"suite command of drover run, run in the main work tree after each wave"`
 	IterationTimeout time.Duration `koanf:"iteration_timeout" help:"time limit of one agent process of drover run; its process group is killed past it"`
