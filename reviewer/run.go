@@ -36,6 +36,10 @@ const logTailBytes = 8 << 10
 // is read with Parse for s.CLI.
 func Run(ctx context.Context, s Spec) Result {
 	res := Result{Model: s.Model, ExitCode: -1}
+	s, err := Route(s)
+	if err != nil {
+		return failed(res, s, nil, err)
+	}
 	if s.CLI == CLICodex && s.SchemaFile == "" {
 		path, err := writeSchemaFile(s.Schema)
 		if err != nil {

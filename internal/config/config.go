@@ -133,12 +133,12 @@ func (c Config) MetricCommandList() []string {
 type Review struct {
 	MaxReviews  int           `koanf:"max_reviews" help:"reviews per review cycle before the hard stop (0 skips reviews)"`
 	CleanStreak int           `koanf:"clean_streak" help:"consecutive clean reviews that pass a cycle"`
-	Models      string        `koanf:"models" help:"comma-separated reviewer models, used in turn (alternate) or all at once (parallel); aliases such as opus for claude, that CLI's own model names for codex and gemini"`
+	Models      string        `koanf:"models" help:"comma-separated reviewer models, used in turn (alternate) or all at once (parallel); each runs on the CLI its name belongs to (opus, sonnet, haiku, claude-*: claude; gpt*, o3, *codex*: codex; gemini*: gemini), or the one a cli:model form names (codex:my-model), other names on review.cli"`
 	Strategy    string        `koanf:"strategy" help:"alternate or parallel"`
 	Quorum      string        `koanf:"quorum" help:"all or majority (parallel reviews)"`
 	Timeout     time.Duration `koanf:"timeout" help:"time limit of one reviewer process; its process group is killed past it"`
 	MaxParallel int           `koanf:"max_parallel" help:"reviewer processes at once across the whole supervisor (a reload resizes the limit; running reviewers are not stopped)"`
-	CLI         string        `koanf:"cli" help:"reviewer CLI: claude, codex, gemini or custom"`
+	CLI         string        `koanf:"cli" help:"reviewer CLI for the models whose name names none: claude, codex, gemini or custom"`
 	Command     string        `koanf:"command" help:"custom reviewer command template, e.g. mycli --model {{model}} {{prompt}}"`
 	BudgetUSD   string        `koanf:"budget_usd" number:"text" help:"dollar budget per reviewer run (empty: none)"`
 	CountMinor  bool          `koanf:"count_minor" help:"minor findings also make a plan review unclean (by default only blocking findings do)"`
@@ -543,13 +543,3 @@ func fields() []field {
 	return out
 }
 
-// isClaudeModel reports whether m is one of Claude Code's model aliases or a
-// Claude model name.
-func isClaudeModel(m string) bool {
-	m = strings.ToLower(m)
-	switch m {
-	case "opus", "sonnet", "haiku", "opusplan":
-		return true
-	}
-	return strings.HasPrefix(m, "claude-")
-}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/reviewer"
 )
 
 // logLevels lists the accepted values of log.level.
@@ -133,16 +134,15 @@ func (c Config) Validate() error {
 	if !contains([]string{"all", "majority"}, c.Review.Quorum) {
 		bad("review.quorum", "must be all or majority, got %q", c.Review.Quorum)
 	}
-	switch c.Review.CLI {
-	case "claude":
-	case "codex", "gemini":
-		// The models go to that CLI as they are; claude's aliases would
-		// fail every review.
-		for _, m := range c.ReviewModels() {
-			if isClaudeModel(m) {
-				bad("review.models", "names the claude model %q but review.cli is %s: name %s models", m, c.Review.CLI, c.Review.CLI)
-			}
+	// Each model runs on the CLI its name (or its cli: prefix) says,
+	// review.cli being the default: one cycle may mix CLIs.
+	for _, m := range c.ReviewModels() {
+		if _, _, err := reviewer.ModelCLI(m, c.Review.CLI); err != nil {
+			bad("review.models", "%v", err)
 		}
+	}
+	switch c.Review.CLI {
+	case "claude", "codex", "gemini":
 	case "custom":
 		if strings.TrimSpace(c.Review.Command) == "" {
 			bad("review.command", "must be set when review.cli is custom")
