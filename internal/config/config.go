@@ -542,4 +542,3 @@ func fields() []field {
 	walk(reflect.TypeFor[Config](), "", nil)
 	return out
 }
-

@@ -277,7 +277,9 @@ func TestValidate(t *testing.T) {
 		{"explicit cli:model", func(c *Config) { c.Review.Models = "opus,codex:my-model,gemini:gemini-2.5-pro" }, ""},
 		{"unknown cli prefix", func(c *Config) { c.Review.Models = "opus,ollama:llama3" }, "review.models"},
 		{"cli prefix without a model", func(c *Config) { c.Review.Models = "codex:" }, "review.models"},
-		{"custom cli takes its own model names", func(c *Config) { c.Review.CLI, c.Review.Command, c.Review.Models = "custom", "rev {{prompt}}", "llama3:8b" }, ""},
+		{"custom cli takes its own model names", func(c *Config) {
+			c.Review.CLI, c.Review.Command, c.Review.Models = "custom", "rev {{prompt}}", "llama3:8b"
+		}, ""},
 		{"budget not a number", func(c *Config) { c.Review.BudgetUSD = "ten" }, "review.budget_usd"},
 		{"budget", func(c *Config) { c.Review.BudgetUSD = "0.50" }, ""},
 		{"negative budget", func(c *Config) { c.Review.BudgetUSD = "-0.5" }, "review.budget_usd"},
