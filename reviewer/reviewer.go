@@ -218,11 +218,13 @@ type Result struct {
 	Denials []Denial
 	// CostUSD is the CLI's total_cost_usd, when it reported one (also for
 	// some failed runs, such as is_error). codex and gemini report none:
-	// it is 0 for them.
+	// for them it is their tokens at convergence.DefaultPrices (the list
+	// prices of the model, or of the CLI's flagship when none is named).
 	CostUSD float64
 	// InputTokens and OutputTokens are the tokens the CLI reported, 0
-	// when it reported none. Input counts cached input too.
-	InputTokens, OutputTokens int64
+	// when it reported none. Input counts cached input too, of which
+	// CachedInputTokens were cached (codex and gemini say).
+	InputTokens, OutputTokens, CachedInputTokens int64
 	// Duration is the process's wall time, not counting the wait for a
 	// Limiter slot.
 	Duration time.Duration
