@@ -7,10 +7,12 @@ import (
 	"math"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/argsplit"
 	"github.com/drover-dev/drover/internal/config"
@@ -79,6 +81,13 @@ func Options(o api.RunOptions, c config.Run, t templates.Set) (api.RunOptions, e
 	if o.Agent != "" {
 		if _, err := Expand(o.Agent, placeholderValues(AgentPlaceholders), nil); err != nil {
 			return o, fmt.Errorf("agent %q: %w", o.Agent, err)
+		}
+		// A CLI's name with a colon is a named agent (agentrun.Named):
+		// one it cannot read is a mistake, not a command to run.
+		if cli, _, ok := strings.Cut(strings.TrimSpace(o.Agent), ":"); ok && !strings.ContainsAny(cli, " \t/") {
+			if _, _, named := agentrun.Named(o.Agent); !named && slices.Contains([]string{agentrun.AgentClaude, agentrun.AgentCodex, agentrun.AgentGemini}, cli) {
+				return o, fmt.Errorf("agent %q: a named agent is %s, %s or %s, optionally with :MODEL (one word)", o.Agent, agentrun.AgentClaude, agentrun.AgentCodex, agentrun.AgentGemini)
+			}
 		}
 	}
 	for _, c := range []struct {

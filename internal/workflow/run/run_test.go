@@ -232,7 +232,12 @@ func TestOptionsDefaultsAndChecks(t *testing.T) {
 	if o, err := Options(api.RunOptions{Reviewer: "claude"}, cfg, tmpl); err != nil || o.NoReview {
 		t.Errorf("--reviewer with run.review false: %+v, %v", o, err)
 	}
-	for _, bad := range []api.RunOptions{{Agent: "x {{nope}}"}, {TestCommand: "go test {{prompt}}"}, {SuiteCommand: "make {{packages}}"}, {MaxUSD: -1}, {TaskMaxUSD: -1}, {TaskMaxMinutes: -0.5}, {MaxMinutes: -2}, {Reviewer: "rev 'x"}, {Reviewer: "rev", NoReview: true}} {
+	for _, agent := range []string{"codex", "gemini:gemini-2.5-pro", "claude:opus", "my-agent --opt=a:b {{prompt}}"} {
+		if _, err := Options(api.RunOptions{Agent: agent}, def, tmpl); err != nil {
+			t.Errorf("agent %q: %v", agent, err)
+		}
+	}
+	for _, bad := range []api.RunOptions{{Agent: "x {{nope}}"}, {Agent: "codex:-m"}, {Agent: "gemini:two words"}, {TestCommand: "go test {{prompt}}"}, {SuiteCommand: "make {{packages}}"}, {MaxUSD: -1}, {TaskMaxUSD: -1}, {TaskMaxMinutes: -0.5}, {MaxMinutes: -2}, {Reviewer: "rev 'x"}, {Reviewer: "rev", NoReview: true}} {
 		if _, err := Options(bad, def, tmpl); err == nil {
 			t.Errorf("Options(%+v) accepted it", bad)
 		}
