@@ -1,7 +1,8 @@
 // Package agentrun runs one headless coding agent process (Claude Code in
-// print mode with stream-json output, or another CLI that speaks it) and
-// reports what it does as it does it: each tool call, each tool result,
-// the final cost and outcome.
+// print mode with stream-json output, or another CLI that speaks it; Codex
+// CLI's `exec --json`; Gemini CLI's stream-json: see Format) and reports
+// what it does as it does it: each tool call, each tool result, the final
+// cost (priced from the tokens of a CLI that reports none) and outcome.
 //
 // A run is bounded: no shell, stdin from /dev/null, a timeout, a process
 // group of its own that is killed as a whole on timeout or cancellation
