@@ -108,14 +108,12 @@ type codexItem struct {
 	ID               string          `json:"id"`
 	Type             string          `json:"type"`
 	Text             string          `json:"text"`
-	Message          string          `json:"message"`
 	Command          string          `json:"command"`
 	AggregatedOutput string          `json:"aggregated_output"`
 	ExitCode         *float64        `json:"exit_code"`
 	Status           string          `json:"status"`
 	Server           string          `json:"server"`
 	Tool             string          `json:"tool"`
-	Query            string          `json:"query"`
 	Changes          json.RawMessage `json:"changes"`
 	Error            json.RawMessage `json:"error"`
 }
