@@ -1,0 +1,358 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/drover-dev/drover/internal/eventually"
+	"github.com/drover-dev/drover/internal/hook"
+)
+
+// dashGoTest are go test -v outputs of a parser's two tests, one per loop
+// iteration of the dashboard's fixture: none passes, one does, one does
+// (another failure), both do.
+var dashGoTest = []string{
+	"=== RUN   TestParse\n--- FAIL: TestParse (0.00s)\n    parse_test.go:7: no parser\n=== RUN   TestLex\n--- FAIL: TestLex (0.00s)\n    lex_test.go:9: no lexer\nFAIL\nFAIL\texample.com/parser\t0.01s",
+	"=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestLex\n--- FAIL: TestLex (0.00s)\n    lex_test.go:9: runes split\nFAIL\nFAIL\texample.com/parser\t0.01s",
+	"=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestLex\n--- FAIL: TestLex (0.00s)\n    lex_test.go:12: tabs lost\nFAIL\nFAIL\texample.com/parser\t0.01s",
+	"=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestLex\n--- PASS: TestLex (0.00s)\nPASS\nok  \texample.com/parser\t0.01s",
+}
+
+// dashTranscript is one loop iteration's transcript: the agent ran go
+// test -v, which printed output, then said msg.
+func dashTranscript(t *testing.T, output, msg string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, line := range []any{
+		map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": "build the parser"}},
+		map[string]any{"type": "assistant", "message": map[string]any{"role": "assistant", "content": []any{
+			map[string]any{"type": "tool_use", "id": "t1", "name": "Bash", "input": map[string]any{"command": "go test -v ./..."}}}}},
+		map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": output}}}},
+		map[string]any{"type": "assistant", "message": map[string]any{"role": "assistant", "content": []any{
+			map[string]any{"type": "text", "text": msg}}}},
+	} {
+		j, _ := json.Marshal(line)
+		b.Write(append(j, '\n'))
+	}
+	path := filepath.Join(t.TempDir(), "transcript.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// dashTwoWaves is the dashboard fixture's run: a and b, then c.
+const dashTwoWaves = `tasks:
+  - id: a
+    description: Write a.txt.
+    tests: [a.txt]
+  - id: b
+    description: Write b.txt.
+    tests: [b.txt]
+  - id: c
+    description: Write c.txt.
+    tests: [c.txt]
+    depends-on: [a, b]
+`
+
+// dashboardFixture is a project, served by the real daemon with its
+// dashboard on, where a loop ran its iterations to its promise, a plan
+// went through one review cycle (a failing review, then two clean ones),
+// and a run of two waves was merged.
+type dashboardFixture struct {
+	*runFixture
+	loopID, planID, runID string
+	loopIterations        int
+	planReviews           int
+	waves                 map[string]int // the run's tasks and their waves
+}
+
+func newDashboardFixture(t *testing.T) *dashboardFixture {
+	t.Helper()
+	f := &dashboardFixture{
+		runFixture:     newRunFixture(t),
+		loopID:         "dash-loop",
+		planID:         "dddddddd-2222-3333-4444-555555555555",
+		loopIterations: len(dashGoTest),
+		planReviews:    3,
+		waves:          map[string]int{"a": 1, "b": 1, "c": 2},
+	}
+
+	// The plan's reviewer answers FAIL with findings, then PASS twice.
+	fake := t.TempDir()
+	for name, content := range map[string]string{
+		"fake-reviewer": planScriptedReviewer,
+		"answer-1":      `{"verdict":"FAIL","findings":[{"severity":"blocking","file":"plan.md","line":3,"summary":"the error path is not planned"},{"severity":"minor","file":"plan.md","summary":"name the constant"}]}`,
+		"answer-2":      `{"verdict":"PASS","findings":[{"severity":"minor","file":"plan.md","summary":"name the constant"}]}`,
+	} {
+		if err := os.WriteFile(filepath.Join(fake, name), []byte(content), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.useReviewer(filepath.Join(fake, "fake-reviewer"))
+	cfg := filepath.Join(f.root, ".drover", "config.yaml")
+	c, err := os.OpenFile(cfg, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Port 0: the system picks a free one; the daemon writes it down.
+	if _, err := c.WriteString("ui:\n  enabled: true\n  port: 0\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// The loop: each iteration's metrics come from its transcript's go
+	// test run; the last keeps its promise.
+	f.must("", "loop", "start", "--session", f.loopID, "--max-iterations", "10", "--completion-promise", "DONE", "Build the parser")
+	for i, output := range dashGoTest {
+		last := i == len(dashGoTest)-1
+		msg := "Still failing."
+		if last {
+			msg = "All tests pass.\n<promise>DONE</promise>"
+		}
+		h := f.hook(hook.Stop, map[string]any{"session_id": f.loopID, "hook_event_name": "Stop", "transcript_path": dashTranscript(t, output, msg)})
+		if h.IsBlock() == last {
+			t.Fatalf("loop stop %d: %+v", i+1, h)
+		}
+	}
+	metrics := filepath.Join(f.root, ".drover", "sessions", f.loopID, "metrics.jsonl")
+	if !eventually.Holds(30*time.Second, func() bool {
+		data, _ := os.ReadFile(metrics)
+		return strings.Count(string(data), "\n") == f.loopIterations
+	}) {
+		t.Fatalf("the loop's metrics history has not %d lines", f.loopIterations)
+	}
+
+	// The plan: one review cycle of the plan, held at each stop.
+	f.must("", "plan", "new", "--session", f.planID, "parser")
+	if err := os.WriteFile(filepath.Join(f.root, ".drover", "plans", "parser", "plan.md"), []byte("# Parser\n\n## Overview\n\nParse and lex.\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= f.planReviews; n++ {
+		h := f.hook(hook.Stop, stopInput(f.planID))
+		if n < f.planReviews {
+			if !h.IsBlock() {
+				t.Fatalf("stop after review %d: %+v", n, h)
+			}
+			f.must("", "plan", "post-review-done", "--session", f.planID)
+		} else if h.IsBlock() || !strings.Contains(h.SystemMessage, "passed") {
+			t.Fatalf("stop after review %d: %+v", n, h)
+		}
+	}
+
+	// The run: two waves, merged.
+	out := f.must("", f.withGraph(f.args, "two-waves.yaml", dashTwoWaves)...)
+	f.runID = runIDFrom(t, out)
+	if r := f.runStatus(f.runID); r.Waves != 2 || len(r.Tasks) != len(f.waves) {
+		t.Fatalf("run status: %d waves, %d tasks", r.Waves, len(r.Tasks))
+	}
+	return f
+}
+
+// screenshotDir is where the dashboard test saves its screenshots:
+// $DROVER_SCREENSHOT_DIR when set (make screenshots sets docs/img), else
+// the test's artifact directory (kept with go test -artifacts).
+func screenshotDir(t *testing.T) string {
+	if dir := os.Getenv("DROVER_SCREENSHOT_DIR"); dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	return t.ArtifactDir()
+}
+
+// dashboardURL is the URL `drover ui` prints, token included.
+var dashboardURL = regexp.MustCompile(`http://127\.0\.0\.1:\d+/\S*`)
+
+// TestDashboardInABrowser loads each page of the dashboard in headless
+// Chromium, for a project where a loop, a plan review cycle and a
+// two-wave run happened through the real daemon: the sessions with the
+// words drover status uses, the loop's iterations as chart marks, the
+// plan's review cycle with its verdict and review files, the run's tasks
+// by wave. It saves a full-page screenshot of each, and a request without
+// the token gets nothing.
+func TestDashboardInABrowser(t *testing.T) {
+	f := newDashboardFixture(t)
+
+	out := f.must("", "ui")
+	link := dashboardURL.FindString(out)
+	if link == "" || !strings.Contains(link, "token=") {
+		t.Fatalf("drover ui printed no URL with a token:\n%s", out)
+	}
+	addr, errA := os.ReadFile(filepath.Join(f.root, ".drover", "state", "ui-addr"))
+	token, errT := os.ReadFile(filepath.Join(f.root, ".drover", "state", "ui-token"))
+	if errA != nil || errT != nil {
+		t.Fatalf("the dashboard's address and token: %v, %v", errA, errT)
+	}
+	base := "http://" + strings.TrimSpace(string(addr))
+	if !strings.HasPrefix(link, base+"/") || !strings.Contains(link, "token="+strings.TrimSpace(string(token))) {
+		t.Errorf("drover ui printed %s; the dashboard is at %s", link, base)
+	}
+
+	// No token, a wrong one: nothing, on every page.
+	pages := map[string]string{
+		"sessions": "/",
+		"loop":     "/loop/" + f.loopID,
+		"plan":     "/plan/" + f.planID,
+		"run":      "/run/" + f.runID,
+	}
+	for _, path := range pages {
+		for _, tc := range []struct{ name, query, bearer string }{
+			{"no token", "", ""},
+			{"a wrong token", "?token=x" + strings.TrimSpace(string(token)), ""},
+			{"a wrong bearer", "", "Bearer nope"},
+		} {
+			req, _ := http.NewRequest(http.MethodGet, base+path+tc.query, nil)
+			if tc.bearer != "" {
+				req.Header.Set("Authorization", tc.bearer)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatalf("GET %s with %s: %v", path, tc.name, err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Errorf("GET %s with %s: %s, want 401", path, tc.name, resp.Status)
+			}
+		}
+	}
+
+	ctx := newBrowser(t)
+	dir := screenshotDir(t)
+	// open loads path; the URL drover ui printed comes first, and its
+	// token's cookie lets every later page in.
+	open := func(t *testing.T, name, path string) {
+		t.Helper()
+		target := base + path
+		if name == "sessions" {
+			target = link
+		}
+		resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(target))
+		if err != nil {
+			t.Fatalf("loading the %s page: %v", name, err)
+		}
+		if resp.Status != http.StatusOK {
+			t.Fatalf("the %s page: status %d", name, resp.Status)
+		}
+	}
+	shot := func(t *testing.T, name string) {
+		t.Helper()
+		png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			t.Fatalf("screenshot of the %s page: %v", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "dashboard-"+name+".png"), png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("sessions", func(t *testing.T) {
+		open(t, "sessions", pages["sessions"])
+		rows := evaluate[map[string]string](ctx, t, `Object.fromEntries(Array.from(document.querySelectorAll('table#sessions tr[data-session]'), r => [r.dataset.session, r.innerText]))`)
+		want := map[string]string{}
+		for _, s := range f.status().Sessions {
+			want[s.ID] = s.State
+		}
+		for _, id := range []string{f.loopID, f.planID} {
+			state, ok := want[id]
+			if !ok {
+				t.Fatalf("drover status --json has no session %s: %v", id, want)
+			}
+			row, ok := rows[id]
+			if !ok {
+				t.Errorf("no row for session %s; rows %v", id, rows)
+				continue
+			}
+			if !slices.Contains(strings.Fields(row), state) {
+				t.Errorf("the row of %s does not say %q (drover status --json's state): %q", id, state, row)
+			}
+		}
+		shot(t, "sessions")
+	})
+
+	t.Run("loop", func(t *testing.T) {
+		open(t, "loop", pages["loop"])
+		marks := evaluate[[]string](ctx, t, `Array.from(document.querySelectorAll('svg#loop-chart [data-iteration]'), m => m.getAttribute('data-iteration'))`)
+		var want []string
+		for i := 1; i <= f.loopIterations; i++ {
+			want = append(want, strconv.Itoa(i))
+		}
+		if !slices.Equal(marks, want) {
+			t.Errorf("the loop's chart has marks for iterations %v, want one per iteration %v", marks, want)
+		}
+		shot(t, "loop")
+	})
+
+	t.Run("plan", func(t *testing.T) {
+		open(t, "plan", pages["plan"])
+		type cycle struct {
+			Cycle   string   `json:"cycle"`
+			Verdict string   `json:"verdict"`
+			Reviews []string `json:"reviews"`
+		}
+		cycles := evaluate[[]cycle](ctx, t, `Array.from(document.querySelectorAll('ol#plan-timeline li[data-cycle]'), li => ({
+			cycle: li.dataset.cycle, verdict: li.dataset.verdict || '',
+			reviews: Array.from(li.querySelectorAll('a[href]'), a => new URL(a.href).pathname)}))`)
+		if len(cycles) != 1 || cycles[0].Cycle != "1" || !strings.EqualFold(cycles[0].Verdict, "PASS") {
+			t.Fatalf("the plan's timeline: %+v, want cycle 1, passed", cycles)
+		}
+		var reviews []string
+		for _, r := range cycles[0].Reviews {
+			if strings.HasPrefix(r, "/plan/"+f.planID+"/review/") {
+				reviews = append(reviews, r)
+			}
+		}
+		if len(reviews) != f.planReviews {
+			t.Errorf("the cycle links %d review files, want %d: %v", len(reviews), f.planReviews, cycles[0].Reviews)
+		}
+		shot(t, "plan")
+		// A review file is one click away, and it is the reviewer's.
+		if len(reviews) > 0 {
+			open(t, "review", reviews[0])
+			text := evaluate[string](ctx, t, `document.body.innerText`)
+			if !strings.Contains(text, "the error path is not planned") {
+				t.Errorf("review file %s does not show the first review's finding:\n%s", reviews[0], text)
+			}
+		}
+	})
+
+	t.Run("run", func(t *testing.T) {
+		open(t, "run", pages["run"])
+		got := evaluate[map[string]string](ctx, t, `Object.fromEntries(Array.from(document.querySelectorAll('#run-waves [data-task][data-wave]'), e => [e.dataset.task, e.dataset.wave]))`)
+		want := map[string]string{}
+		for task, wave := range f.waves {
+			want[task] = strconv.Itoa(wave)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("the run's tasks by wave: %v, want %v", got, want)
+		}
+		shot(t, "run")
+	})
+}
+
+// evaluate runs the JavaScript expression in the browser's page and
+// decodes its value.
+func evaluate[T any](ctx context.Context, t *testing.T, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
