@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -78,14 +79,21 @@ func newBrowser(t *testing.T) context.Context {
 			t.Errorf("Chromium processes left behind: %v", left)
 		}
 		if t.Failed() {
-			t.Logf("Chromium's output:\n%s", out.String())
+			t.Logf("Chromium's output, its end:\n%s", lastLines(out.String(), 40))
 		}
 	})
 	// The first action starts the browser.
 	if err := chromedp.Do(ctx); err != nil {
-		t.Fatalf("starting Chromium: %v\n%s", err, out.String())
+		t.Fatalf("starting Chromium: %v\n%s", err, lastLines(out.String(), 40))
 	}
 	return ctx
+}
+
+// lastLines returns the last n lines of s: Chromium logs much that is
+// noise here (no D-Bus in a container).
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
 // processesWith returns the pids of the live processes whose command line
