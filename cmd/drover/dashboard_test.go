@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 )
@@ -265,12 +267,12 @@ func TestDashboardInABrowser(t *testing.T) {
 	t.Run("sessions", func(t *testing.T) {
 		open(t, "sessions", pages["sessions"])
 		rows := evaluate[map[string]string](ctx, t, `Object.fromEntries(Array.from(document.querySelectorAll('table#sessions tr[data-session]'), r => [r.dataset.session, r.innerText]))`)
-		want := map[string]string{}
+		want := map[string]api.SessionStatus{}
 		for _, s := range f.status().Sessions {
-			want[s.ID] = s.State
+			want[s.ID] = s
 		}
 		for _, id := range []string{f.loopID, f.planID} {
-			state, ok := want[id]
+			st, ok := want[id]
 			if !ok {
 				t.Fatalf("drover status --json has no session %s: %v", id, want)
 			}
@@ -279,8 +281,11 @@ func TestDashboardInABrowser(t *testing.T) {
 				t.Errorf("no row for session %s; rows %v", id, rows)
 				continue
 			}
-			if !slices.Contains(strings.Fields(row), state) {
-				t.Errorf("the row of %s does not say %q (drover status --json's state): %q", id, state, row)
+			// The words of drover status --json: state and health.
+			for _, word := range []string{st.State, st.Health} {
+				if !slices.Contains(strings.Fields(row), word) {
+					t.Errorf("the row of %s does not say %q (drover status --json: state %q, health %q): %q", id, word, st.State, st.Health, row)
+				}
 			}
 		}
 		shot(t, "sessions")
@@ -288,47 +293,60 @@ func TestDashboardInABrowser(t *testing.T) {
 
 	t.Run("loop", func(t *testing.T) {
 		open(t, "loop", pages["loop"])
-		marks := evaluate[[]string](ctx, t, `Array.from(document.querySelectorAll('svg#loop-chart [data-iteration]'), m => m.getAttribute('data-iteration'))`)
+		// Each series of the chart (pass rate, lint, ...) has one mark
+		// per iteration.
+		series := evaluate[map[string][]string](ctx, t, `Array.from(document.querySelectorAll('svg#loop-chart [data-iteration]')).reduce((m, e) => {
+			const k = e.tagName + '.' + e.getAttribute('class');
+			(m[k] = m[k] || []).push(e.getAttribute('data-iteration'));
+			return m;
+		}, {})`)
 		var want []string
 		for i := 1; i <= f.loopIterations; i++ {
 			want = append(want, strconv.Itoa(i))
 		}
-		if !slices.Equal(marks, want) {
-			t.Errorf("the loop's chart has marks for iterations %v, want one per iteration %v", marks, want)
+		if len(series) == 0 {
+			t.Errorf("the loop's chart has no marks, want one per iteration %v", want)
+		}
+		for name, marks := range series {
+			if !slices.Equal(marks, want) {
+				t.Errorf("the loop's chart, series %s, has marks for iterations %v, want one per iteration %v", name, marks, want)
+			}
 		}
 		shot(t, "loop")
 	})
 
 	t.Run("plan", func(t *testing.T) {
 		open(t, "plan", pages["plan"])
-		type cycle struct {
-			Cycle   string   `json:"cycle"`
-			Verdict string   `json:"verdict"`
-			Reviews []string `json:"reviews"`
+		type review struct {
+			Cycle   string `json:"cycle"`
+			Verdict string `json:"verdict"`
+			Link    string `json:"link"`
 		}
-		cycles := evaluate[[]cycle](ctx, t, `Array.from(document.querySelectorAll('ol#plan-timeline li[data-cycle]'), li => ({
-			cycle: li.dataset.cycle, verdict: li.dataset.verdict || '',
-			reviews: Array.from(li.querySelectorAll('a[href]'), a => new URL(a.href).pathname)}))`)
-		if len(cycles) != 1 || cycles[0].Cycle != "1" || !strings.EqualFold(cycles[0].Verdict, "PASS") {
-			t.Fatalf("the plan's timeline: %+v, want cycle 1, passed", cycles)
-		}
-		var reviews []string
-		for _, r := range cycles[0].Reviews {
-			if strings.HasPrefix(r, "/plan/"+f.planID+"/review/") {
-				reviews = append(reviews, r)
+		timeline := evaluate[[]review](ctx, t, `Array.from(document.querySelectorAll('ol#plan-timeline li[data-cycle]'), li => {
+			const a = li.querySelector('a[href*="/review/"]');
+			return {cycle: li.dataset.cycle, verdict: (li.dataset.verdict || '').toLowerCase(), link: a ? new URL(a.href).pathname : ''};
+		})`)
+		// The cycle's reviews, in order: FAIL, then two clean ones.
+		var verdicts, links []string
+		for _, r := range timeline {
+			if r.Cycle == "" {
+				t.Errorf("a timeline entry without its cycle: %+v", r)
 			}
+			verdicts = append(verdicts, r.Verdict)
+			links = append(links, r.Link)
 		}
-		if len(reviews) != f.planReviews {
-			t.Errorf("the cycle links %d review files, want %d: %v", len(reviews), f.planReviews, cycles[0].Reviews)
+		wantLinks := []string{}
+		for n := 1; n <= f.planReviews; n++ {
+			wantLinks = append(wantLinks, fmt.Sprintf("/plan/%s/review/%d", f.planID, n))
+		}
+		if !slices.Equal(verdicts, []string{"fail", "pass", "pass"}) || !slices.Equal(links, wantLinks) {
+			t.Fatalf("the plan's timeline: %+v, want the verdicts fail, pass, pass linking %v", timeline, wantLinks)
 		}
 		shot(t, "plan")
 		// A review file is one click away, and it is the reviewer's.
-		if len(reviews) > 0 {
-			open(t, "review", reviews[0])
-			text := evaluate[string](ctx, t, `document.body.innerText`)
-			if !strings.Contains(text, "the error path is not planned") {
-				t.Errorf("review file %s does not show the first review's finding:\n%s", reviews[0], text)
-			}
+		open(t, "review", links[0])
+		if text := evaluate[string](ctx, t, `document.body.innerText`); !strings.Contains(text, "the error path is not planned") {
+			t.Errorf("review file %s does not show the first review's finding:\n%s", links[0], text)
 		}
 	})
 
@@ -339,7 +357,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		for task, wave := range f.waves {
 			want[task] = strconv.Itoa(wave)
 		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
+		if !maps.Equal(got, want) {
 			t.Errorf("the run's tasks by wave: %v, want %v", got, want)
 		}
 		shot(t, "run")
