@@ -22,38 +22,62 @@ import (
 	"github.com/drover-dev/drover/internal/hook"
 )
 
-// dashGoTest are go test -v outputs of a parser's two tests, one per loop
-// iteration of the dashboard's fixture: none passes, one does, one does
-// (another failure), both do.
-var dashGoTest = []string{
-	"=== RUN   TestParse\n--- FAIL: TestParse (0.00s)\n    parse_test.go:7: no parser\n=== RUN   TestLex\n--- FAIL: TestLex (0.00s)\n    lex_test.go:9: no lexer\nFAIL\nFAIL\texample.com/parser\t0.01s",
-	"=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestLex\n--- FAIL: TestLex (0.00s)\n    lex_test.go:9: runes split\nFAIL\nFAIL\texample.com/parser\t0.01s",
-	"=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestLex\n--- FAIL: TestLex (0.00s)\n    lex_test.go:12: tabs lost\nFAIL\nFAIL\texample.com/parser\t0.01s",
-	"=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestLex\n--- PASS: TestLex (0.00s)\nPASS\nok  \texample.com/parser\t0.01s",
+// dashIterations are the loop iterations of the dashboard's fixture: what
+// go test -v printed (a parser's two tests: none passes, one does, one
+// does with another failure, both do), the lint issues golangci-lint
+// counted, and the input tokens the iteration used.
+var dashIterations = []struct {
+	goTest string
+	lint   int
+	tokens int
+}{
+	{"=== RUN   TestParse\n--- FAIL: TestParse (0.00s)\n    parse_test.go:7: no parser\n=== RUN   TestLex\n--- FAIL: TestLex (0.00s)\n    lex_test.go:9: no lexer\nFAIL\nFAIL\texample.com/parser\t0.01s", 7, 40000},
+	{"=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestLex\n--- FAIL: TestLex (0.00s)\n    lex_test.go:9: runes split\nFAIL\nFAIL\texample.com/parser\t0.01s", 4, 60000},
+	{"=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestLex\n--- FAIL: TestLex (0.00s)\n    lex_test.go:12: tabs lost\nFAIL\nFAIL\texample.com/parser\t0.01s", 2, 30000},
+	{"=== RUN   TestParse\n--- PASS: TestParse (0.00s)\n=== RUN   TestLex\n--- PASS: TestLex (0.00s)\nPASS\nok  \texample.com/parser\t0.01s", 0, 50000},
 }
 
-// dashTranscript is one loop iteration's transcript: the agent ran go
-// test -v, which printed output, then said msg.
-func dashTranscript(t *testing.T, output, msg string) string {
+// appendIteration appends loop iteration n to the session's transcript at
+// path, as Claude Code writes it: the agent ran go test -v and
+// golangci-lint with the outputs of dashIterations[n-1], then said msg.
+func appendIteration(t *testing.T, path string, n int, msg string) {
 	t.Helper()
-	var b strings.Builder
-	for _, line := range []any{
-		map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": "build the parser"}},
-		map[string]any{"type": "assistant", "message": map[string]any{"role": "assistant", "content": []any{
-			map[string]any{"type": "tool_use", "id": "t1", "name": "Bash", "input": map[string]any{"command": "go test -v ./..."}}}}},
-		map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{
-			map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": output}}}},
-		map[string]any{"type": "assistant", "message": map[string]any{"role": "assistant", "content": []any{
-			map[string]any{"type": "text", "text": msg}}}},
-	} {
-		j, _ := json.Marshal(line)
-		b.Write(append(j, '\n'))
+	it := dashIterations[n-1]
+	now := time.Now().UTC().Format(time.RFC3339Nano)
+	assistant := func(id string, content ...any) map[string]any {
+		return map[string]any{"type": "assistant", "timestamp": now, "message": map[string]any{
+			"id": fmt.Sprintf("msg-%d-%s", n, id), "role": "assistant", "model": "claude-sonnet-4-5", "content": content,
+			"usage": map[string]any{"input_tokens": it.tokens / 2, "output_tokens": 500}}}
 	}
-	path := filepath.Join(t.TempDir(), "transcript.jsonl")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	bash := func(id, command string) map[string]any {
+		return map[string]any{"type": "tool_use", "id": id, "name": "Bash", "input": map[string]any{"command": command}}
+	}
+	result := func(id, output string) map[string]any {
+		return map[string]any{"type": "user", "timestamp": now, "message": map[string]any{"role": "user", "content": []any{
+			map[string]any{"type": "tool_result", "tool_use_id": id, "content": output}}}}
+	}
+	var b []byte
+	for _, line := range []map[string]any{
+		assistant("a", bash(fmt.Sprintf("t%d-test", n), "go test -v ./...")),
+		result(fmt.Sprintf("t%d-test", n), it.goTest),
+		assistant("b", bash(fmt.Sprintf("t%d-lint", n), "golangci-lint run ./...")),
+		result(fmt.Sprintf("t%d-lint", n), fmt.Sprintf("%d issues:", it.lint)),
+		assistant("c", map[string]any{"type": "text", "text": msg}),
+	} {
+		j, err := json.Marshal(line)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(append(b, j...), '\n')
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return path
+	defer f.Close()
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // dashTwoWaves is the dashboard fixture's run: a and b, then c.
@@ -88,7 +112,7 @@ func newDashboardFixture(t *testing.T) *dashboardFixture {
 		runFixture:     newRunFixture(t),
 		loopID:         "dash-loop",
 		planID:         "dddddddd-2222-3333-4444-555555555555",
-		loopIterations: len(dashGoTest),
+		loopIterations: len(dashIterations),
 		planReviews:    3,
 		waves:          map[string]int{"a": 1, "b": 1, "c": 2},
 	}
@@ -118,18 +142,20 @@ func newDashboardFixture(t *testing.T) *dashboardFixture {
 		t.Fatal(err)
 	}
 
-	// The loop: each iteration's metrics come from its transcript's go
-	// test run; the last keeps its promise.
+	// The loop: each iteration's metrics come from what its transcript
+	// shows (go test, golangci-lint, tokens); the last keeps its promise.
 	f.must("", "loop", "start", "--session", f.loopID, "--max-iterations", "10", "--completion-promise", "DONE", "Build the parser")
-	for i, output := range dashGoTest {
-		last := i == len(dashGoTest)-1
+	transcript := filepath.Join(t.TempDir(), "transcript.jsonl")
+	for n := 1; n <= f.loopIterations; n++ {
+		last := n == f.loopIterations
 		msg := "Still failing."
 		if last {
 			msg = "All tests pass.\n<promise>DONE</promise>"
 		}
-		h := f.hook(hook.Stop, map[string]any{"session_id": f.loopID, "hook_event_name": "Stop", "transcript_path": dashTranscript(t, output, msg)})
+		appendIteration(t, transcript, n, msg)
+		h := f.hook(hook.Stop, map[string]any{"session_id": f.loopID, "hook_event_name": "Stop", "transcript_path": transcript})
 		if h.IsBlock() == last {
-			t.Fatalf("loop stop %d: %+v", i+1, h)
+			t.Fatalf("loop stop %d: %+v", n, h)
 		}
 	}
 	metrics := filepath.Join(f.root, ".drover", "sessions", f.loopID, "metrics.jsonl")
