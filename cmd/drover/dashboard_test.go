@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"os"
@@ -233,18 +234,25 @@ func TestDashboardInABrowser(t *testing.T) {
 		t.Errorf("drover ui printed %s; the dashboard is at %s", link, base)
 	}
 
-	// No token, a wrong one: nothing, on every page.
+	// No token, a wrong one: nothing, on every page; the right one as a
+	// Bearer header: the page.
+	tok := strings.TrimSpace(string(token))
 	pages := map[string]string{
 		"sessions": "/",
 		"loop":     "/loop/" + f.loopID,
 		"plan":     "/plan/" + f.planID,
+		"review":   "/plan/" + f.planID + "/review/1",
 		"run":      "/run/" + f.runID,
 	}
 	for _, path := range pages {
-		for _, tc := range []struct{ name, query, bearer string }{
-			{"no token", "", ""},
-			{"a wrong token", "?token=x" + strings.TrimSpace(string(token)), ""},
-			{"a wrong bearer", "", "Bearer nope"},
+		for _, tc := range []struct {
+			name, query, bearer string
+			want                int
+		}{
+			{"no token", "", "", http.StatusUnauthorized},
+			{"a wrong token", "?token=x" + tok, "", http.StatusUnauthorized},
+			{"a wrong bearer", "", "Bearer nope", http.StatusUnauthorized},
+			{"the token as a bearer", "", "Bearer " + tok, http.StatusOK},
 		} {
 			req, _ := http.NewRequest(http.MethodGet, base+path+tc.query, nil)
 			if tc.bearer != "" {
@@ -254,9 +262,13 @@ func TestDashboardInABrowser(t *testing.T) {
 			if err != nil {
 				t.Fatalf("GET %s with %s: %v", path, tc.name, err)
 			}
+			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if resp.StatusCode != http.StatusUnauthorized {
-				t.Errorf("GET %s with %s: %s, want 401", path, tc.name, resp.Status)
+			if resp.StatusCode != tc.want {
+				t.Errorf("GET %s with %s: %s, want %d", path, tc.name, resp.Status, tc.want)
+			}
+			if tc.want == http.StatusUnauthorized && (strings.Contains(string(body), f.loopID) || strings.Contains(string(body), f.planID)) {
+				t.Errorf("GET %s with %s told of a session:\n%s", path, tc.name, body)
 			}
 		}
 	}
