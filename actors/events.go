@@ -57,7 +57,26 @@ func sessionEvents(old session.Record, found bool, next session.Record) []events
 	out = append(out, queueEvents(id, old, next, d, decided)...)
 	out = append(out, loopEvents(id, old, next)...)
 	out = append(out, planEvents(id, old.Plan, next.Plan)...)
+	if decided {
+		out = append(out, planWaitEvents(id, next.Plan, d)...)
+	}
 	return out
+}
+
+// planWaitEvents reports a plan that waits for the user: a Stop let
+// through (d, the commit's new decision) while the plan's next phase is a
+// review whose cycle has spent max_reviews, so the plan does not advance
+// until the user decides (plan.Stop's hard stop). The state does not
+// change there, so the allowed Stop is what marks it, once per Stop.
+func planWaitEvents(id string, s plan.State, d session.Recorded) []events.Draft {
+	kind, isReview := s.NextPhase.ReviewKind()
+	if d.Event != hook.Stop || d.Output.IsBlock() || s.PlanID == "" || s.Review != nil || !isReview ||
+		s.MaxReviews <= 0 || s.Iteration < s.MaxReviews {
+		return nil
+	}
+	return []events.Draft{{Kind: api.EventNeedsReview, Session: id, Data: api.ReviewData{
+		Plan: s.PlanID, Kind: string(kind), Task: s.CurrentTask, Phase: string(s.Phase), Iteration: s.Iteration,
+	}}}
 }
 
 // newDecision returns the decision next recorded that old did not have.
