@@ -213,9 +213,10 @@ var dashboardURL = regexp.MustCompile(`http://127\.0\.0\.1:\d+/\S*`)
 // Chromium, for a project where a loop, a plan review cycle and a
 // two-wave run happened through the real daemon: the sessions with the
 // words drover status uses, the loop's iterations as chart marks, the
-// plan's review cycle with its verdict and review files, the run's tasks
-// by wave. It saves a full-page screenshot of each, and a request without
-// the token gets nothing.
+// plan's review cycle with its verdicts and review files, the run's tasks
+// by wave with its merge and suite results, the list of runs. It saves a
+// full-page screenshot of each, and a request without the token gets
+// nothing.
 func TestDashboardInABrowser(t *testing.T) {
 	f := newDashboardFixture(t)
 
@@ -243,6 +244,7 @@ func TestDashboardInABrowser(t *testing.T) {
 		"plan":     "/plan/" + f.planID,
 		"review":   "/plan/" + f.planID + "/review/1",
 		"run":      "/run/" + f.runID,
+		"runs":     "/runs",
 	}
 	for _, path := range pages {
 		for _, tc := range []struct {
@@ -398,7 +400,24 @@ func TestDashboardInABrowser(t *testing.T) {
 		if !maps.Equal(got, want) {
 			t.Errorf("the run's tasks by wave: %v, want %v", got, want)
 		}
+		// The merge and the suite, as drover run status --json has them.
+		r := f.runStatus(f.runID)
+		results := evaluate[map[string]string](ctx, t, `({state: document.querySelector('#run-state')?.dataset.state, merged: document.querySelector('#run-merge')?.dataset.merged,
+			waves: document.querySelector('#run-merge')?.dataset.waves, suite: document.querySelector('#run-suite')?.dataset.passed})`)
+		wantResults := map[string]string{"state": string(r.State), "merged": strconv.Itoa(r.Merged), "waves": strconv.Itoa(r.Waves), "suite": "true"}
+		if !maps.Equal(results, wantResults) {
+			t.Errorf("the run's results: %v, want %v", results, wantResults)
+		}
 		shot(t, "run")
+	})
+
+	t.Run("runs", func(t *testing.T) {
+		open(t, "runs", pages["runs"])
+		rows := evaluate[map[string]string](ctx, t, `Object.fromEntries(Array.from(document.querySelectorAll('table#runs tr[data-run]'), r => [r.dataset.run, r.dataset.state]))`)
+		if want := map[string]string{f.runID: string(f.runStatus(f.runID).State)}; !maps.Equal(rows, want) {
+			t.Errorf("the runs page: %v, want %v", rows, want)
+		}
+		shot(t, "runs")
 	})
 }
 
