@@ -63,8 +63,9 @@ test: git build claude chromium
 	$(GO) vet ./...
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
-# Without the CLI: everything but the end-to-end package.
-test-unit:
+# Without the CLI: everything but the end-to-end package (the dashboard's
+# browser test included, so Chromium too).
+test-unit: chromium
 	$(GO) test -race -short ./...
 
 test-e2e: git build claude
