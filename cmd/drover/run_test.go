@@ -243,7 +243,7 @@ func TestRunWorksWavesInOrder(t *testing.T) {
 			row = fs
 		}
 	}
-	if strings.Join(row, " ") != "d 3 done 2/3 developer passed 0 $1.00 -" {
+	if strings.Join(row, " ") != "d 3 done 2/3 developer passed 0 $1.00 - local" {
 		t.Errorf("run status table, row of d %q:\n%s", row, table)
 	}
 }
