@@ -216,10 +216,11 @@ func runEvents(oldC, nextC runCommit) []events.Draft {
 	}
 	for _, t := range next.Tasks {
 		p, had := prev[t.ID]
-		data := api.TaskData{Task: t.ID, State: string(t.State), Wave: t.Wave, Iteration: t.Iteration, Role: t.Role, Status: t.Status, CostUSD: t.CostUSD}
+		data := api.TaskData{Task: t.ID, State: string(t.State), Wave: t.Wave, Iteration: t.Iteration, Role: t.Role, Status: t.Status, CostUSD: t.CostUSD, Worker: t.Worker}
 		// Cost and tool calls move with every progress report: the
-		// stream follows the task's state, iteration, role and status.
-		if !had || p.State != t.State || p.Iteration != t.Iteration || p.Role != t.Role || p.Status != t.Status {
+		// stream follows the task's state, iteration, role, status and
+		// worker.
+		if !had || p.State != t.State || p.Iteration != t.Iteration || p.Role != t.Role || p.Status != t.Status || p.Worker != t.Worker {
 			out = append(out, events.Draft{Kind: api.EventRunTask, Run: id, Data: data})
 		}
 		if had && p.State != t.State {
