@@ -235,3 +235,14 @@ func encode(v any) string {
 	}
 	return string(b) + "\n"
 }
+
+// ClaudeTranscript returns TranscriptPath when it is in Claude Code's
+// format (the one internal/transcript reads), else "": another CLI's
+// transcript must not be read as Claude's, where it would look like a
+// transcript that never catches up.
+func (in Input) ClaudeTranscript() string {
+	if in.TranscriptFormat == "" || in.TranscriptFormat == TranscriptClaude {
+		return in.TranscriptPath
+	}
+	return ""
+}
