@@ -187,12 +187,14 @@ func Render(cli CLI, e Event, out Output, text string) string {
 		}
 		return text
 	}
+	if out.IsBlock() && out.Reason == "" {
+		// No workflow blocks without saying why; were one to, Codex would
+		// fail the hook and Gemini continue with "No reason provided".
+		out.Decision = ""
+	}
 	switch cli {
 	case Codex:
 		if out.IsBlock() {
-			if out.Reason == "" {
-				return ""
-			}
 			return encode(codexBlock{Decision: out.Decision, Reason: out.Reason})
 		}
 		if e == Stop {
@@ -208,10 +210,6 @@ func Render(cli CLI, e Event, out Output, text string) string {
 				s2.HookEventName = name
 				out.HookSpecificOutput = &s2
 			}
-		}
-		if out.IsBlock() && out.Reason == "" {
-			// Gemini would continue with "No reason provided".
-			out.Decision = ""
 		}
 	}
 	return encode(out)
