@@ -101,7 +101,7 @@ func (r Record) Continued(e hook.Event, in hook.Input, out hook.Output) int {
 		}
 		return 0
 	case hook.UserPromptSubmit:
-		if r.Continuations > 0 && r.lastBlock() == strings.TrimSpace(in.Prompt) {
+		if b := r.lastBlock(); r.Continuations > 0 && b != "" && b == strings.TrimSpace(in.Prompt) {
 			return r.Continuations
 		}
 		return 0
