@@ -2,9 +2,11 @@ package actors
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/store"
 )
@@ -62,5 +64,34 @@ func TestUntrustedReentryIsCounted(t *testing.T) {
 	}
 	if n := stored("cc"); n != 0 {
 		t.Errorf("a trusted flag's session counted %d continuations, want none", n)
+	}
+}
+
+// The plan's folder validation blocks once, not twice in a row, by
+// stop_hook_active; for a CLI whose flag stays false (Gemini after a tool
+// turn) the session's own count says the second Stop is a continuation.
+func TestUntrustedReentryKeepsValidationFromBlockingTwice(t *testing.T) {
+	f := newPlanFixture(t)
+	const sid = "plan-gem"
+	f.write("demo", "plan.md", "# Demo\n\nDo the thing.\n")
+	f.mustPlan(sid, "new", api.PlanArgs{PlanID: "demo"})
+	f.runCleanReviews(sid)
+	f.write("demo", "Bad Name.md", "x\n")
+	stop := func(req string) *HookResult {
+		t.Helper()
+		in := hook.Input{SessionID: sid, StopHookActive: false, ReentryUntrusted: true}
+		r := f.ask(sid, &HandleHook{RequestID: req, Event: hook.Stop, Input: in}).(*HookResult)
+		if r.Err != nil {
+			t.Fatal(r.Err)
+		}
+		return r
+	}
+	first := stop("1")
+	if !first.Output.IsBlock() || !strings.Contains(first.Output.Reason, "Bad Name.md") {
+		t.Fatalf("first Stop: %+v; want a block naming the bad file", first.Output)
+	}
+	second := stop("2")
+	if second.Output.IsBlock() || !strings.Contains(second.Output.SystemMessage, "Bad Name.md") {
+		t.Errorf("second Stop in a row: %+v; want the violations as a warning, not a second block", second.Output)
 	}
 }
