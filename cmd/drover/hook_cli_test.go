@@ -94,3 +94,25 @@ func TestHookUnknownCLIFallsBackToThePayload(t *testing.T) {
 		t.Errorf("exit %d stdout %q stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+func TestFastHookForms(t *testing.T) {
+	for _, tc := range []struct {
+		args       []string
+		event, cli string
+		ok         bool
+	}{
+		{[]string{"hook", "stop"}, "stop", "", true},
+		{[]string{"hook", "stop", "--cli", "codex"}, "stop", "codex", true},
+		{[]string{"hook", "stop", "--cli=gemini"}, "stop", "gemini", true},
+		{[]string{"hook", "--help"}, "", "", false},
+		{[]string{"hook", "stop", "--cli"}, "", "", false},
+		{[]string{"hook", "stop", "--cli", "--project"}, "", "", false},
+		{[]string{"hook", "stop", "--project", "x"}, "", "", false},
+		{[]string{"status"}, "", "", false},
+	} {
+		event, cli, ok := fastHook(tc.args)
+		if event != tc.event || cli != tc.cli || ok != tc.ok {
+			t.Errorf("fastHook(%q) = %q %q %v, want %q %q %v", tc.args, event, cli, ok, tc.event, tc.cli, tc.ok)
+		}
+	}
+}
