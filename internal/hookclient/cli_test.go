@@ -65,3 +65,50 @@ func TestRunNormalizesAndRendersPerCLI(t *testing.T) {
 		})
 	}
 }
+
+// A Codex Stop whose payload has no last message gets the one read from
+// its transcript, when a reader is given; a Claude Code Stop never asks.
+func TestLastMessageFromTheTranscript(t *testing.T) {
+	for _, tc := range []struct {
+		name, payload, want string
+		cli                 hook.CLI
+		asked               bool
+	}{
+		{"codex null", `{"session_id":"s1","turn_id":"t","transcript_path":"/r.jsonl","last_assistant_message":null}`, "from the rollout", hook.Codex, true},
+		{"codex given", `{"session_id":"s1","turn_id":"t","transcript_path":"/r.jsonl","last_assistant_message":"given"}`, "given", hook.Codex, false},
+		{"claude", `{"session_id":"s1","transcript_path":"/t.jsonl"}`, "", hook.Claude, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root, o := setup(t)
+			p, err := project.PathsFor(root, o.Getenv)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan hook.Input, 1)
+			serveStops(t, root, p, func(w http.ResponseWriter, r *http.Request) {
+				var req api.HookRequest
+				_ = json.NewDecoder(r.Body).Decode(&req)
+				got <- req.Input
+				_ = json.NewEncoder(w).Encode(api.HookResponse{})
+			})
+			asked := false
+			o.CLI, o.Stdin = tc.cli, strings.NewReader(tc.payload)
+			o.LastMessage = func(format, path string) (string, error) {
+				asked = true
+				if format != hook.TranscriptCodex || path != "/r.jsonl" {
+					t.Errorf("asked for %s %s", format, path)
+				}
+				return "from the rollout", nil
+			}
+			Run(context.Background(), o)
+			in := <-got
+			msg := ""
+			if in.LastAssistantMessage != nil {
+				msg = *in.LastAssistantMessage
+			}
+			if msg != tc.want || asked != tc.asked {
+				t.Errorf("message %q (asked %v), want %q (asked %v)", msg, asked, tc.want, tc.asked)
+			}
+		})
+	}
+}
