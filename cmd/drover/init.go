@@ -30,10 +30,10 @@ func (a *app) initCmd(g *globalFlags) *cobra.Command {
           Code 2.1.143 and later end a turn after 8 consecutive Stop-hook
           blocks in which the model used no tool; a queue is bounded by
           drover's own queue.max_iterations.
-  codex   adds drover's hooks to .codex/hooks.json and its prompts
-          (/prompts:drover-do, -add, -loop, -plan, -cancel) to
-          $CODEX_HOME/prompts (~/.codex/prompts), and prints the trust step:
-          Codex skips an untrusted hook without a word.
+  codex   adds drover's hooks to .codex/hooks.json and its skills
+          ($drover-do, -add, -loop, -plan, -cancel) to .agents/skills/, and
+          prints the trust step: Codex skips an untrusted hook without a
+          word.
   gemini  adds drover's hooks to .gemini/settings.json and its commands
           (/drover:do, add, loop, plan, cancel) to .gemini/commands/drover/,
           and prints the trust step and how to give the session an id.
@@ -125,7 +125,7 @@ func setClaudeEnv(path, key, value string) (bool, error) {
 	return true, nil
 }
 
-// initCodex writes drover's Codex hooks and prompts and prints the trust
+// initCodex writes drover's Codex hooks and skills and prints the trust
 // step.
 func (a *app) initCodex(root string) error {
 	path := filepath.Join(root, ".codex", "hooks.json")
@@ -133,16 +133,12 @@ func (a *app) initCodex(root string) error {
 	if err != nil {
 		return err
 	}
-	home := a.getenv("CODEX_HOME")
-	if home == "" {
-		h := a.getenv("HOME")
-		if h == "" {
-			return errors.New("neither CODEX_HOME nor HOME is set: cannot tell where Codex reads its prompts")
-		}
-		home = filepath.Join(h, ".codex")
-	}
-	if err := a.writeNew(home, agentsetup.Commands(hook.Codex)); err != nil {
+	if err := a.writeNew(root, agentsetup.Commands(hook.Codex)); err != nil {
 		return err
+	}
+	config := "$CODEX_HOME/config.toml (~/.codex/config.toml)"
+	if home := a.getenv("CODEX_HOME"); home != "" {
+		config = filepath.Join(home, "config.toml")
 	}
 	fmt.Fprintf(a.stdout, `[drover] Trust step (Codex skips an untrusted hook without a word): Codex runs a project's
 hooks only in a trusted project, and each hook only once trusted. Either start codex here,
@@ -151,7 +147,7 @@ to %s (a changed hook command, timeout or file path needs them again):
 
 %s
 [drover] Inside Codex, drover commands find their session by CODEX_THREAD_ID (no --session needed).
-`, len(hs), filepath.Join(home, "config.toml"), agentsetup.CodexTrust(root, path, hs))
+`, len(hs), config, agentsetup.CodexTrust(root, path, hs))
 	return nil
 }
 

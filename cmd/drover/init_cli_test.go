@@ -17,9 +17,8 @@ func TestInitCLI(t *testing.T) {
 		// event is the CLI's name for Stop; stop drover's command for it.
 		event, stop string
 		trust       []string
-		// commands are the command files (relative to root, or to
-		// CODEX_HOME with prefix "home:") drover ships; userFile is one
-		// the user already has.
+		// commands are the command files (relative to root) drover
+		// ships; userFile is one the user already has.
 		commands []string
 		userFile string
 	}{
@@ -28,8 +27,8 @@ func TestInitCLI(t *testing.T) {
 			users: `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"./my-stop.sh","timeout":5}]}]}}`,
 			event: "Stop", stop: "drover hook stop --cli codex",
 			trust:    []string{"/hooks", "trust_level = \"trusted\"", ".codex/hooks.json:stop:1:0\"]\ntrusted_hash = \"sha256:", "CODEX_THREAD_ID"},
-			commands: []string{"home:prompts/drover-do.md", "home:prompts/drover-add.md", "home:prompts/drover-loop.md", "home:prompts/drover-plan.md", "home:prompts/drover-cancel.md"},
-			userFile: "home:prompts/drover-add.md",
+			commands: []string{".agents/skills/drover-do/SKILL.md", ".agents/skills/drover-add/SKILL.md", ".agents/skills/drover-loop/SKILL.md", ".agents/skills/drover-plan/SKILL.md", ".agents/skills/drover-cancel/SKILL.md"},
+			userFile: ".agents/skills/drover-add/SKILL.md",
 		},
 		{
 			cli: "gemini", settings: ".gemini/settings.json",
@@ -42,14 +41,8 @@ func TestInitCLI(t *testing.T) {
 	} {
 		t.Run(tc.cli, func(t *testing.T) {
 			p := newProj(t)
-			home := filepath.Join(t.TempDir(), "codex-home")
-			p.env = append(p.env, "CODEX_HOME="+home)
-			at := func(rel string) string {
-				if r, ok := strings.CutPrefix(rel, "home:"); ok {
-					return filepath.Join(home, r)
-				}
-				return filepath.Join(p.root, rel)
-			}
+			p.env = append(p.env, "CODEX_HOME="+filepath.Join(t.TempDir(), "codex-home"))
+			at := func(rel string) string { return filepath.Join(p.root, rel) }
 			settings := filepath.Join(p.root, tc.settings)
 			for path, data := range map[string]string{settings: tc.users, at(tc.userFile): "mine\n"} {
 				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -7,8 +7,8 @@ import (
 	"github.com/drover-dev/drover/internal/hook"
 )
 
-// File is one file drover init writes: a path relative to its base (the
-// project root, or Codex's home for its prompts) and its content.
+// File is one file drover init writes: a path relative to the project
+// root, and its content.
 type File struct {
 	Path    string
 	Content string
@@ -58,10 +58,11 @@ var commands = []command{
 // Commands returns the slash commands drover ships for cli: Gemini CLI's
 // custom commands (.gemini/commands/drover/*.toml, run as /drover:do),
 // whose !{...} runs drover before the model sees the prompt; Codex's
-// custom prompts (prompts/drover-*.md under its home, run as
-// /prompts:drover-do), which ask the model to run drover with its shell
-// tool, Codex having no shell step in a prompt. Claude Code's are the
-// plugin's (plugin/commands): none here.
+// skills (.agents/skills/drover-*/SKILL.md, run as $drover-do or from
+// /skills), which ask the model to run drover with its shell tool. Codex
+// deprecated its custom prompts (~/.codex/prompts) for skills, and no
+// longer lists them. Claude Code's are the plugin's (plugin/commands):
+// none here.
 func Commands(cli hook.CLI) []File {
 	var fs []File
 	for _, c := range commands {
@@ -69,7 +70,7 @@ func Commands(cli hook.CLI) []File {
 		case hook.Gemini:
 			fs = append(fs, File{Path: ".gemini/commands/drover/" + c.name + ".toml", Content: geminiCommand(c)})
 		case hook.Codex:
-			fs = append(fs, File{Path: "prompts/drover-" + c.name + ".md", Content: codexPrompt(c)})
+			fs = append(fs, File{Path: ".agents/skills/drover-" + c.name + "/SKILL.md", Content: codexSkill(c)})
 		}
 	}
 	return fs
@@ -88,19 +89,21 @@ func geminiCommand(c command) string {
 	return fmt.Sprintf("description = %s\n\nprompt = '''\n!{%s}\n\n%s\n'''\n", tomlString(c.description), shell, c.follow)
 }
 
-// codexPrompt is c as a Codex custom prompt: the model runs drover with
-// the arguments ($ARGUMENTS) on stdin, then follows its answer.
-func codexPrompt(c command) string {
+// codexSkill is c as a Codex skill, for explicit use only: the model runs
+// drover with the text the user gave after the skill's name on stdin,
+// then follows its answer.
+func codexSkill(c command) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "---\ndescription: %s\n", yamlString(c.description))
-	if c.argumentHint != "" {
-		fmt.Fprintf(&b, "argument-hint: %s\n", yamlString(c.argumentHint))
-	}
-	b.WriteString("---\n")
+	fmt.Fprintf(&b, "---\nname: drover-%s\ndescription: %s\n---\n", c.name,
+		yamlString("drover: "+c.description+". Use only when the user invokes $drover-"+c.name+"."))
 	if strings.HasSuffix(c.run, " -") {
-		fmt.Fprintf(&b, "Run this shell command exactly, with the text between the markers unchanged, and read its output:\n\n```sh\n%s 2>&1 <<'DROVER_ARGS_END'\n$ARGUMENTS\nDROVER_ARGS_END\n```\n\n", c.run)
+		fmt.Fprintf(&b, "The user's text after $drover-%s is the input", c.name)
+		if c.argumentHint != "" {
+			fmt.Fprintf(&b, " (%s)", c.argumentHint)
+		}
+		fmt.Fprintf(&b, ". Run this shell command once, with that text, unchanged, between the markers, and read its output:\n\n```sh\n%s 2>&1 <<'DROVER_ARGS_END'\n<the user's text>\nDROVER_ARGS_END\n```\n\n", c.run)
 	} else {
-		fmt.Fprintf(&b, "Run this shell command and read its output:\n\n```sh\n%s 2>&1\n```\n\n", c.run)
+		fmt.Fprintf(&b, "Run this shell command once and read its output:\n\n```sh\n%s 2>&1\n```\n\n", c.run)
 	}
 	// The model reads drover's answer as the command's output, not above.
 	b.WriteString(strings.ReplaceAll(c.follow, " above", " in the command's output") + "\n")
