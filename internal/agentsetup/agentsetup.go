@@ -41,7 +41,9 @@ var timeouts = map[hook.Event]int{
 	hook.SessionEnd:       2,
 }
 
-// Hooks returns the hooks drover installs for cli, in its order.
+// Hooks returns the hooks drover installs for cli, in its order. Not
+// SubagentStop: drover never blocks it, so it would only cost a process
+// per subagent.
 func Hooks(cli hook.CLI) []Hook {
 	var hs []Hook
 	for _, e := range hook.Events {

@@ -44,8 +44,8 @@ const (
 )
 
 // EventName returns the event's name as cli spells it in hook_event_name
-// and in its hook configuration, or "" when cli has no such event (neither
-// Codex nor Gemini CLI has a SubagentStop).
+// and in its hook configuration, or "" when cli has no such event (Gemini
+// CLI has no SubagentStop).
 func (e Event) EventName(cli CLI) string {
 	switch cli {
 	case Gemini:
@@ -62,7 +62,7 @@ func (e Event) EventName(cli CLI) string {
 		return ""
 	case Codex:
 		switch e {
-		case SessionStart, UserPromptSubmit, Stop, PreCompact, SessionEnd:
+		case SessionStart, UserPromptSubmit, Stop, SubagentStop, PreCompact, SessionEnd:
 			return e.ClaudeName()
 		}
 		return ""
