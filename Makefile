@@ -10,7 +10,7 @@ CLAUDE      := tools/claude/node_modules/.bin/claude
 # CI has 90 minutes; the e2e package needs far less, this only stops a hang.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-unit test-e2e soak faults lint bench install claude node git demo clean
+.PHONY: all build run test test-unit test-e2e soak faults lint bench install claude codex gemini node git demo clean
 
 all: build
 
@@ -51,7 +51,16 @@ git:
 claude: node
 	sh tools/claude/install.sh
 
-test: git build claude
+# The real Codex CLI and Gemini CLI, pinned the same way in
+# tools/codex/package-lock.json and tools/gemini/package-lock.json; the e2e
+# tests drive them offline too (test/othercli).
+codex: node
+	sh tools/codex/install.sh
+
+gemini: node
+	sh tools/gemini/install.sh
+
+test: git build claude codex gemini
 	$(GO) vet ./...
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
@@ -59,7 +68,7 @@ test: git build claude
 test-unit:
 	$(GO) test -race -short ./...
 
-test-e2e: git build claude
+test-e2e: git build claude codex gemini
 	$(GO) test -race -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
 
 # The long crash soak (test/soak): 10 sessions, 1,000 stops, the
