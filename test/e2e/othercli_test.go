@@ -1,0 +1,354 @@
+//go:build unix
+
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/test/fakemodel"
+	"github.com/drover-dev/drover/test/othercli"
+)
+
+// agentCLI is what the end-to-end tests of the Codex CLI and the Gemini CLI
+// as drover's agent need to know about each: how its model calls the shell,
+// and how a scripted shell command names the CLI's session.
+type agentCLI struct {
+	cli othercli.CLI
+	// shellTool and cmdArg are the shell tool's name and its command
+	// argument.
+	shellTool, cmdArg string
+}
+
+var (
+	codexAgent  = agentCLI{cli: othercli.Codex, shellTool: "exec_command", cmdArg: "cmd"}
+	geminiAgent = agentCLI{cli: othercli.Gemini, shellTool: "run_shell_command", cmdArg: "command"}
+	otherAgents = []agentCLI{codexAgent, geminiAgent}
+)
+
+// bin returns the pinned CLI, skips under -short, and fails with the
+// install instruction when the CLI is missing.
+func (a agentCLI) bin(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: skipping tests that run the real %s CLI", a.cli.Name)
+	}
+	bin, err := a.cli.Find()
+	if err != nil {
+		t.Fatalf("%v\n(run `go test -short` to skip the end-to-end tests)", err)
+	}
+	return bin
+}
+
+// shell is a tool call of the CLI's shell tool running cmd.
+// Codex runs it in a non-login shell: a login shell's profile would reset
+// PATH, and drover with it. The Gemini CLI refuses commands with command
+// substitution, so scripts use parameter expansion instead.
+func (a agentCLI) shell(cmd string) []fakemodel.ToolCall {
+	input := map[string]any{a.cmdArg: cmd}
+	if a.cli.Name == "codex" {
+		input["login"] = false
+	}
+	return []fakemodel.ToolCall{{Name: a.shellTool, Input: input}}
+}
+
+// sessionRef is how a scripted shell command names the session sid: Codex
+// gives its tool commands CODEX_THREAD_ID (its hooks' session_id); the
+// Gemini CLI gives them nothing, so the test picks the id (gemini
+// --session-id) and writes it into the script.
+func (a agentCLI) sessionRef(sid string) string {
+	if a.cli.Name == "codex" {
+		return `"$CODEX_THREAD_ID"`
+	}
+	return "'" + sid + "'"
+}
+
+// hookPromptRE is how Codex 0.169 hands a Stop hook's block reason to the
+// model: a user message wrapping it in a hook_prompt element.
+var hookPromptRE = regexp.MustCompile(`(?s)^<hook_prompt hook_run_id="[^"]*">(.*)</hook_prompt>$`)
+
+// blockReasons returns the stop hook block reasons the model received in
+// reqs, in order. Codex wraps each in <hook_prompt>; the Gemini CLI sends
+// it as a plain user message, told from the run's prompt by coming after
+// it (the prompt is the only content of the first request).
+func (a agentCLI) blockReasons(reqs []fakemodel.Request) []string {
+	var out []string
+	for _, r := range reqs {
+		if r.LastIsToolResult || r.JSONMode {
+			continue
+		}
+		switch a.cli.Name {
+		case "codex":
+			if m := hookPromptRE.FindStringSubmatch(r.LastUserText); m != nil {
+				out = append(out, m[1])
+			}
+		case "gemini":
+			if len(r.Messages) > 1 {
+				out = append(out, r.LastUserText)
+			}
+		}
+	}
+	return out
+}
+
+// newAgentProject sets up a project for sc with the CLI a as the agent:
+// its scratch home configured for the fake model, drover's stop hook wired
+// into the project and committed (so that drover's commit gate sees a
+// clean tree), and the trust step a user takes done.
+func newAgentProject(t *testing.T, a agentCLI, sc *fakemodel.Scenario) *queueProject {
+	t.Helper()
+	p := newProjectFor(t, a.bin(t), sc)
+	const hook = "drover hook stop"
+	var err error
+	switch a.cli.Name {
+	case "codex":
+		if err = othercli.SetupCodex(p.home, p.model.ResponsesURL()); err == nil {
+			err = othercli.WriteCodexStopHook(p.root, hook)
+		}
+	case "gemini":
+		if err = othercli.SetupGemini(p.home); err == nil {
+			err = othercli.WriteGeminiStopHook(p.root, hook)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.git("add", "-A")
+	p.git("commit", "-q", "-m", "wire drover's hooks")
+	switch a.cli.Name {
+	case "codex":
+		err = othercli.TrustCodexProject(p.home, p.root)
+	case "gemini":
+		err = othercli.TrustGeminiFolder(p.home, p.root)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runAgent runs the CLI a headless in the project on prompt (in session
+// sid, for the Gemini CLI; Codex picks its own) and returns what it printed.
+func (p *queueProject) runAgent(a agentCLI, sid, prompt string) othercli.Result {
+	p.t.Helper()
+	args := othercli.CodexExec(prompt)
+	if a.cli.Name == "gemini" {
+		args = othercli.GeminiPrompt(prompt, sid)
+	}
+	res, err := othercli.Run{
+		CLI:     a.cli,
+		Bin:     p.cliBin,
+		Dir:     p.root,
+		Home:    p.home,
+		BaseURL: p.model.URL(),
+		Args:    args,
+		Env:     slices.Clone(p.env),
+		Timeout: cliTimeout,
+	}.Exec(p.t.Context())
+	p.t.Logf("%s %q: exit %d after %s\nstdout:\n%s\nstderr:\n%s", a.cli.Name, prompt, res.ExitCode, res.Duration.Round(time.Millisecond), res.Stdout, res.Stderr)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return res
+}
+
+// agentSession returns the session the run used: the test's sid for the
+// Gemini CLI, Codex's thread id (its requests' session-id header) for Codex.
+func agentSession(t *testing.T, a agentCLI, sid string, reqs []fakemodel.Request) string {
+	t.Helper()
+	if a.cli.Name == "gemini" {
+		return sid
+	}
+	if len(reqs) == 0 || reqs[0].SessionID == "" {
+		t.Fatal("Codex sent no session-id")
+	}
+	return reqs[0].SessionID
+}
+
+// queueTexts are the tasks of the queue scenario; the second is one the
+// scripted agent cannot finish.
+var queueTexts = []string{
+	"alpha: write the first line",
+	"beta: STUCK rename the module (ask the user which name)",
+	"gamma: write the third line",
+}
+
+// agentQueueScenario is queue.yaml's model for another CLI, with a stuck
+// task: the agent queues three tasks and starts the queue with drover
+// commands (there are no slash commands in a headless run); on each "Next
+// task" it runs one shell command that either does the task (append it to
+// work.log, append the work summary, commit, rename to .done.md) or, for a
+// task marked STUCK, notes why and renames it to .stuck.md; the first
+// review queues a task with `drover add`, the second is clean.
+func agentQueueScenario(a agentCLI, sid string) *fakemodel.Scenario {
+	s := a.sessionRef(sid)
+	no, yes := false, true
+	return &fakemodel.Scenario{Rules: []fakemodel.Rule{
+		{Name: "start", When: fakemodel.Match{LastUserContains: "QUEUE-START", LastIsToolResult: &no}, Times: 1,
+			Answer: fakemodel.Answer{Text: "Queueing the tasks.", ToolCalls: a.shell(
+				"drover add --session " + s + " '" + queueTexts[0] + "' && " +
+					"drover add --session " + s + " '" + queueTexts[1] + "' && " +
+					"drover do --session " + s + " '" + queueTexts[2] + "'")}},
+		{Name: "finished", When: fakemodel.Match{LastUserMatches: `task-(finished|stuck) `, LastIsToolResult: &yes},
+			Answer: fakemodel.Answer{Text: "Task handled; stopping for the next one."}},
+		{Name: "review-added", When: fakemodel.Match{LastUserContains: "[drover] Added task", NotContains: "[drover] Started session", LastIsToolResult: &yes},
+			Answer: fakemodel.Answer{Text: "Review found one issue and queued it."}},
+		{Name: "work", When: fakemodel.Match{LastUserMatches: `Next task: (?P<task>\S+\.md)`},
+			Answer: fakemodel.Answer{Text: "Working on {{task}}.", ToolCalls: a.shell(
+				`t='{{task}}'; n=${t##*/}; n=${n%.md}; if grep -q STUCK "$t"; then ` +
+					`printf '\nneeds a decision from the user\n' >> "$t" && mv "$t" "${t%.md}.stuck.md" && echo "task-stuck $n.md"; ` +
+					`else cat "$t" >> work.log && ` +
+					`printf '\n---\n## Work Summary\n- appended the task to work.log\n' >> "$t" && ` +
+					`git add -A && git commit -q -m "work: $n" && ` +
+					`mv "$t" "${t%.md}.done.md" && echo "task-finished $n.md"; fi`)}},
+		{Name: "review-adds-task", When: fakemodel.Match{LastUserContains: "Spawn a review subagent", LastIsToolResult: &no}, Times: 1,
+			Answer: fakemodel.Answer{Text: "Reviewing: work.log has no closing line.", ToolCalls: a.shell(
+				"drover add --session " + s + " 'review: work.log needs a closing line'")}},
+		{Name: "review-clean", When: fakemodel.Match{LastUserContains: "Spawn a review subagent", LastIsToolResult: &no}, Times: 1,
+			Answer: fakemodel.Answer{Text: "Review clean: nothing to add."}},
+	}}
+}
+
+// TestAgentQueue runs the queue scenario of TestQueueDoAddReview with the
+// Codex CLI and the Gemini CLI as the agent, in one headless run each,
+// drover's stop hook wired by hand as the reference notes measured it:
+// three tasks, the second stuck, a review that queues a fourth, a clean
+// review, and the session off at the end.
+func TestAgentQueue(t *testing.T) {
+	t.Parallel()
+	for _, a := range otherAgents {
+		t.Run(a.cli.Name, func(t *testing.T) {
+			t.Parallel()
+			sid := newSessionID(t)
+			p := newAgentProject(t, a, agentQueueScenario(a, sid))
+			res := p.runAgent(a, sid, "QUEUE-START")
+			if res.ExitCode != 0 || !strings.Contains(res.Stdout, "Review clean: nothing to add.") {
+				t.Fatalf("exit %d, stdout %q; want 0 and the clean review", res.ExitCode, res.Stdout)
+			}
+			reqs := p.model.Turns()
+			sid = agentSession(t, a, sid, reqs)
+			sessDir := filepath.Join(p.root, ".drover", "sessions", sid)
+
+			done := doneTasks(t, sessDir)
+			if len(done) != 3 {
+				t.Fatalf("done tasks %q, want 3 (alpha, gamma, the review's)", done)
+			}
+			tasks := make([]string, 3)
+			for i, d := range done {
+				tasks[i] = strings.TrimSuffix(d, ".done.md") + ".md"
+			}
+			stuck, _ := filepath.Glob(filepath.Join(sessDir, "*.stuck.md"))
+			if len(stuck) != 1 {
+				t.Fatalf("stuck tasks %q, want 1", stuck)
+			}
+			if got := readFile(t, stuck[0]); got != queueTexts[1]+"\n\nneeds a decision from the user\n" {
+				t.Errorf("stuck task %s = %q, want its text and the agent's note", stuck[0], got)
+			}
+
+			// What the model was told at each stop, in order.
+			reasons := a.blockReasons(reqs)
+			b := filepath.Base
+			want := []string{
+				"loop " + b(strings.TrimSuffix(stuck[0], ".stuck.md")+".md"),
+				"loop " + b(tasks[1]),
+				"review",
+				"review-found " + b(tasks[2]),
+				"review",
+			}
+			if got := kinds(reasons); !slices.Equal(got, want) {
+				t.Fatalf("block reasons received:\n%q\nwant:\n%q", got, want)
+			}
+			for i, r := range reasons {
+				if w := "Iteration: " + strconv.Itoa(i+1); kind(r) != "review" && !strings.Contains(r, w) {
+					t.Errorf("block %d does not say %q:\n%s", i+1, w, r)
+				}
+				if kind(r) == "review" && !strings.Contains(r, "drover add --session "+sid) {
+					t.Errorf("review block %d lacks the session's add command:\n%s", i+1, r)
+				}
+			}
+
+			wantLog := queueTexts[0] + "\n" + queueTexts[2] + "\nreview: work.log needs a closing line\n"
+			if got := readFile(t, filepath.Join(p.root, "work.log")); got != wantLog {
+				t.Errorf("work.log = %q, want %q", got, wantLog)
+			}
+			wantSubjects := []string{"initial commit", "wire drover's hooks"}
+			for _, task := range tasks {
+				wantSubjects = append(wantSubjects, "work: "+strings.TrimSuffix(b(task), ".md"))
+			}
+			if got := p.subjects(); !slices.Equal(got, wantSubjects) {
+				t.Errorf("git log: %q, want %q", got, wantSubjects)
+			}
+			if dirty := p.git("status", "--porcelain"); dirty != "" {
+				t.Errorf("the work tree is not clean:\n%s", dirty)
+			}
+			// Six stops: alpha, beta (stuck), gamma, review, the review's
+			// task, the clean review; the last one allowed.
+			p.wantSession(sid, "off", 6, 0, 3, 1)
+		})
+	}
+}
+
+// agentLoopScenario is loop-promise.yaml for another CLI: the agent starts
+// the loop with `drover loop start` and keeps its promise in iteration 3,
+// after showing it in a code block and a quotation (iteration 1) and in a
+// negation (iteration 2), none of which counts.
+func agentLoopScenario(a agentCLI, sid string) *fakemodel.Scenario {
+	no, yes := false, true
+	return &fakemodel.Scenario{Rules: []fakemodel.Rule{
+		{Name: "start", When: fakemodel.Match{LastUserContains: "LOOP-START", LastIsToolResult: &no}, Times: 1,
+			Answer: fakemodel.Answer{Text: "Starting the loop.", ToolCalls: a.shell(
+				"drover loop start --session " + a.sessionRef(sid) + ` "make the lexer handle unicode" --max-iterations 5 --completion-promise "ALL DONE"`)}},
+		{Name: "iteration-1", When: fakemodel.Match{LastIsToolResult: &yes,
+			LastUserMatches: `# drover loop: iteration 1 of 5[\s\S]*Read your notes in the tracker (?P<tracker>/\S+/loop\.md)\.`}, Times: 1,
+			Answer: fakemodel.Answer{Text: "Starting on the lexer.", ToolCalls: a.shell(
+				`printf '%s\n' '- iteration 1: the lexer splits multi-byte runes' >> '{{tracker}}' && echo note-written`)}},
+		{Name: "noted", When: fakemodel.Match{LastUserContains: "note-written", LastIsToolResult: &yes}, Times: 1,
+			Answer: fakemodel.Answer{Text: "Not finished: the lexer still splits multi-byte runes.\n\nWhen it is done I will end with this line:\n\n```\n<promise>ALL DONE</promise>\n```\n\n> <promise>ALL DONE</promise>\n"}},
+		{Name: "iteration-2", When: fakemodel.Match{LastUserContains: "# drover loop: iteration 2 of 5", LastIsToolResult: &no}, Times: 1,
+			Answer: fakemodel.Answer{Text: "I will not output <promise>ALL DONE</promise> yet: two lexer cases still fail."}},
+		{Name: "iteration-3", When: fakemodel.Match{LastUserContains: "# drover loop: iteration 3 of 5", LastIsToolResult: &no}, Times: 1,
+			Answer: fakemodel.Answer{Text: "The lexer handles multi-byte runes and every case passes.\n<promise>ALL DONE</promise>"}},
+	}}
+}
+
+// TestAgentLoopPromise runs TestLoopCompletesOnPromise's loop with the
+// Codex CLI and the Gemini CLI as the agent: three iterations, the last
+// answer keeps the promise, and the stop after it is allowed.
+func TestAgentLoopPromise(t *testing.T) {
+	t.Parallel()
+	for _, a := range otherAgents {
+		t.Run(a.cli.Name, func(t *testing.T) {
+			t.Parallel()
+			sid := newSessionID(t)
+			p := newAgentProject(t, a, agentLoopScenario(a, sid))
+			res := p.runAgent(a, sid, "LOOP-START")
+			if res.ExitCode != 0 || !strings.Contains(res.Stdout, "<promise>ALL DONE</promise>") {
+				t.Fatalf("exit %d, stdout %q; want 0 and the answer with the promise", res.ExitCode, res.Stdout)
+			}
+			reqs := p.model.Turns()
+			sid = agentSession(t, a, sid, reqs)
+			if got, want := ruleNames(reqs), []string{"start", "iteration-1", "noted", "iteration-2", "iteration-3"}; !slices.Equal(got, want) {
+				t.Fatalf("model requests answered by %q, want %q", got, want)
+			}
+			if got, want := loopBlocks(a.blockReasons(reqs)), []string{"2/5 developer exploring", "3/5 developer exploring"}; !slices.Equal(got, want) {
+				t.Errorf("block reasons %q, want %q", got, want)
+			}
+			st := p.loopStatus(sid)
+			if st.Active || st.Iteration != 3 || st.MaxIterations != 5 || st.Outcome != "done" || st.CompletionPromise != "ALL DONE" {
+				t.Errorf("loop status %+v; want inactive, iteration 3 of 5, outcome done, promise ALL DONE", st)
+			}
+			if got := readFile(t, st.Tracker); !strings.Contains(got, "- iteration 1: the lexer splits multi-byte runes") {
+				t.Errorf("the tracker lacks the agent's note:\n%s", got)
+			}
+			if _, err := os.Stat(st.Tracker); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
