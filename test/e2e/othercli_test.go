@@ -352,3 +352,115 @@ func TestAgentLoopPromise(t *testing.T) {
 		})
 	}
 }
+
+// agentPlanScenario is plan-pass.yaml for another CLI as the agent, with
+// Claude Code as the reviewer (drover's reviewers are claude today): the
+// agent starts plan demo-plan with `drover plan new`, writes plan.md,
+// stops; at each "reviewer is running" block it runs `drover plan wait`;
+// at the post-review block it amends the plan, writes the post-review
+// file, commits and runs `drover plan post-review-done`. Both reviews
+// pass.
+func agentPlanScenario(a agentCLI, sid string) *fakemodel.Scenario {
+	s := a.sessionRef(sid)
+	no, yes := false, true
+	return &fakemodel.Scenario{Rules: []fakemodel.Rule{
+		{Name: "review-pass", When: fakemodel.Match{HasTool: "StructuredOutput", LastIsToolResult: &no, LastUserContains: "You are an independent reviewer"},
+			Answer: fakemodel.Answer{ToolCalls: []fakemodel.ToolCall{{Name: "StructuredOutput", Input: map[string]any{
+				"review": "Read the work and checked it against the task.", "verdict": "PASS", "findings": []any{}}}}}},
+		{Name: "start", When: fakemodel.Match{LastUserContains: "PLAN-START", LastIsToolResult: &no}, Times: 1,
+			Answer: fakemodel.Answer{Text: "Starting the plan.", ToolCalls: a.shell("drover plan new demo-plan --session " + s)}},
+		{Name: "write-plan", When: fakemodel.Match{LastIsToolResult: &yes, LastUserMatches: `Write the plan to (?P<path>/\S+/plan\.md) \(`}, Times: 1,
+			Answer: fakemodel.Answer{Text: "Writing the plan.", ToolCalls: a.shell(
+				`printf '# Demo plan\n\nGoal: make the lexer handle unicode.\n\n## Design\n- split input on runes, not bytes\n' > '{{path}}' && echo plan-written`)}},
+		{Name: "plan-written", When: fakemodel.Match{LastIsToolResult: &yes, LastUserContains: "plan-written"}, Times: 1,
+			Answer: fakemodel.Answer{Text: "The plan is written."}},
+		{Name: "wait", When: fakemodel.Match{LastIsToolResult: &no, LastUserMatches: `\[drover\] An independent reviewer \(\w+\) is running the plan review`},
+			Answer: fakemodel.Answer{ToolCalls: a.shell("drover plan wait --session " + s)}},
+		{Name: "waited", When: fakemodel.Match{LastIsToolResult: &yes, LastUserMatches: `The plan review (?P<n>\d+) \(\w+\) of plan demo-plan is done: (?P<verdict>\w+)`},
+			Answer: fakemodel.Answer{Text: "Review {{n}} is done: {{verdict}}."}},
+		{Name: "post-review", When: fakemodel.Match{LastIsToolResult: &no,
+			LastUserMatches: `\[drover\] A plan review \(iteration (?P<n>\d+)\) has been written to (?P<dir>/\S+)/plan-review-\d+\.md [\s\S]*then create (?P<post>/\S+) documenting`},
+			Answer: fakemodel.Answer{ToolCalls: a.shell(
+				`printf '\n- review {{n}}: testing covered by go test ./lexer/...\n' >> '{{dir}}/plan.md' && ` +
+					`printf '# Post-review {{n}}\n\nAdded the testing section to plan.md.\n' > '{{post}}' && ` +
+					`git add -A && git commit -qm 'plan: post-review {{n}}' && ` +
+					"drover plan post-review-done --session " + s)}},
+		{Name: "post-review-done", When: fakemodel.Match{LastIsToolResult: &yes, LastUserContains: "post-plan-review recorded"},
+			Answer: fakemodel.Answer{Text: "Post-review done."}},
+	}}
+}
+
+// TestAgentPlanReview runs one plan review cycle (TestPlanReviews/pass)
+// with the Codex CLI and the Gemini CLI as the agent and the real Claude
+// Code CLI as drover's reviewer, on the same scripted model server (one
+// port, both protocols): review 1 (opus) passes, the agent performs the
+// post-review, review 2 (sonnet) passes, and the cycle ends with the plan
+// moved on to create-tasks.
+func TestAgentPlanReview(t *testing.T) {
+	t.Parallel()
+	for _, a := range otherAgents {
+		t.Run(a.cli.Name, func(t *testing.T) {
+			t.Parallel()
+			claude := claudeBin(t)
+			sid := newSessionID(t)
+			p := newAgentProject(t, a, agentPlanScenario(a, sid))
+			// The supervisor, started by the agent's first drover command,
+			// inherits the agent's environment and runs the reviewer as
+			// plain `claude`: put it on PATH, offline like claudecli's.
+			for i, kv := range p.env {
+				if strings.HasPrefix(kv, "PATH=") {
+					p.env[i] = "PATH=" + droverDir + string(os.PathListSeparator) + filepath.Dir(claude) + string(os.PathListSeparator) + os.Getenv("PATH")
+				}
+			}
+			p.env = append(p.env,
+				"ANTHROPIC_BASE_URL="+p.model.URL(),
+				"ANTHROPIC_API_KEY=dummy",
+				"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+				"DISABLE_AUTOUPDATER=1",
+				"IS_SANDBOX=1",
+			)
+			res := p.runAgent(a, sid, "PLAN-START")
+			if res.ExitCode != 0 || !strings.Contains(res.Stdout, "Review 2 is done: PASS.") {
+				t.Fatalf("exit %d, stdout %q; want 0 and the second review's answer", res.ExitCode, res.Stdout)
+			}
+			reqs := p.model.Turns()
+			var agent, revs []fakemodel.Request
+			for _, r := range reqs {
+				if r.HasTool("StructuredOutput") {
+					revs = append(revs, r)
+				} else {
+					agent = append(agent, r)
+				}
+			}
+			sid = agentSession(t, a, sid, agent)
+			dir := filepath.Join(p.root, ".drover", "plans", "demo-plan")
+
+			want := []string{"wait 1 opus", "post-review 1 opus: PASS, 0 blocking", "wait 2 sonnet"}
+			if got := planBlocks(a.blockReasons(agent)); !slices.Equal(got, want) {
+				t.Fatalf("block reasons:\n%q\nwant:\n%q", got, want)
+			}
+			if len(revs) != 2 || !strings.HasPrefix(revs[0].Model, "claude-opus-") || !strings.HasPrefix(revs[1].Model, "claude-sonnet-") {
+				t.Errorf("reviewer requests %d, models %q; want opus then sonnet", len(revs), ruleNames(revs))
+			}
+			for n := 1; n <= 2; n++ {
+				body := readFile(t, filepath.Join(dir, "plan-review-"+strconv.Itoa(n)+".md"))
+				if !strings.Contains(body, "Verdict: PASS") {
+					t.Errorf("plan-review-%d.md lacks the verdict:\n%s", n, body)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dir, "plan-post-review-1.md")); err != nil {
+				t.Errorf("the agent's post-review file: %v", err)
+			}
+			st := p.planStatus(sid)
+			if st.Phase != "plan-review" || deref(st.NextPhase) != "create-tasks" || st.PhaseIteration != 2 || st.ConsecutiveClean != 2 || st.ReviewRunning {
+				t.Errorf("plan status %+v (next %s); want plan-review done, next create-tasks, iteration 2, 2 clean", st, deref(st.NextPhase))
+			}
+			if st.Totals.Runs != 2 || st.Totals.FailedRuns != 0 {
+				t.Errorf("totals %+v; want 2 reviewer runs, none failed", st.Totals)
+			}
+			if got := p.subjects(); !slices.Equal(got, []string{"initial commit", "wire drover's hooks", "plan: post-review 1"}) {
+				t.Errorf("git log: %q", got)
+			}
+		})
+	}
+}
