@@ -1,6 +1,6 @@
 # drover's build. `make run` and `make test` are the whole quick start: every
-# tool the tests need (Go modules, the pinned Claude Code CLI) is installed
-# by the targets themselves.
+# tool the tests need (Go modules, the pinned Claude Code, Codex and Gemini
+# CLIs) is installed by the targets themselves.
 
 GO          ?= go
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
