@@ -366,7 +366,7 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 
 	f := a.loopStopFacts()
 	f.LastAssistantMessage = m.Input.LastAssistantMessage
-	read, ok := a.caughtUpIteration(ctx, m.Input.TranscriptPath, m.Input.LastAssistantMessage)
+	read, ok := a.caughtUpIteration(ctx, m.Input.ClaudeTranscript(), m.Input.LastAssistantMessage)
 	if ok {
 		f.Iteration = &read.it
 		f.CostUSD = read.cost

@@ -160,6 +160,28 @@ type Run struct {
 	TaskMaxUSD       string        `koanf:"task_max_usd" number:"text" help:"dollars the agents of one task of drover run may cost, as they report it, before the task fails (empty or 0: no limit; drover run --task-max-usd)"`
 	LimitRetries     int           `koanf:"limit_retries" help:"how often in a row a task of drover run whose agent met a usage or rate limit (HTTP 429 or 529, usage limit reached) waits for the limit's reset, or a backoff, and tries again without spending an iteration; the next limit fails it (0: never wait)"`
 	Review           bool          `koanf:"review" help:"a reviewer (review.cli, review.models) must pass each task of drover run before it is done (drover run --no-review turns it off for one run)"`
+	Executor         string        `koanf:"executor" help:"where drover run works its iterations: local (git work trees on this machine) or nats (jobs for drover workers over NATS JetStream, run.nats.*) (drover run --executor)"`
+	NATS             RunNATS       `koanf:"nats"`
+}
+
+// RunNATS is how the nats executor of drover run reaches NATS. The
+// credentials come from here (the config file or DROVER_RUN_NATS_*
+// variables), never from a task graph.
+type RunNATS struct {
+	URL      string     `koanf:"url" help:"NATS server URL(s) of the nats executor, comma-separated (drover run --nats)"`
+	Creds    string     `koanf:"creds" help:"NATS credentials file (JWT and NKey seed) of the nats executor"`
+	User     string     `koanf:"user" help:"NATS user of the nats executor (with run.nats.password)"`
+	Password string     `koanf:"password" help:"NATS password of the nats executor"`
+	Token    string     `koanf:"token" help:"NATS token of the nats executor"`
+	NKey     string     `koanf:"nkey" help:"NATS NKey seed file of the nats executor"`
+	TLS      RunNATSTLS `koanf:"tls"`
+}
+
+// RunNATSTLS is the TLS of the nats executor's connection.
+type RunNATSTLS struct {
+	CA   string `koanf:"ca" help:"CA certificate file the nats executor checks the NATS server's certificate with"`
+	Cert string `koanf:"cert" help:"client certificate file of the nats executor (with run.nats.tls.key)"`
+	Key  string `koanf:"key" help:"client key file of the nats executor"`
 }
 
 // TaskMax returns run.task_max_usd in dollars; 0 means no limit.
@@ -285,6 +307,7 @@ func Defaults() Config {
 			IterationTimeout: time.Hour,
 			LimitRetries:     5,
 			Review:           true,
+			Executor:         "local",
 		},
 		Log:    Log{Level: "info", MaxSizeMB: 10, MaxBackups: 3},
 		Status: Status{StaleAfter: 30 * time.Minute},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,6 +92,7 @@ func (c Config) Validate() error {
 	if c.Run.LimitRetries < 0 {
 		bad("run.limit_retries", "must not be negative (0 never waits for a limit), got %d", c.Run.LimitRetries)
 	}
+	validateRunNATS(c.Run, bad)
 	if c.Loop.MinToolCalls < 0 {
 		bad("loop.min_tool_calls", "must not be negative, got %d", c.Loop.MinToolCalls)
 	}
@@ -181,4 +183,31 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// validateRunNATS checks run.executor and run.nats.*: one way to log in
+// to NATS at most, and a URL for the nats executor.
+func validateRunNATS(r Run, bad func(key, format string, args ...any)) {
+	if executors := []string{"local", "nats"}; !slices.Contains(executors, r.Executor) {
+		bad("run.executor", "%q is not one of %s", r.Executor, strings.Join(executors, ", "))
+	}
+	n := r.NATS
+	if r.Executor == "nats" && strings.TrimSpace(n.URL) == "" {
+		bad("run.nats.url", "must be set for run.executor nats")
+	}
+	if (n.User == "") != (n.Password == "") {
+		bad("run.nats.user", "run.nats.user and run.nats.password go together")
+	}
+	var ways []string
+	for _, w := range []struct{ key, v string }{{"run.nats.creds", n.Creds}, {"run.nats.user", n.User}, {"run.nats.token", n.Token}, {"run.nats.nkey", n.NKey}} {
+		if w.v != "" {
+			ways = append(ways, w.key)
+		}
+	}
+	if len(ways) > 1 {
+		bad(ways[1], "only one way to log in to NATS: %s are all set", strings.Join(ways, ", "))
+	}
+	if (n.TLS.Cert == "") != (n.TLS.Key == "") {
+		bad("run.nats.tls.cert", "run.nats.tls.cert and run.nats.tls.key go together")
+	}
 }
