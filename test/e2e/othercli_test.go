@@ -17,8 +17,9 @@ import (
 )
 
 // agentCLI is what the end-to-end tests of the Codex CLI and the Gemini CLI
-// as drover's agent need to know about each: how its model calls the shell,
-// and how a scripted shell command names the CLI's session.
+// as drover's agent need to know about each: how its model calls the
+// shell. The scripted drover commands name no session: drover finds it
+// (Codex's CODEX_THREAD_ID, the GEMINI_SESSION_ID the test exports).
 type agentCLI struct {
 	cli othercli.CLI
 	// shellTool and cmdArg are the shell tool's name and its command
@@ -58,17 +59,6 @@ func (a agentCLI) shell(cmd string) []fakemodel.ToolCall {
 	return []fakemodel.ToolCall{{Name: a.shellTool, Input: input}}
 }
 
-// sessionRef is how a scripted shell command names the session sid: Codex
-// gives its tool commands CODEX_THREAD_ID (its hooks' session_id); the
-// Gemini CLI gives them nothing, so the test picks the id (gemini
-// --session-id) and writes it into the script.
-func (a agentCLI) sessionRef(sid string) string {
-	if a.cli.Name == "codex" {
-		return `"$CODEX_THREAD_ID"`
-	}
-	return "'" + sid + "'"
-}
-
 // hookPromptRE is how Codex 0.169 hands a Stop hook's block reason to the
 // model: a user message wrapping it in a hook_prompt element.
 var hookPromptRE = regexp.MustCompile(`(?s)^<hook_prompt hook_run_id="[^"]*">(.*)</hook_prompt>$`)
@@ -97,34 +87,36 @@ func (a agentCLI) blockReasons(reqs []fakemodel.Request) []string {
 	return out
 }
 
-// newAgentProject sets up a project for sc with the CLI a as the agent:
-// its scratch home configured for the fake model, drover's stop hook wired
-// into the project and committed (so that drover's commit gate sees a
-// clean tree), and the trust step a user takes done.
+// newAgentProject sets up a project for sc with the CLI a as the agent,
+// the way a user does: its scratch home configured for the fake model,
+// `drover init --cli` run in the project and its files committed (so that
+// drover's commit gate sees a clean tree), and the trust step init prints
+// taken: for Codex, its config.toml lines appended to $CODEX_HOME/config.toml
+// as printed; for the Gemini CLI, the folder trusted.
 func newAgentProject(t *testing.T, a agentCLI, sc *fakemodel.Scenario) *queueProject {
 	t.Helper()
 	p := newProjectFor(t, a.bin(t), sc)
-	const hook = "drover hook stop"
 	var err error
 	switch a.cli.Name {
 	case "codex":
-		if err = othercli.SetupCodex(p.home, p.model.ResponsesURL()); err == nil {
-			err = othercli.WriteCodexStopHook(p.root, hook)
-		}
+		p.env = append(p.env, "CODEX_HOME="+othercli.CodexHome(p.home))
+		err = othercli.SetupCodex(p.home, p.model.ResponsesURL())
 	case "gemini":
-		if err = othercli.SetupGemini(p.home); err == nil {
-			err = othercli.WriteGeminiStopHook(p.root, hook)
-		}
+		err = othercli.SetupGemini(p.home)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	out := p.drover("init", "--cli", a.cli.Name)
 	p.git("add", "-A")
-	p.git("commit", "-q", "-m", "wire drover's hooks")
+	p.git("commit", "-q", "-m", "drover init --cli "+a.cli.Name)
 	switch a.cli.Name {
 	case "codex":
-		err = othercli.TrustCodexProject(p.home, p.root)
+		err = appendFile(filepath.Join(othercli.CodexHome(p.home), "config.toml"), codexTrustLines(t, out))
 	case "gemini":
+		if w := strconv.Quote(p.root) + `: "TRUST_FOLDER"`; !strings.Contains(out, w) {
+			t.Errorf("drover init --cli gemini does not print the trust step %q:\n%s", w, out)
+		}
 		err = othercli.TrustGeminiFolder(p.home, p.root)
 	}
 	if err != nil {
@@ -133,13 +125,43 @@ func newAgentProject(t *testing.T, a agentCLI, sc *fakemodel.Scenario) *queuePro
 	return p
 }
 
+// codexTrustLines returns the config.toml lines `drover init --cli codex`
+// printed for the user to append: from the project's trust table to the
+// last hook's trusted_hash.
+func codexTrustLines(t *testing.T, out string) string {
+	t.Helper()
+	start := strings.Index(out, "\n[projects.")
+	end := strings.LastIndex(out, "trusted_hash = ")
+	if start < 0 || end < start {
+		t.Fatalf("drover init --cli codex printed no config.toml trust lines:\n%s", out)
+	}
+	line, _, _ := strings.Cut(out[end:], "\n")
+	return out[start:end] + line + "\n"
+}
+
+func appendFile(path, text string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // runAgent runs the CLI a headless in the project on prompt (in session
 // sid, for the Gemini CLI; Codex picks its own) and returns what it printed.
 func (p *queueProject) runAgent(a agentCLI, sid, prompt string) othercli.Result {
 	p.t.Helper()
 	args := othercli.CodexExec(prompt)
+	env := slices.Clone(p.env)
 	if a.cli.Name == "gemini" {
+		// As drover init tells Gemini CLI users: the CLI gives its tools
+		// no session id, so start it with one, exported for the commands.
 		args = othercli.GeminiPrompt(prompt, sid)
+		env = append(env, "GEMINI_SESSION_ID="+sid)
 	}
 	res, err := othercli.Run{
 		CLI:     a.cli,
@@ -148,7 +170,7 @@ func (p *queueProject) runAgent(a agentCLI, sid, prompt string) othercli.Result 
 		Home:    p.home,
 		BaseURL: p.model.URL(),
 		Args:    args,
-		Env:     slices.Clone(p.env),
+		Env:     env,
 		Timeout: cliTimeout,
 	}.Exec(p.t.Context())
 	p.t.Logf("%s %q: exit %d after %s\nstdout:\n%s\nstderr:\n%s", a.cli.Name, prompt, res.ExitCode, res.Duration.Round(time.Millisecond), res.Stdout, res.Stderr)
@@ -181,20 +203,19 @@ var queueTexts = []string{
 
 // agentQueueScenario is queue.yaml's model for another CLI, with a stuck
 // task: the agent queues three tasks and starts the queue with drover
-// commands (there are no slash commands in a headless run); on each "Next
+// commands (a headless run has no slash commands); on each "Next
 // task" it runs one shell command that either does the task (append it to
 // work.log, append the work summary, commit, rename to .done.md) or, for a
 // task marked STUCK, notes why and renames it to .stuck.md; the first
 // review queues a task with `drover add`, the second is clean.
-func agentQueueScenario(a agentCLI, sid string) *fakemodel.Scenario {
-	s := a.sessionRef(sid)
+func agentQueueScenario(a agentCLI) *fakemodel.Scenario {
 	no, yes := false, true
 	return &fakemodel.Scenario{Rules: []fakemodel.Rule{
 		{Name: "start", When: fakemodel.Match{LastUserContains: "QUEUE-START", LastIsToolResult: &no}, Times: 1,
 			Answer: fakemodel.Answer{Text: "Queueing the tasks.", ToolCalls: a.shell(
-				"drover add --session " + s + " '" + queueTexts[0] + "' && " +
-					"drover add --session " + s + " '" + queueTexts[1] + "' && " +
-					"drover do --session " + s + " '" + queueTexts[2] + "'")}},
+				"drover add '" + queueTexts[0] + "' && " +
+					"drover add '" + queueTexts[1] + "' && " +
+					"drover do '" + queueTexts[2] + "'")}},
 		{Name: "finished", When: fakemodel.Match{LastUserMatches: `task-(finished|stuck) `, LastIsToolResult: &yes},
 			Answer: fakemodel.Answer{Text: "Task handled; stopping for the next one."}},
 		{Name: "review-added", When: fakemodel.Match{LastUserContains: "[drover] Added task", NotContains: "[drover] Started session", LastIsToolResult: &yes},
@@ -209,16 +230,15 @@ func agentQueueScenario(a agentCLI, sid string) *fakemodel.Scenario {
 					`mv "$t" "${t%.md}.done.md" && echo "task-finished $n.md"; fi`)}},
 		{Name: "review-adds-task", When: fakemodel.Match{LastUserContains: "Spawn a review subagent", LastIsToolResult: &no}, Times: 1,
 			Answer: fakemodel.Answer{Text: "Reviewing: work.log has no closing line.", ToolCalls: a.shell(
-				"drover add --session " + s + " 'review: work.log needs a closing line'")}},
+				"drover add 'review: work.log needs a closing line'")}},
 		{Name: "review-clean", When: fakemodel.Match{LastUserContains: "Spawn a review subagent", LastIsToolResult: &no}, Times: 1,
 			Answer: fakemodel.Answer{Text: "Review clean: nothing to add."}},
 	}}
 }
 
 // TestAgentQueue runs the queue scenario of TestQueueDoAddReview with the
-// Codex CLI and the Gemini CLI as the agent, in one headless run each,
-// drover's stop hook wired by hand as the reference notes measured it:
-// three tasks, the second stuck, a review that queues a fourth, a clean
+// Codex CLI and the Gemini CLI as the agent, in one headless run each of a
+// project set up with `drover init --cli`: three tasks, the second stuck, a review that queues a fourth, a clean
 // review, and the session off at the end.
 func TestAgentQueue(t *testing.T) {
 	t.Parallel()
@@ -226,7 +246,7 @@ func TestAgentQueue(t *testing.T) {
 		t.Run(a.cli.Name, func(t *testing.T) {
 			t.Parallel()
 			sid := newSessionID(t)
-			p := newAgentProject(t, a, agentQueueScenario(a, sid))
+			p := newAgentProject(t, a, agentQueueScenario(a))
 			res := p.runAgent(a, sid, "QUEUE-START")
 			if res.ExitCode != 0 || !strings.Contains(res.Stdout, "Review clean: nothing to add.") {
 				t.Fatalf("exit %d, stdout %q; want 0 and the clean review", res.ExitCode, res.Stdout)
@@ -277,7 +297,7 @@ func TestAgentQueue(t *testing.T) {
 			if got := readFile(t, filepath.Join(p.root, "work.log")); got != wantLog {
 				t.Errorf("work.log = %q, want %q", got, wantLog)
 			}
-			wantSubjects := []string{"initial commit", "wire drover's hooks"}
+			wantSubjects := []string{"initial commit", "drover init --cli " + a.cli.Name}
 			for _, task := range tasks {
 				wantSubjects = append(wantSubjects, "work: "+strings.TrimSuffix(b(task), ".md"))
 			}
@@ -298,12 +318,12 @@ func TestAgentQueue(t *testing.T) {
 // the loop with `drover loop start` and keeps its promise in iteration 3,
 // after showing it in a code block and a quotation (iteration 1) and in a
 // negation (iteration 2), none of which counts.
-func agentLoopScenario(a agentCLI, sid string) *fakemodel.Scenario {
+func agentLoopScenario(a agentCLI) *fakemodel.Scenario {
 	no, yes := false, true
 	return &fakemodel.Scenario{Rules: []fakemodel.Rule{
 		{Name: "start", When: fakemodel.Match{LastUserContains: "LOOP-START", LastIsToolResult: &no}, Times: 1,
 			Answer: fakemodel.Answer{Text: "Starting the loop.", ToolCalls: a.shell(
-				"drover loop start --session " + a.sessionRef(sid) + ` "make the lexer handle unicode" --max-iterations 5 --completion-promise "ALL DONE"`)}},
+				`drover loop start "make the lexer handle unicode" --max-iterations 5 --completion-promise "ALL DONE"`)}},
 		{Name: "iteration-1", When: fakemodel.Match{LastIsToolResult: &yes,
 			LastUserMatches: `# drover loop: iteration 1 of 5[\s\S]*Read your notes in the tracker (?P<tracker>/\S+/loop\.md)\.`}, Times: 1,
 			Answer: fakemodel.Answer{Text: "Starting on the lexer.", ToolCalls: a.shell(
@@ -326,7 +346,7 @@ func TestAgentLoopPromise(t *testing.T) {
 		t.Run(a.cli.Name, func(t *testing.T) {
 			t.Parallel()
 			sid := newSessionID(t)
-			p := newAgentProject(t, a, agentLoopScenario(a, sid))
+			p := newAgentProject(t, a, agentLoopScenario(a))
 			res := p.runAgent(a, sid, "LOOP-START")
 			if res.ExitCode != 0 || !strings.Contains(res.Stdout, "<promise>ALL DONE</promise>") {
 				t.Fatalf("exit %d, stdout %q; want 0 and the answer with the promise", res.ExitCode, res.Stdout)
@@ -360,22 +380,21 @@ func TestAgentLoopPromise(t *testing.T) {
 // at the post-review block it amends the plan, writes the post-review
 // file, commits and runs `drover plan post-review-done`. Both reviews
 // pass.
-func agentPlanScenario(a agentCLI, sid string) *fakemodel.Scenario {
-	s := a.sessionRef(sid)
+func agentPlanScenario(a agentCLI) *fakemodel.Scenario {
 	no, yes := false, true
 	return &fakemodel.Scenario{Rules: []fakemodel.Rule{
 		{Name: "review-pass", When: fakemodel.Match{HasTool: "StructuredOutput", LastIsToolResult: &no, LastUserContains: "You are an independent reviewer"},
 			Answer: fakemodel.Answer{ToolCalls: []fakemodel.ToolCall{{Name: "StructuredOutput", Input: map[string]any{
 				"review": "Read the work and checked it against the task.", "verdict": "PASS", "findings": []any{}}}}}},
 		{Name: "start", When: fakemodel.Match{LastUserContains: "PLAN-START", LastIsToolResult: &no}, Times: 1,
-			Answer: fakemodel.Answer{Text: "Starting the plan.", ToolCalls: a.shell("drover plan new demo-plan --session " + s)}},
+			Answer: fakemodel.Answer{Text: "Starting the plan.", ToolCalls: a.shell("drover plan new demo-plan")}},
 		{Name: "write-plan", When: fakemodel.Match{LastIsToolResult: &yes, LastUserMatches: `Write the plan to (?P<path>/\S+/plan\.md) \(`}, Times: 1,
 			Answer: fakemodel.Answer{Text: "Writing the plan.", ToolCalls: a.shell(
 				`printf '# Demo plan\n\nGoal: make the lexer handle unicode.\n\n## Design\n- split input on runes, not bytes\n' > '{{path}}' && echo plan-written`)}},
 		{Name: "plan-written", When: fakemodel.Match{LastIsToolResult: &yes, LastUserContains: "plan-written"}, Times: 1,
 			Answer: fakemodel.Answer{Text: "The plan is written."}},
 		{Name: "wait", When: fakemodel.Match{LastIsToolResult: &no, LastUserMatches: `\[drover\] An independent reviewer \(\w+\) is running the plan review`},
-			Answer: fakemodel.Answer{ToolCalls: a.shell("drover plan wait --session " + s)}},
+			Answer: fakemodel.Answer{ToolCalls: a.shell("drover plan wait")}},
 		{Name: "waited", When: fakemodel.Match{LastIsToolResult: &yes, LastUserMatches: `The plan review (?P<n>\d+) \(\w+\) of plan demo-plan is done: (?P<verdict>\w+)`},
 			Answer: fakemodel.Answer{Text: "Review {{n}} is done: {{verdict}}."}},
 		{Name: "post-review", When: fakemodel.Match{LastIsToolResult: &no,
@@ -384,7 +403,7 @@ func agentPlanScenario(a agentCLI, sid string) *fakemodel.Scenario {
 				`printf '\n- review {{n}}: testing covered by go test ./lexer/...\n' >> '{{dir}}/plan.md' && ` +
 					`printf '# Post-review {{n}}\n\nAdded the testing section to plan.md.\n' > '{{post}}' && ` +
 					`git add -A && git commit -qm 'plan: post-review {{n}}' && ` +
-					"drover plan post-review-done --session " + s)}},
+					"drover plan post-review-done")}},
 		{Name: "post-review-done", When: fakemodel.Match{LastIsToolResult: &yes, LastUserContains: "post-plan-review recorded"},
 			Answer: fakemodel.Answer{Text: "Post-review done."}},
 	}}
@@ -403,7 +422,7 @@ func TestAgentPlanReview(t *testing.T) {
 			t.Parallel()
 			claude := claudeBin(t)
 			sid := newSessionID(t)
-			p := newAgentProject(t, a, agentPlanScenario(a, sid))
+			p := newAgentProject(t, a, agentPlanScenario(a))
 			// The supervisor, started by the agent's first drover command,
 			// inherits the agent's environment and runs the reviewer as
 			// plain `claude`: put it on PATH, offline like claudecli's.
@@ -458,7 +477,7 @@ func TestAgentPlanReview(t *testing.T) {
 			if st.Totals.Runs != 2 || st.Totals.FailedRuns != 0 {
 				t.Errorf("totals %+v; want 2 reviewer runs, none failed", st.Totals)
 			}
-			if got := p.subjects(); !slices.Equal(got, []string{"initial commit", "wire drover's hooks", "plan: post-review 1"}) {
+			if got := p.subjects(); !slices.Equal(got, []string{"initial commit", "drover init --cli " + a.cli.Name, "plan: post-review 1"}) {
 				t.Errorf("git log: %q", got)
 			}
 		})
