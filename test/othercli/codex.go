@@ -3,15 +3,13 @@
 package othercli
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
+
+	"github.com/drover-dev/drover/internal/agentsetup"
 )
 
 // CodexModel is the model the Codex configuration names: a slug Codex 0.169
@@ -76,8 +74,10 @@ func CodexExec(prompt string, extra ...string) []string {
 // codexHooksFile is the part of a Codex hooks.json that trust depends on.
 type codexHooksFile struct {
 	Hooks map[string][]struct {
-		Matcher string           `json:"matcher,omitempty"`
-		Hooks   []map[string]any `json:"hooks"`
+		Hooks []struct {
+			Command string `json:"command"`
+			Timeout int    `json:"timeout"`
+		} `json:"hooks"`
 	} `json:"hooks"`
 }
 
@@ -85,7 +85,9 @@ type codexHooksFile struct {
 // project: it marks the project trusted, and trusts every hook of its
 // .codex/hooks.json as it now reads, by appending to $CODEX_HOME/config.toml
 // the hash Codex keeps for each (an untrusted hook is skipped without a
-// word). Changing a hook's command afterwards untrusts it again.
+// word), as `drover init --cli codex` prints them (agentsetup.CodexTrust).
+// Each hook needs its timeout set and must be the only one of its group.
+// Changing a hook's command afterwards untrusts it again.
 func TrustCodexProject(home, project string) error {
 	hooksPath := filepath.Join(project, ".codex", "hooks.json")
 	data, err := os.ReadFile(hooksPath)
@@ -96,26 +98,20 @@ func TrustCodexProject(home, project string) error {
 	if err := json.Unmarshal(data, &hf); err != nil {
 		return fmt.Errorf("parsing Codex hooks %q: %w", hooksPath, err)
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n[projects.%s]\ntrust_level = \"trusted\"\n", strconv.Quote(project))
+	var hs []agentsetup.Hook
 	for event, groups := range hf.Hooks {
-		snake := snakeCase(event)
 		for gi, g := range groups {
-			for hi, h := range g.Hooks {
-				hash, err := codexHookHash(snake, g.Matcher, h)
-				if err != nil {
-					return fmt.Errorf("hashing Codex hook %s:%d:%d of %q: %w", event, gi, hi, hooksPath, err)
-				}
-				key := fmt.Sprintf("%s:%s:%d:%d", hooksPath, snake, gi, hi)
-				fmt.Fprintf(&b, "\n[hooks.state.%s]\ntrusted_hash = %s\n", strconv.Quote(key), strconv.Quote(hash))
+			if len(g.Hooks) != 1 || g.Hooks[0].Timeout == 0 {
+				return fmt.Errorf("checking Codex hooks %q: group %d of %s: want one hook with a timeout", hooksPath, gi, event)
 			}
+			hs = append(hs, agentsetup.Hook{Name: event, Command: g.Hooks[0].Command, Timeout: g.Hooks[0].Timeout, Group: gi})
 		}
 	}
 	f, err := os.OpenFile(filepath.Join(CodexHome(home), "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return fmt.Errorf("trusting Codex hooks: %w", err)
 	}
-	if _, err := f.WriteString(b.String()); err != nil {
+	if _, err := f.WriteString("\n" + agentsetup.CodexTrust(project, hooksPath, hs)); err != nil {
 		f.Close()
 		return fmt.Errorf("trusting Codex hooks: %w", err)
 	}
@@ -123,57 +119,6 @@ func TrustCodexProject(home, project string) error {
 		return fmt.Errorf("trusting Codex hooks: %w", err)
 	}
 	return nil
-}
-
-// codexHookHash is the hash Codex 0.169 trusts a hook handler by: sha256 of
-// the canonical JSON (sorted keys, compact) of {"event_name", "matcher"
-// (left out for Stop and UserPromptSubmit), "hooks": [the handler with
-// type, command, timeout (default 600), async (default false), and
-// statusMessage if set]}, as "sha256:HEX".
-func codexHookHash(event, matcher string, h map[string]any) (string, error) {
-	handler := map[string]any{
-		"type":    h["type"],
-		"command": h["command"],
-		"timeout": 600,
-		"async":   false,
-	}
-	if t, ok := h["timeout"]; ok {
-		handler["timeout"] = t
-	}
-	if a, ok := h["async"]; ok {
-		handler["async"] = a
-	}
-	if m, ok := h["statusMessage"]; ok {
-		handler["statusMessage"] = m
-	}
-	doc := map[string]any{"event_name": event, "hooks": []any{handler}}
-	if matcher != "" && event != "stop" && event != "user_prompt_submit" {
-		doc["matcher"] = matcher
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(doc); err != nil {
-		return "", err
-	}
-	sum := sha256.Sum256(bytes.TrimSuffix(buf.Bytes(), []byte("\n")))
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
-}
-
-// snakeCase turns a hook event name into Codex's key form: "Stop" -> "stop",
-// "UserPromptSubmit" -> "user_prompt_submit".
-func snakeCase(s string) string {
-	var b strings.Builder
-	for i, r := range s {
-		if r >= 'A' && r <= 'Z' {
-			if i > 0 {
-				b.WriteByte('_')
-			}
-			r += 'a' - 'A'
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // WriteCodexStopHook writes project/.codex/hooks.json with one Stop hook
