@@ -122,9 +122,8 @@ func TrustCodexProject(home, project string) error {
 }
 
 // WriteCodexStopHook writes project/.codex/hooks.json with one Stop hook
-// running command, the wiring the reference notes measured with
-// `drover hook stop`, for tests that run before `drover init --cli codex`
-// exists. It overwrites the file.
+// running command: a probe of the CLI's hook wiring itself (drover's own
+// comes from `drover init --cli codex`). It overwrites the file.
 func WriteCodexStopHook(project, command string) error {
 	doc := map[string]any{"hooks": map[string]any{"Stop": []any{map[string]any{"hooks": []any{
 		map[string]any{"type": "command", "command": command, "timeout": 60},

@@ -54,9 +54,9 @@ func GeminiPrompt(prompt, sessionID string, extra ...string) []string {
 }
 
 // WriteGeminiStopHook writes project/.gemini/settings.json with one
-// AfterAgent hook named drover-stop running command, the wiring the
-// reference notes measured with `drover hook stop`, for tests that run
-// before `drover init --cli gemini` exists. It overwrites the file.
+// AfterAgent hook named drover-stop running command: a probe of the CLI's
+// hook wiring itself (drover's own comes from `drover init --cli gemini`).
+// It overwrites the file.
 func WriteGeminiStopHook(project, command string) error {
 	doc := map[string]any{"hooks": map[string]any{"AfterAgent": []any{map[string]any{"hooks": []any{
 		map[string]any{"name": "drover-stop", "type": "command", "command": command, "timeout": 60000},

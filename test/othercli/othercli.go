@@ -115,7 +115,6 @@ func (c CLI) Version(ctx context.Context, bin string) (string, error) {
 	cmd := exec.CommandContext(ctx, bin, "--version")
 	// Port 9 (discard) on loopback: nothing to reach, should it try.
 	cmd.Env = c.Environ(os.Environ(), home, "http://127.0.0.1:9", nil)
-	cmd.Stdin = nil
 	out, err := cmd.Output()
 	if err != nil {
 		return "", fmt.Errorf("running %s --version: %w", bin, err)
@@ -185,9 +184,9 @@ type Run struct {
 	// Home is the scratch HOME the Setup function prepared.
 	Home string
 	// BaseURL is the fake model's URL(). Required, so that no test can
-	// reach a real API by accident (Codex reads its base URL from the
-	// config SetupCodex wrote; this is checked against it only by the
-	// test's fake model seeing the requests).
+	// reach a real API by accident. The Gemini CLI gets it in its
+	// environment; Codex reads its provider's base_url from the config
+	// SetupCodex wrote.
 	BaseURL string
 	// Args are the whole command line after the binary, e.g.
 	// CodexExec(prompt) or GeminiPrompt(prompt).
