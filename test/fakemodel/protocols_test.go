@@ -174,3 +174,17 @@ func TestGeminiProtocol(t *testing.T) {
 		t.Errorf("unmatched %d, want the one request no rule answered", len(u))
 	}
 }
+
+// FuzzParseOtherProtocols checks that the Responses API and Gemini API
+// readers never panic, whatever the body.
+func FuzzParseOtherProtocols(f *testing.F) {
+	f.Add([]byte(`{"model":"m","input":[{"type":"function_call_output","output":[{"type":"input_text","text":"x"}]}]}`))
+	f.Add([]byte(`{"model":"m","input":"hi","instructions":"base"}`))
+	f.Add([]byte(`{"contents":[{"role":"model","parts":[{"functionCall":{"name":"f","args":null}}]},{"role":"user","parts":[{"functionResponse":{"response":"x"}}]}]}`))
+	f.Add([]byte(`{"input":{"type":1},"contents":[{"parts":[{"text":1}]}]}`))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var r1, r2 Request
+		_ = parseResponsesRequest(body, &r1)
+		_ = parseGeminiRequest(body, "m", &r2)
+	})
+}
