@@ -1,6 +1,6 @@
 # drover's build. `make run` and `make test` are the whole quick start: every
-# tool the tests need (Go modules, the pinned Claude Code CLI) is installed
-# by the targets themselves.
+# tool the tests need (Go modules, the pinned Claude Code, Codex and Gemini
+# CLIs) is installed by the targets themselves.
 
 GO          ?= go
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -10,7 +10,7 @@ CLAUDE      := tools/claude/node_modules/.bin/claude
 # CI has 90 minutes; the e2e package needs far less, this only stops a hang.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-unit test-e2e soak faults lint bench install claude node git chromium screenshots demo clean
+.PHONY: all build run test test-unit test-e2e soak faults lint bench install claude codex gemini node git chromium screenshots demo clean
 
 all: build
 
@@ -59,7 +59,16 @@ chromium:
 claude: node
 	sh tools/claude/install.sh
 
-test: git build claude chromium
+# The real Codex CLI and Gemini CLI, pinned the same way in
+# tools/codex/package-lock.json and tools/gemini/package-lock.json; the e2e
+# tests drive them offline too (test/othercli).
+codex: node
+	sh tools/codex/install.sh
+
+gemini: node
+	sh tools/gemini/install.sh
+
+test: git build claude codex gemini chromium
 	$(GO) vet ./...
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
@@ -68,7 +77,7 @@ test: git build claude chromium
 test-unit: chromium
 	$(GO) test -race -short ./...
 
-test-e2e: git build claude
+test-e2e: git build claude codex gemini
 	$(GO) test -race -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
 
 # The long crash soak (test/soak): 10 sessions, 1,000 stops, the
