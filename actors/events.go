@@ -222,10 +222,10 @@ func runEvents(oldC, nextC runCommit) []events.Draft {
 // (had is false when the run had no such task).
 func taskEvents(id string, p api.RunTask, had bool, t api.RunTask) []events.Draft {
 	var out []events.Draft
-	data := api.TaskData{Task: t.ID, State: string(t.State), Wave: t.Wave, Iteration: t.Iteration, Role: t.Role, Status: t.Status, CostUSD: t.CostUSD}
+	data := api.TaskData{Task: t.ID, State: string(t.State), Wave: t.Wave, Iteration: t.Iteration, Role: t.Role, Status: t.Status, CostUSD: t.CostUSD, Worker: t.Worker}
 	// Cost and tool calls move with every progress report: the stream
-	// follows the task's state, iteration, role and status.
-	if !had || p.State != t.State || p.Iteration != t.Iteration || p.Role != t.Role || p.Status != t.Status {
+	// follows the task's state, iteration, role, status and worker.
+	if !had || p.State != t.State || p.Iteration != t.Iteration || p.Role != t.Role || p.Status != t.Status || p.Worker != t.Worker {
 		out = append(out, events.Draft{Kind: api.EventRunTask, Run: id, Data: data})
 	}
 	if had && p.State != t.State {

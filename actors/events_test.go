@@ -82,6 +82,8 @@ func TestRunEvents(t *testing.T) {
 	old := api.Run{ID: "r1", State: api.RunRunning, Waves: 2, Tasks: []api.RunTask{{ID: "a", Wave: 1, State: api.TaskRunning, Iteration: 1}}}
 	cost := old
 	cost.Tasks = []api.RunTask{{ID: "a", Wave: 1, State: api.TaskRunning, Iteration: 1, CostUSD: 0.5}}
+	worker := old
+	worker.Tasks = []api.RunTask{{ID: "a", Wave: 1, State: api.TaskRunning, Iteration: 1, Worker: "w2"}}
 	done := old
 	done.Merged = 1
 	done.Tasks = []api.RunTask{{ID: "a", Wave: 1, State: api.TaskDone, Iteration: 1, Reviews: 1, LastReview: &api.TaskReview{Outcome: "pass"}}}
@@ -107,11 +109,16 @@ func TestRunEvents(t *testing.T) {
 		{"a task's budget", runCommit{Run: old}, runCommit{Run: cost, Ending: map[string]bool{"a": true}}, []api.EventKind{api.EventBudgetReached}},
 		{"the run's budget", runCommit{Run: old}, runCommit{Run: old, Stop: "max-usd"}, []api.EventKind{api.EventBudgetReached}},
 		{"a cancel", runCommit{Run: old}, runCommit{Run: old, Stop: "cancelled", Cancelled: true}, []api.EventKind{}},
+		{"a worker takes the task", runCommit{Run: old}, runCommit{Run: worker}, []api.EventKind{api.EventRunTask}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := kinds(runEvents(tc.old, tc.next)); !slices.Equal(got, tc.want) {
 				t.Errorf("events = %v, want %v", got, tc.want)
 			}
 		})
+	}
+	// The task event names the worker.
+	if evs := runEvents(runCommit{Run: old}, runCommit{Run: worker}); len(evs) != 1 || evs[0].Data.(api.TaskData).Worker != "w2" {
+		t.Errorf("the worker's task event: %+v, want worker w2", evs)
 	}
 }

@@ -118,7 +118,9 @@ func (s *Server) sessionsView(ctx context.Context) (dashboard.SessionsView, erro
 	if err != nil {
 		return dashboard.SessionsView{}, err
 	}
-	v := dashboard.SessionsView{Project: st.Project, Runs: runs}
+	// The project's folder name, not its path: the page is shown and
+	// screenshotted, and a path names the machine.
+	v := dashboard.SessionsView{Project: filepath.Base(st.Project), Runs: runs}
 	last := map[string]*api.Event{}
 	if s.events != nil {
 		backlog, sub, _ := s.events.Subscribe(0)

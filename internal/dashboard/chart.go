@@ -149,7 +149,7 @@ func RunWaves(run api.Run, now time.Time) template.HTML {
 		}
 		return float64(labelW) + plotW*t.Sub(start).Seconds()/span
 	}
-	fmt.Fprintf(&b, `<text x="%d" y="16" font-size="11">0s</text><text x="%d" y="16" font-size="11" text-anchor="end">%s</text>`+"\n", labelW, labelW+int(plotW), end.Sub(start).Round(time.Second))
+	fmt.Fprintf(&b, `<text x="%d" y="16" font-size="11">0s</text><text x="%d" y="16" font-size="11" text-anchor="end">%s</text>`+"\n", labelW, labelW+int(plotW), spanLabel(end.Sub(start)))
 	for i, t := range tasks {
 		top := chartPad + rowH*i
 		fmt.Fprintf(&b, `<g class="task" data-task="%s" data-wave="%d" data-state="%s">`, template.HTMLEscapeString(t.ID), t.Wave, template.HTMLEscapeString(string(t.State)))
@@ -176,4 +176,14 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// spanLabel is a run's length on its time axis: to the second, but to the
+// tenth of a second under ten seconds, so a short run's axis does not read
+// "0s".
+func spanLabel(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(100 * time.Millisecond)
+	}
+	return d.Round(time.Second)
 }
