@@ -1,0 +1,82 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/internal/cmdline"
+	"github.com/drover-dev/drover/internal/logging"
+	"github.com/drover-dev/drover/internal/natsexec"
+)
+
+// workerCmd is `droverd worker` (drover worker hands it here): a worker of
+// the nats executor for the project's repository.
+func (a *app) workerCmd(g *cmdline.Globals) *cobra.Command {
+	cmd := cmdline.Worker()
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		ctx := cmd.Context()
+		f := cmd.Flags()
+		url, _ := f.GetString("nats")
+		concurrency, _ := f.GetInt("concurrency")
+		agent, _ := f.GetString("agent")
+		name, _ := f.GetString("name")
+		repoName, _ := f.GetString("repo-name")
+		dir, _ := f.GetString("dir")
+		p, err := a.paths(g)
+		if err != nil {
+			return err
+		}
+		cfg, err := a.projectConfig(p.Root)
+		if err != nil {
+			return err
+		}
+		nc := natsConfig(cfg)
+		if url != "" {
+			nc.URL = url
+		}
+		if repoName == "" {
+			repoName = filepath.Base(p.Root)
+		}
+		id, err := natsexec.RepoIdentity(ctx, p.Root, repoName)
+		if err != nil {
+			return err
+		}
+		if dir == "" {
+			cache, err := os.UserCacheDir()
+			if err != nil {
+				return fmt.Errorf("the worker's directory (--dir): %w", err)
+			}
+			dir = filepath.Join(cache, "drover", "worker")
+		}
+		log, err := logging.New(logging.Options{Level: cfg.Log.Level, Console: a.stderr})
+		if err != nil {
+			return err
+		}
+		defer log.Close()
+		nc.Name = "drover worker " + name
+		conn, err := natsexec.Connect(ctx, nc)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		js, err := jetstream.New(conn)
+		if err != nil {
+			return fmt.Errorf("JetStream at %s: %w", conn.ConnectedUrlRedacted(), err)
+		}
+		st, err := natsexec.Setup(ctx, js, 0)
+		if err != nil {
+			return err
+		}
+		w := &natsexec.Worker{
+			NC: conn, Streams: st, Identity: id, Name: name, Dir: dir, Concurrency: concurrency,
+			Runner: workerRunner(agent, log.Zap()), Log: log.Zap(),
+		}
+		log.Zap().Sugar().Infof("drover worker serving %s from %s", id, conn.ConnectedUrlRedacted())
+		return w.Run(ctx)
+	}
+	return cmd
+}
