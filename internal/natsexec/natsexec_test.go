@@ -284,3 +284,39 @@ func TestConnectUnreachableNamesTheURL(t *testing.T) {
 		t.Fatalf("error %v; want one naming %s without the password", err, addr)
 	}
 }
+
+// TestJobWithAResultIsNotRunAgain: a worker that died between sending a
+// job's result and acknowledging it leaves the job to be delivered again;
+// the next worker sees the result and acknowledges without running it.
+func TestJobWithAResultIsNotRunAgain(t *testing.T) {
+	s := startServer(t)
+	_, base, id := project(t)
+	_, st := connect(t, s, 0)
+	wnc, wst := connect(t, s, 0)
+	job := Job{ID: "r1-a-1", Repo: id, RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a", Bundle: "job/none"}
+	first, _ := json.Marshal(Result{JobID: job.ID, Worker: "dead"})
+	if _, err := st.JS.Publish(testCtx(t), resultSubject(id, job.ID), first, jetstream.WithMsgID(job.ID)); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(job)
+	if _, err := st.JS.Publish(testCtx(t), jobSubject(id, "r1"), data, jetstream.WithMsgID(job.ID)); err != nil {
+		t.Fatal(err)
+	}
+	var runs atomic.Int32
+	runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w", Dir: t.TempDir(),
+		Runner: RunnerFunc(func(context.Context, string, Job, func(json.RawMessage)) (json.RawMessage, error) {
+			runs.Add(1)
+			return nil, nil
+		})})
+	jobs, err := st.JS.Stream(testCtx(t), JobsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually.True(t, 10*time.Second, "the job acknowledged", func() bool {
+		info, err := jobs.Info(testCtx(t))
+		return err == nil && info.State.Msgs == 0
+	})
+	if runs.Load() != 0 {
+		t.Fatalf("the job ran %d times; its result was out", runs.Load())
+	}
+}
