@@ -26,6 +26,7 @@ func (a *app) workerCmd(g *cmdline.Globals) *cobra.Command {
 		name, _ := f.GetString("name")
 		repoName, _ := f.GetString("repo-name")
 		dir, _ := f.GetString("dir")
+		ackWait, _ := f.GetDuration("ack-wait")
 		p, err := a.paths(g)
 		if err != nil {
 			return err
@@ -39,7 +40,7 @@ func (a *app) workerCmd(g *cmdline.Globals) *cobra.Command {
 			nc.URL = url
 		}
 		if repoName == "" {
-			repoName = filepath.Base(p.Root)
+			repoName = natsexec.RepoName(p.Root)
 		}
 		id, err := natsexec.RepoIdentity(ctx, p.Root, repoName)
 		if err != nil {
@@ -67,7 +68,7 @@ func (a *app) workerCmd(g *cmdline.Globals) *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("JetStream at %s: %w", conn.ConnectedUrlRedacted(), err)
 		}
-		st, err := natsexec.Setup(ctx, js, 0)
+		st, err := natsexec.Setup(ctx, js, ackWait)
 		if err != nil {
 			return err
 		}

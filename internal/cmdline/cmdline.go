@@ -9,6 +9,7 @@ package cmdline
 
 import (
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -179,5 +180,6 @@ files or the DROVER_RUN_NATS_* variables), never a task's text.`,
 	cmd.Flags().String("name", "", "this worker's name in results and drover run status (default: host-pid)")
 	cmd.Flags().String("repo-name", "", "the repository's name in its identity (default: the project directory's name)")
 	cmd.Flags().String("dir", "", "the worker's repositories and work trees (default: the user cache directory's drover/worker)")
+	cmd.Flags().Duration("ack-wait", 30*time.Second, "how long a job stays with a worker that stopped saying it works on it before it goes to another (the same on every worker of a repository)")
 	return cmd
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -146,3 +147,8 @@ func putBundle(ctx context.Context, obs jetstream.ObjectStore, file, name string
 	}
 	return nil
 }
+
+// RepoName is the name in the identity of the repository at root, the
+// same on a supervisor and on its workers unless they are told another:
+// its directory's name.
+func RepoName(root string) string { return filepath.Base(root) }
