@@ -1,6 +1,6 @@
 # drover's build. `make run` and `make test` are the whole quick start: every
-# tool the tests need (Go modules, the pinned Claude Code CLI) is installed
-# by the targets themselves.
+# tool the tests need (Go modules, the pinned Claude Code, Codex and Gemini
+# CLIs) is installed by the targets themselves.
 
 GO          ?= go
 VERSION     ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
@@ -10,7 +10,7 @@ CLAUDE      := tools/claude/node_modules/.bin/claude
 # CI has 90 minutes; the e2e package needs far less, this only stops a hang.
 TEST_TIMEOUT ?= 30m
 
-.PHONY: all build run test test-unit test-e2e soak faults lint bench install claude node git demo clean
+.PHONY: all build run test test-unit test-e2e soak faults lint bench install claude codex gemini node git chromium screenshots demo clean
 
 all: build
 
@@ -46,20 +46,38 @@ git:
 	  echo "git not found; installing Debian's git"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq git >/dev/null; }
 
+# Debian's Chromium, for the dashboard's browser test (cmd/drover's
+# TestDashboardInABrowser drives it headless), when /usr/bin/chromium is
+# missing (CI runs as root on Debian).
+chromium:
+	@test -x /usr/bin/chromium || { \
+	  echo "chromium not found; installing Debian's chromium"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
 # The real Claude Code CLI, pinned in tools/claude/package-lock.json
 # (version and sha512 of every package), installed into tools/claude/.
 claude: node
 	sh tools/claude/install.sh
 
-test: git build claude
+# The real Codex CLI and Gemini CLI, pinned the same way in
+# tools/codex/package-lock.json and tools/gemini/package-lock.json; the e2e
+# tests drive them offline too (test/othercli).
+codex: node
+	sh tools/codex/install.sh
+
+gemini: node
+	sh tools/gemini/install.sh
+
+test: git build claude codex gemini chromium
 	$(GO) vet ./...
 	$(GO) test -race -timeout $(TEST_TIMEOUT) ./...
 
-# Without the CLI: everything but the end-to-end package.
-test-unit:
+# Without the CLI: everything but the end-to-end package (the dashboard's
+# browser test included, so Chromium too).
+test-unit: chromium
 	$(GO) test -race -short ./...
 
-test-e2e: git build claude
+test-e2e: git build claude codex gemini
 	$(GO) test -race -timeout $(TEST_TIMEOUT) -v ./test/e2e/...
 
 # The long crash soak (test/soak): 10 sessions, 1,000 stops, the
@@ -101,6 +119,12 @@ FUZZTIME ?= 30s
 .PHONY: fuzz
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) sh scripts/fuzz.sh
+
+# The dashboard's screenshots in docs/img, as the README shows them: the
+# browser test of the dashboard, saving its screenshots there.
+screenshots: git chromium
+	DROVER_SCREENSHOT_DIR=$(CURDIR)/docs/img $(GO) test -race -count 1 -timeout $(TEST_TIMEOUT) \
+	  -run '^TestDashboardInABrowser$$' ./cmd/drover
 
 demo: build claude
 	$(GO) run ./test/demo

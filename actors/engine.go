@@ -81,9 +81,22 @@ func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string
 	ctx, cancel := context.WithTimeout(context.Background(), ioTimeout)
 	defer cancel()
 
+	if m.Event == hook.Stop && m.Input.ReentryUntrusted {
+		// The CLI's stop_hook_active cannot be trusted: the session's own
+		// count of continuations says whether this Stop is one.
+		in := *m
+		in.Input.StopHookActive = a.rec.Continuations > 0
+		m = &in
+	}
 	res, changed, err := a.decide(actx, ctx, m)
 	if err != nil {
 		return &HookResult{Err: err}, nil
+	}
+	// Counted only for a CLI whose flag cannot be trusted: every event of
+	// such a CLI says so.
+	if n := res.rec.Continued(m.Event, m.Input, res.Output); m.Input.ReentryUntrusted && n != res.rec.Continuations {
+		res.rec.Continuations = n
+		changed = true
 	}
 	// The warnings are said once, with this answer whatever it is: a
 	// failed commit must not swallow them.

@@ -57,7 +57,26 @@ func sessionEvents(old session.Record, found bool, next session.Record) []events
 	out = append(out, queueEvents(id, old, next, d, decided)...)
 	out = append(out, loopEvents(id, old, next)...)
 	out = append(out, planEvents(id, old.Plan, next.Plan)...)
+	if decided {
+		out = append(out, planWaitEvents(id, next.Plan, d)...)
+	}
 	return out
+}
+
+// planWaitEvents reports a plan that waits for the user: a Stop let
+// through (d, the commit's new decision) while the plan's next phase is a
+// review whose cycle has spent max_reviews, so the plan does not advance
+// until the user decides (plan.Stop's hard stop). The state does not
+// change there, so the allowed Stop is what marks it, once per Stop.
+func planWaitEvents(id string, s plan.State, d session.Recorded) []events.Draft {
+	kind, isReview := s.NextPhase.ReviewKind()
+	if d.Event != hook.Stop || d.Output.IsBlock() || s.PlanID == "" || s.Review != nil || !isReview ||
+		s.MaxReviews <= 0 || s.Iteration < s.MaxReviews {
+		return nil
+	}
+	return []events.Draft{{Kind: api.EventNeedsReview, Session: id, Data: api.ReviewData{
+		Plan: s.PlanID, Kind: string(kind), Task: s.CurrentTask, Phase: string(s.Phase), Iteration: s.Iteration,
+	}}}
 }
 
 // newDecision returns the decision next recorded that old did not have.
@@ -197,10 +216,11 @@ func runEvents(oldC, nextC runCommit) []events.Draft {
 	}
 	for _, t := range next.Tasks {
 		p, had := prev[t.ID]
-		data := api.TaskData{Task: t.ID, State: string(t.State), Wave: t.Wave, Iteration: t.Iteration, Role: t.Role, Status: t.Status, CostUSD: t.CostUSD}
+		data := api.TaskData{Task: t.ID, State: string(t.State), Wave: t.Wave, Iteration: t.Iteration, Role: t.Role, Status: t.Status, CostUSD: t.CostUSD, Worker: t.Worker}
 		// Cost and tool calls move with every progress report: the
-		// stream follows the task's state, iteration, role and status.
-		if !had || p.State != t.State || p.Iteration != t.Iteration || p.Role != t.Role || p.Status != t.Status {
+		// stream follows the task's state, iteration, role, status and
+		// worker.
+		if !had || p.State != t.State || p.Iteration != t.Iteration || p.Role != t.Role || p.Status != t.Status || p.Worker != t.Worker {
 			out = append(out, events.Draft{Kind: api.EventRunTask, Run: id, Data: data})
 		}
 		if had && p.State != t.State {

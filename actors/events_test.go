@@ -41,6 +41,14 @@ func TestSessionEvents(t *testing.T) {
 	finished.Plan.Review = nil
 	finished.Plan.LastRun = &api.PlanReviewRun{Plan: "p", Kind: "plan", Iteration: 1, Verdict: "fail", Findings: 3, Blocking: 1, CostUSD: 0.2}
 
+	// A plan whose review cycle spent max_reviews: a Stop let through
+	// waits for the user; a blocked one (validation) does not.
+	spent := base
+	spent.Workflow = session.Plan
+	spent.Plan = plan.State{PlanID: "p", Phase: plan.PhaseNewPlan, NextPhase: plan.PhasePlanReview, Iteration: 3, MaxReviews: 3}
+	spentCycle := spent
+	spentCycle.Plan.Iteration = 2
+
 	inReview := session.Record{ID: "s1", Workflow: session.Queue, Queue: queue.Session{State: queue.Review, Iteration: 4}}
 	queueDone := decided(inReview, "r3", hook.Stop, hook.Output{})
 	queueDone.Queue = queue.Session{State: queue.Off, Iteration: 5}
@@ -66,6 +74,10 @@ func TestSessionEvents(t *testing.T) {
 		{"a queue's review finds nothing more", inReview, true, queueDone, []api.EventKind{api.EventHookDecided, api.EventTaskDone}},
 		{"a queue out of iterations", inReview, true, queueSpent, []api.EventKind{api.EventHookDecided, api.EventBudgetReached}},
 		{"drover stop ends a queue", inReview, true, queueStopped, []api.EventKind{}},
+		{"a plan past max_reviews waits for the user", spent, true, decided(spent, "r4", hook.Stop, hook.Output{SystemMessage: "max reviews"}), []api.EventKind{api.EventHookDecided, api.EventNeedsReview}},
+		{"a plan past max_reviews blocked by validation", spent, true, decided(spent, "r4", hook.Stop, hook.Block("plan.md is missing")), []api.EventKind{api.EventHookDecided}},
+		{"a plan with reviews left does not wait", spentCycle, true, decided(spentCycle, "r4", hook.Stop, hook.Output{}), []api.EventKind{api.EventHookDecided}},
+		{"a prompt does not make a plan wait", spent, true, decided(spent, "r4", hook.UserPromptSubmit, hook.Output{}), []api.EventKind{api.EventHookDecided}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := kinds(sessionEvents(tc.old, tc.found, tc.next))
@@ -82,6 +94,8 @@ func TestRunEvents(t *testing.T) {
 	old := api.Run{ID: "r1", State: api.RunRunning, Waves: 2, Tasks: []api.RunTask{{ID: "a", Wave: 1, State: api.TaskRunning, Iteration: 1}}}
 	cost := old
 	cost.Tasks = []api.RunTask{{ID: "a", Wave: 1, State: api.TaskRunning, Iteration: 1, CostUSD: 0.5}}
+	worker := old
+	worker.Tasks = []api.RunTask{{ID: "a", Wave: 1, State: api.TaskRunning, Iteration: 1, Worker: "w2"}}
 	done := old
 	done.Merged = 1
 	done.Tasks = []api.RunTask{{ID: "a", Wave: 1, State: api.TaskDone, Iteration: 1, Reviews: 1, LastReview: &api.TaskReview{Outcome: "pass"}}}
@@ -96,11 +110,16 @@ func TestRunEvents(t *testing.T) {
 		{"a task's budget", runCommit{Run: old}, runCommit{Run: cost, Ending: map[string]bool{"a": true}}, []api.EventKind{api.EventBudgetReached}},
 		{"the run's budget", runCommit{Run: old}, runCommit{Run: old, Stop: "max-usd"}, []api.EventKind{api.EventBudgetReached}},
 		{"a cancel", runCommit{Run: old}, runCommit{Run: old, Stop: "cancelled", Cancelled: true}, []api.EventKind{}},
+		{"a worker takes the task", runCommit{Run: old}, runCommit{Run: worker}, []api.EventKind{api.EventRunTask}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := kinds(runEvents(tc.old, tc.next)); !slices.Equal(got, tc.want) {
 				t.Errorf("events = %v, want %v", got, tc.want)
 			}
 		})
+	}
+	// The task event names the worker.
+	if evs := runEvents(runCommit{Run: old}, runCommit{Run: worker}); len(evs) != 1 || evs[0].Data.(api.TaskData).Worker != "w2" {
+		t.Errorf("the worker's task event: %+v, want worker w2", evs)
 	}
 }

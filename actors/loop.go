@@ -246,6 +246,28 @@ func readLoopTranscript(ctx context.Context, path string, prev *session.Transcri
 	return loopRead{it: p.Iteration, cost: cost, next: &next, resumed: resumed}, nil
 }
 
+// otherTranscriptCost is what loop s has spent by the transcript at path
+// in format (a Codex rollout, a Gemini chat: transcript.ScanUsage): each
+// model call's tokens since the loop started, priced. The file is read
+// whole at each Stop; a Gemini chat file is rewritten as it grows, so no
+// offset could be kept.
+func otherTranscriptCost(ctx context.Context, format, path string, s loop.State) (float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("opening transcript: %w", err)
+	}
+	defer f.Close()
+	var cost float64
+	err = transcript.ScanUsage(ctx, format, f, func(u transcript.Usage) error {
+		cost += loop.UsageCost(s, u)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("reading transcript %q: %w", path, err)
+	}
+	return cost, nil
+}
+
 // fileID is the device and inode of the file fi describes, or zeros
 // where the platform does not say.
 func fileID(fi os.FileInfo) (dev, ino uint64) {
@@ -366,10 +388,19 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 
 	f := a.loopStopFacts()
 	f.LastAssistantMessage = m.Input.LastAssistantMessage
-	read, ok := a.caughtUpIteration(ctx, m.Input.TranscriptPath, m.Input.LastAssistantMessage)
+	read, ok := a.caughtUpIteration(ctx, m.Input.ClaudeTranscript(), m.Input.LastAssistantMessage)
 	if ok {
 		f.Iteration = &read.it
 		f.CostUSD = read.cost
+	} else if path := m.Input.TranscriptPath; path != "" && m.Input.ClaudeTranscript() == "" {
+		// Another CLI's transcript gives the loop's spend (its budget),
+		// not its iteration.
+		cost, err := otherTranscriptCost(ctx, m.Input.TranscriptFormat, path, a.rec.Loop)
+		if err == nil {
+			f.CostUSD = cost
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			a.log.Warn("reading transcript", zap.String("path", path), zap.String("format", m.Input.TranscriptFormat), zap.Error(err))
+		}
 	}
 	tr, terr := a.readTracker()
 	f.TrackerErr = terr

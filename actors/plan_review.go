@@ -402,3 +402,12 @@ func ReadPlanTotals(planDir, sessionID string) api.PlanTotals {
 	})
 	return t
 }
+
+// PlanReviewRuns returns the reviewer runs recorded in planDir's RunsFile,
+// in the order they were recorded (the dashboard's review timeline); a
+// missing or unreadable file has none.
+func PlanReviewRuns(planDir string) []api.PlanReviewRun {
+	var runs []api.PlanReviewRun
+	scanRuns(filepath.Join(planDir, RunsFile), func(r api.PlanReviewRun) { runs = append(runs, r) })
+	return runs
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/events"
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/proctag"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/workflow/plan"
@@ -78,6 +79,11 @@ type RunsEnv struct {
 	// iteration's agent, reviewer or tests, a wave's merge and suite)
 	// killed for its timeout, by that work's name; it must not block.
 	Killed func(work string)
+	// Executors make the executors of runs other than the local one, by
+	// the name of run.executor (executor.NATS), from the configuration and
+	// the run's options; a run whose executor has none here is refused.
+	// The local executor needs none: it is the default.
+	Executors map[string]func(cfg config.Config, o api.RunOptions) (executor.Executor, error)
 
 	// worktrees serializes the work tree changes of every run of the
 	// project (see worktree.Create); NewRunsProps sets it.
@@ -89,6 +95,23 @@ func (e RunsEnv) config() config.Config {
 		return config.Defaults()
 	}
 	return e.Config()
+}
+
+// runExecutor returns the executor of a run with options o: nil for the
+// local one, the default.
+func (e RunsEnv) runExecutor(cfg config.Config, o api.RunOptions) (executor.Executor, error) {
+	if o.Executor == "" || o.Executor == executor.Local {
+		return nil, nil
+	}
+	newExec, ok := e.Executors[o.Executor]
+	if !ok {
+		return nil, fmt.Errorf("executor %s: this drover has no %s executor yet (run.executor, drover run --executor): use local", o.Executor, o.Executor)
+	}
+	x, err := newExec(cfg, o)
+	if err != nil {
+		return nil, fmt.Errorf("executor %s: %w", o.Executor, err)
+	}
+	return x, nil
 }
 
 func (e RunsEnv) templates() (templates.Set, error) {
@@ -258,6 +281,9 @@ func (r *runsActor) start(ctx actor.Context, req api.StartRunRequest) (*actor.PI
 		return nil, &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
 	}
 	set, err := newRunSettings(cfg, opts, r.env.Reviewers, r.env.ChildTag)
+	if err == nil {
+		set.exec, err = r.env.runExecutor(cfg, opts)
+	}
 	if err != nil {
 		return nil, &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
 	}
@@ -295,7 +321,11 @@ func (r *runsActor) resume(ctx actor.Context, id string) (*actor.PID, *RunReply)
 	}
 	// The options are the run's; the rest of the configuration is read
 	// anew, so that a fixed review.command or loop.routes applies.
-	set, err := newRunSettings(r.env.config(), rec.Options, r.env.Reviewers, r.env.ChildTag)
+	cfg := r.env.config()
+	set, err := newRunSettings(cfg, rec.Options, r.env.Reviewers, r.env.ChildTag)
+	if err == nil {
+		set.exec, err = r.env.runExecutor(cfg, rec.Options)
+	}
 	if err != nil {
 		return nil, &RunReply{Err: fmt.Errorf("%w: run %s: %w", ErrBadRequest, id, err)}
 	}

@@ -6,59 +6,91 @@ import (
 	"os"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"go.uber.org/zap"
 
+	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/proc"
-	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/workflow/run"
 	"github.com/drover-dev/drover/internal/worktree"
 	"github.com/drover-dev/drover/reviewer"
 	"github.com/drover-dev/drover/templates"
 )
 
-// startIteration executes run.StartIteration: the iteration runs in a work
-// child; its agent's progress comes to the run actor as messages, and its
-// end as the child's result.
+// startIteration executes run.StartIteration: the run's executor runs the
+// iteration in a work child; its agent's progress comes to the run actor
+// as messages, and its end as the child's result.
 func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 	gt, _ := a.graph.Task(e.Task)
-	job := iterationJob{
-		root: a.env.Root, runID: a.s.Run.ID, task: gt, iteration: e.Iteration, base: e.Base, fresh: e.Fresh,
-		opts: a.s.Run.Options, deadline: e.Deadline, worktrees: a.env.worktrees, childTag: a.env.ChildTag,
+	it := executor.Iteration{
+		RunID: a.s.Run.ID, Task: gt, Iteration: e.Iteration, Base: e.Base, Branch: e.Branch, Fresh: e.Fresh,
+		Role: e.Role, Options: a.s.Run.Options, Deadline: e.Deadline,
 	}
 	tmpl, err := a.env.templates()
-	job.tmpl = tmpl
 	if err == nil {
 		// The agent is told the command the iteration's end runs (read
 		// from the main work tree: the task's may not exist yet).
 		var checks run.TaskTests
-		checks, err = run.TestsOf(job.opts, gt, os.DirFS(a.env.Root))
+		checks, err = run.TestsOf(it.Options, gt, os.DirFS(a.env.Root))
 		if err == nil {
-			job.prompt, err = run.TaskPrompt(tmpl, gt, e.Branch, checks, e.Iteration, job.opts.MaxIterations, e.Role, e.Feedback)
+			it.Prompt, err = run.TaskPrompt(tmpl, gt, e.Branch, checks, e.Iteration, it.Options.MaxIterations, e.Role, e.Feedback)
 		}
 	}
 	if err == nil && e.Review && a.set.review != nil {
-		spec := *a.set.review
-		spec.Model = e.ReviewModel
-		job.review = &spec
+		it.Review = executor.ReviewOf(a.set.review)
+		it.Review.Model = e.ReviewModel
 	}
 	if err != nil {
-		job.err = fmt.Errorf("the prompt of task %s: %w", e.Task, err)
+		err = fmt.Errorf("the prompt of task %s: %w", e.Task, err)
 	}
 	system, self := ctx.ActorSystem(), ctx.Self()
-	job.report = func(p run.Progress) {
+	report := func(p executor.Progress) {
 		// Send does not wait: the mailbox is unbounded.
-		system.Root.Send(self, run.AgentProgress{Task: e.Task, Iteration: e.Iteration, Progress: p})
+		system.Root.Send(self, run.AgentProgress{Task: e.Task, Iteration: e.Iteration, Progress: runProgress(p), Worker: p.Worker})
 	}
+	exec := a.executor()
 	a.log.Info("task iteration started", zap.String("task", e.Task), zap.Int("iteration", e.Iteration), zap.String("role", string(e.Role)))
-	a.iterations[e.Task] = spawnWork(ctx, a.log, a.env.Killed, "iteration", func(ctx context.Context) any { return job.run(ctx) }, func(err error) any {
+	a.iterations[e.Task] = spawnWork(ctx, a.log, a.env.Killed, "iteration", func(ctx context.Context) any {
+		if err != nil {
+			return iterationDone(it, executor.Failed(err))
+		}
+		return iterationDone(it, exec.Run(ctx, it, report))
+	}, func(err error) any {
 		// As an agent that failed to start.
-		return run.IterationDone{Task: job.task.ID, Iteration: job.iteration, Base: job.base, Err: err}
+		return run.IterationDone{Task: it.Task.ID, Iteration: it.Iteration, Base: it.Base, Err: err}
 	})
+}
+
+// iterationDone returns the run engine's event of iteration it, which
+// ended with res.
+func iterationDone(it executor.Iteration, res executor.Result) run.IterationDone {
+	out := run.IterationDone{
+		Task: it.Task.ID, Iteration: it.Iteration, Worker: res.Worker, Base: res.Base, Progress: runProgress(res.Progress),
+		AgentErr: executor.Error(res.AgentErr), Test: res.Test, Committed: res.Committed, OffBranch: res.OffBranch,
+		Branch: res.Branch, Dirty: res.Dirty, Limit: res.Limit, Err: executor.Error(res.Err),
+	}
+	if out.Base == "" {
+		out.Base = it.Base
+	}
+	if res.Review != nil {
+		rev := res.Review.Reviewer()
+		out.Review = &rev
+	}
+	return out
+}
+
+// runProgress is p as the run engine counts it.
+func runProgress(p executor.Progress) run.Progress {
+	return run.Progress{CostUSD: p.CostUSD, ToolCalls: p.ToolCalls, Finished: p.Finished}
+}
+
+// executorProgress is p of the local worker.
+func executorProgress(p run.Progress) executor.Progress {
+	return executor.Progress{Worker: executor.LocalWorker, CostUSD: p.CostUSD, ToolCalls: p.ToolCalls, Finished: p.Finished}
 }
 
 // checkWave executes run.CheckWave: it merges the wave's branches in
@@ -120,81 +152,106 @@ func runTags(ctx context.Context, runID, childTag string) context.Context {
 	return proc.WithTags(ctx, "DROVER_RUN_ID="+runID, childTag)
 }
 
-// iterationJob is everything one iteration needs, copied out of the actor.
-type iterationJob struct {
-	root, runID string
-	task        rungraph.Task
-	iteration   int
-	base        string
-	// fresh puts the work tree back to its branch's last commit before
-	// the agent starts (run.StartIteration.Fresh).
-	fresh  bool
-	opts   api.RunOptions
-	prompt string
-	// review is the reviewer of the iteration, when the run has one.
-	review *reviewer.Spec
-	// tmpl gives the texts of the review prompt and of the test result.
-	tmpl templates.Set
-	// deadline ends the iteration with the task's budget (zero: none).
-	deadline time.Time
-	// worktrees is the project's lock on work tree changes.
-	worktrees *sync.Mutex
-	// report sends the agent's progress to the run actor, without
-	// waiting: the agent's output is not read while it runs.
-	report func(run.Progress)
-	// childTag is RunsEnv.ChildTag, for the agent and the test command.
-	childTag string
-	// err is a failure met before the iteration could start.
-	err error
+// executor returns the run's executor: the one its options name, or the
+// local one.
+func (a *runActor) executor() executor.Executor {
+	if a.set.exec != nil {
+		return a.set.exec
+	}
+	return NewLocalExecutor(a.env.Root, a.env.worktrees, a.env.templates, a.env.Reviewers, a.env.ChildTag)
 }
 
-func (j iterationJob) run(ctx context.Context) run.IterationDone {
-	out := run.IterationDone{Task: j.task.ID, Iteration: j.iteration, Base: j.base}
-	if j.err != nil {
-		out.Err = j.err
-		return out
+// NewLocalExecutor returns the local executor (executor.Local) of the
+// project whose main work tree is root: it works each iteration in a git
+// work tree of its own, on this machine, its work tree changes serialized
+// by worktrees (shared by everything that changes root's work trees).
+// tmpl gives the texts of the review prompt and of the test result (nil:
+// the built-in ones); reviewers caps the reviewer processes (nil: no cap);
+// childTag, when set, goes in the environment of the agent, the tests and
+// the reviewer, for a watchdog.
+func NewLocalExecutor(root string, worktrees *sync.Mutex, tmpl func() (templates.Set, error), reviewers *reviewer.Limiter, childTag string) executor.Executor {
+	return localExecutor{root: root, worktrees: worktrees, templates: tmpl, reviewers: reviewers, childTag: childTag}
+}
+
+// localExecutor is the local executor (executor.Local): it works each
+// iteration in a git work tree of the project's main work tree, on this
+// machine.
+type localExecutor struct {
+	root string
+	// worktrees is the project's lock on work tree changes.
+	worktrees *sync.Mutex
+	// templates give the texts of the review prompt and of the test
+	// result (nil: the built-in ones).
+	templates func() (templates.Set, error)
+	// reviewers caps reviewer processes (nil: no cap).
+	reviewers *reviewer.Limiter
+	// childTag is RunsEnv.ChildTag, for the agent, the test command and
+	// the reviewer.
+	childTag string
+}
+
+// Run runs iteration it: its work tree, the agent, the targeted tests,
+// the branch and commit checks, and the review. report is sent the
+// agent's progress, without waiting: the agent's output is not read while
+// it runs.
+func (x localExecutor) Run(ctx context.Context, it executor.Iteration, report func(executor.Progress)) executor.Result {
+	res := x.run(ctx, it, report)
+	res.Worker = executor.LocalWorker
+	return res
+}
+
+func (x localExecutor) run(ctx context.Context, it executor.Iteration, report func(executor.Progress)) executor.Result {
+	out := executor.Result{Base: it.Base}
+	tmpl := templates.Defaults()
+	if x.templates != nil {
+		var err error
+		if tmpl, err = x.templates(); err != nil {
+			return executor.Failed(err)
+		}
 	}
-	ctx = runTags(ctx, j.runID, j.childTag)
-	if !j.deadline.IsZero() {
+	ctx = runTags(ctx, it.RunID, x.childTag)
+	if !it.Deadline.IsZero() {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, j.deadline)
+		ctx, cancel = context.WithDeadline(ctx, it.Deadline)
 		defer cancel()
 	}
 	wt, err := func() (worktree.Worktree, error) {
 		// Deferred: a panic, recovered by the work child, must not
 		// leave the project's work trees locked.
-		j.worktrees.Lock()
-		defer j.worktrees.Unlock()
-		wt, err := worktree.Create(ctx, j.root, j.runID, j.task.ID, j.base)
-		if err == nil && j.fresh && wt.Reused {
+		x.worktrees.Lock()
+		defer x.worktrees.Unlock()
+		wt, err := worktree.Create(ctx, x.root, it.RunID, it.Task.ID, it.Base)
+		if err == nil && it.Fresh && wt.Reused {
 			err = worktree.Reset(ctx, wt)
 		}
 		return wt, err
 	}()
 	if err != nil {
-		out.Err = err
+		out.Err = err.Error()
 		return out
 	}
 	if out.Base == "" {
 		out.Base = wt.Base
 	}
-	spec, err := agentSpec(j.opts, j.runID, j.task.ID, j.iteration, wt.Path, j.prompt, j.childTag)
+	spec, err := agentSpec(it.Options, it.RunID, it.Task.ID, it.Iteration, wt.Path, it.Prompt, x.childTag)
 	if err != nil {
-		out.Err = err
+		out.Err = err.Error()
 		return out
 	}
 	meter := newAgentMeter()
 	res, err := agentrun.Run(ctx, spec, func(ev agentrun.Event) {
-		if meter.add(ev) && j.report != nil {
-			j.report(meter.progress())
+		if meter.add(ev) && report != nil {
+			report(executorProgress(meter.progress()))
 		}
 	})
 	if err != nil {
-		out.Err = err
+		out.Err = err.Error()
 		return out
 	}
-	out.AgentErr = res.Err
-	out.Progress = meter.progress()
+	if res.Err != nil {
+		out.AgentErr = res.Err.Error()
+	}
+	out.Progress = executorProgress(meter.progress())
 	if ctx.Err() != nil {
 		return out
 	}
@@ -205,15 +262,15 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 		out.Limit = res.Limit
 		return out
 	}
-	checks, err := run.TestsOf(j.opts, j.task, os.DirFS(wt.Path))
+	checks, err := run.TestsOf(it.Options, it.Task, os.DirFS(wt.Path))
 	if err != nil {
-		out.Err = err
+		out.Err = err.Error()
 		return out
 	}
 	// A task with no tests (tests: []) runs none: the wave's suite
 	// checks it.
 	if checks.Command != "" {
-		tr := runUserCommand(ctx, j.tmpl, wt.Path, checks.Command, j.childTag)
+		tr := runUserCommand(ctx, tmpl, wt.Path, checks.Command, x.childTag)
 		out.Test = &tr
 	}
 	// The task's branch is what gets merged: commits on another branch,
@@ -241,26 +298,28 @@ func (j iterationJob) run(ctx context.Context) run.IterationDone {
 	if s, err := gitOut(ctx, wt.Path, "status", "--porcelain=v1", "--untracked-files=all"); err == nil {
 		out.Dirty = s
 	}
-	if run.Reviews(out, j.review != nil) {
-		spec := *j.review
-		spec.Prompt, err = run.ReviewPrompt(j.tmpl, j.task, wt.Branch, out.Base)
+	// The run engine's rules (Reviews, RemovesWorkTree) judge the
+	// outcome as the engine will see it.
+	if run.Reviews(iterationDone(it, out), it.Review != nil) {
+		spec := it.Review.Spec()
+		spec.Prompt, err = run.ReviewPrompt(tmpl, it.Task, wt.Branch, out.Base)
 		if err != nil {
-			out.Err = fmt.Errorf("the review prompt of task %s: %w", j.task.ID, err)
+			out.Err = fmt.Errorf("the review prompt of task %s: %w", it.Task.ID, err).Error()
 			return out
 		}
 		spec.Dir = wt.Path
+		spec.Limiter, spec.OwnerTag = x.reviewers, x.childTag
 		// What drover adds to a reviewer's prompt is worded by the
 		// project's templates too.
-		spec.Templates = j.tmpl
-		res := reviewer.Run(ctx, spec)
-		out.Review = &res
+		spec.Templates = tmpl
+		out.Review = executor.ReviewResultOf(reviewer.Run(ctx, spec))
 	}
-	if run.RemovesWorkTree(out) {
-		j.worktrees.Lock()
+	if run.RemovesWorkTree(iterationDone(it, out)) {
+		x.worktrees.Lock()
 		err := worktree.Remove(ctx, wt)
-		j.worktrees.Unlock()
+		x.worktrees.Unlock()
 		if err != nil {
-			out.Err = err
+			out.Err = err.Error()
 		}
 	}
 	return out
@@ -274,8 +333,18 @@ func agentSpec(o api.RunOptions, runID, taskID string, iteration int, dir, promp
 	if childTag != "" {
 		env = append(env, childTag)
 	}
-	if o.Agent == "" {
-		return agentrun.Spec{Bin: "claude", Args: agentrun.ClaudeArgs("--dangerously-skip-permissions"), Prompt: prompt, Dir: dir, Env: env, Timeout: o.IterationTimeout}, nil
+	agent := o.Agent
+	if agent == "" {
+		agent = agentrun.AgentClaude
+	}
+	if cli, model, ok := agentrun.Named(agent); ok {
+		// A named CLI: its JSON events are read in its format, and the
+		// tokens of one that reports no cost priced from the table.
+		spec := agentrun.NamedSpec(cli, model)
+		spec.Prompt, spec.Dir, spec.Timeout = prompt, dir, o.IterationTimeout
+		spec.Env = append(spec.Env, env...)
+		spec.Price = convergence.DefaultPrices().Tokens
+		return spec, nil
 	}
 	argv, stdin, err := run.AgentArgv(o.Agent, runID, taskID, iteration, dir, prompt)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/proc"
 	"github.com/drover-dev/drover/internal/workflow/run"
 	"github.com/drover-dev/drover/reviewer"
@@ -27,6 +28,8 @@ type runSettings struct {
 	// review is the reviewer of every task, without its prompt and model;
 	// nil when tasks are not reviewed.
 	review *reviewer.Spec
+	// exec is the run's executor; nil for the local one (runActor.executor).
+	exec executor.Executor
 }
 
 // newRunSettings reads a run's settings from the configuration and its

@@ -11,9 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/eventually"
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/workflow/run"
@@ -34,6 +36,24 @@ func TestAgentSpec(t *testing.T) {
 	last, err := agentSpec(api.RunOptions{Agent: "my-agent"}, "r1", "t1", 1, "/wt", "hi", "")
 	if err != nil || last.Prompt != "hi" || len(last.Args) != 0 || len(last.Env) != 3 {
 		t.Errorf("custom agent without {{prompt}} nor tag: %+v, %v", last, err)
+	}
+	for _, tc := range []struct {
+		agent, bin string
+		format     agentrun.Format
+		args       []string
+	}{
+		{"codex", "codex", agentrun.FormatCodex, []string{"exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access"}},
+		{"codex:gpt-5-codex", "codex", agentrun.FormatCodex, []string{"exec", "--json", "--skip-git-repo-check", "--sandbox", "danger-full-access", "--model", "gpt-5-codex"}},
+		{" gemini ", "gemini", agentrun.FormatGemini, []string{"--output-format", "stream-json", "--approval-mode", "yolo", "--prompt"}},
+		{"claude:opus", "claude", agentrun.FormatClaude, agentrun.ClaudeArgs("--dangerously-skip-permissions", "--model", "opus")},
+	} {
+		got, err := agentSpec(api.RunOptions{Agent: tc.agent}, "r1", "t1", 1, "/wt", "hi", tag)
+		if err != nil || got.Bin != tc.bin || got.Format != tc.format || !slices.Equal(got.Args, tc.args) || got.Prompt != "hi" || got.Dir != "/wt" || !slices.Contains(got.Env, tag) || !slices.Contains(got.Env, "DROVER_TASK_ID=t1") {
+			t.Errorf("agent %q: %+v, %v", tc.agent, got, err)
+		}
+		if tc.format != agentrun.FormatClaude && (got.Price == nil || got.Price("gpt-5-codex", 1e6, 0, 0) != 1.25) {
+			t.Errorf("agent %q: its tokens are not priced", tc.agent)
+		}
 	}
 }
 
@@ -228,16 +248,20 @@ func TestIterationKeepsUntrackedWork(t *testing.T) {
 			if out, err := gitOut(context.Background(), root, "commit", "-qm", "ignore"); err != nil {
 				t.Fatalf("git commit: %v %s", err, out)
 			}
-			j := iterationJob{
-				root: root, runID: "run-1", task: rungraph.Task{ID: "t", Description: "Work.", Tests: []string{"x"}},
-				iteration: 1, prompt: "work",
-				opts: api.RunOptions{
+			j := executor.Iteration{
+				RunID: "run-1", Task: rungraph.Task{ID: "t", Description: "Work.", Tests: []string{"x"}},
+				Iteration: 1, Prompt: "work",
+				Options: api.RunOptions{
 					Agent:       `sh -c '` + c.agent + `; echo "{\"type\":\"result\",\"subtype\":\"success\",\"total_cost_usd\":0.1}"'`,
 					TestCommand: "true {{packages}}", SuiteCommand: "true", IterationTimeout: time.Minute,
 				},
-				worktrees: &sync.Mutex{},
 			}
-			out := j.run(context.Background())
+			x := NewLocalExecutor(root, &sync.Mutex{}, nil, nil, "")
+			res := x.Run(context.Background(), j, nil)
+			if res.Worker != executor.LocalWorker {
+				t.Errorf("worker %q, want %q", res.Worker, executor.LocalWorker)
+			}
+			out := iterationDone(j, res)
 			done, feedback := run.Judge(templates.Defaults(), out)
 			if done != c.done {
 				t.Fatalf("done %v, want %v (feedback %q, err %v)", done, c.done, feedback, out.Err)
@@ -256,9 +280,9 @@ func TestIterationKeepsUntrackedWork(t *testing.T) {
 			}
 			// The next iteration works in the same work tree, back on
 			// the task's branch, and can merge what it was told of.
-			j.iteration, j.opts.Agent = 2, `sh -c 'git merge -q `+out.OffBranch+`; echo "{\"type\":\"result\",\"subtype\":\"success\",\"total_cost_usd\":0.1}"'`
-			j.base = out.Base
-			if out2 := j.run(context.Background()); out2.Err != nil || !out2.Committed || out2.OffBranch != "" {
+			j.Iteration, j.Options.Agent = 2, `sh -c 'git merge -q `+out.OffBranch+`; echo "{\"type\":\"result\",\"subtype\":\"success\",\"total_cost_usd\":0.1}"'`
+			j.Base = out.Base
+			if out2 := iterationDone(j, x.Run(context.Background(), j, nil)); out2.Err != nil || !out2.Committed || out2.OffBranch != "" {
 				t.Errorf("iteration 2: err %v, committed %v, off the branch on %q; want its commits merged onto the task's branch", out2.Err, out2.Committed, out2.OffBranch)
 			}
 		})

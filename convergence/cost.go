@@ -57,10 +57,14 @@ func modelPrices() []struct {
 var legacyOpus = Price{Input: 15, Output: 75, CacheRead: 1.50, CacheWrite: 18.75}
 
 // For returns the price of model: a model-specific price when there is
-// one, else its family's. A model that names no known family (or is empty)
+// one, else its family's. Codex (gpt*, o<digit>*, *codex*) and Gemini
+// (gemini*) models are priced from otherPrices. A model that names no known family (or is empty)
 // is priced as sonnet, the common default, so that an unknown model still
 // counts toward a budget.
 func (p Prices) For(model string) Price {
+	if pr, ok := otherPrice(model); ok {
+		return pr
+	}
 	m := strings.ToLower(model)
 	for _, mp := range modelPrices() {
 		if strings.Contains(m, mp.match) {
@@ -83,4 +87,8 @@ func (p Prices) Cost(u transcript.Usage) float64 {
 		float64(u.OutputTokens)*pr.Output +
 		float64(u.CacheReadInputTokens)*pr.CacheRead +
 		float64(u.CacheCreationInputTokens)*pr.CacheWrite) / 1e6
+}
+
+func transcriptUsage(model string, input, cached, output int64) transcript.Usage {
+	return transcript.Usage{Model: model, InputTokens: input, CacheReadInputTokens: cached, OutputTokens: output}
 }

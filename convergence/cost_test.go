@@ -34,3 +34,27 @@ func TestPricesCost(t *testing.T) {
 		t.Errorf("zero usage costs %v", got)
 	}
 }
+
+func TestPricesOtherCLIs(t *testing.T) {
+	p := DefaultPrices()
+	for _, tc := range []struct {
+		model string
+		want  float64 // a million input, cached input and output tokens each
+	}{
+		{"gpt-5-codex", 1.25 + 0.125 + 10},
+		{"gpt-5.5", 1.25 + 0.125 + 10},
+		{"codex", 1.25 + 0.125 + 10},
+		{"gpt-5-mini", 0.25 + 0.025 + 2},
+		{"o3", 2 + 0.5 + 8},
+		{"o4-mini", 1.1 + 0.275 + 4.4},
+		{"gemini-2.5-pro", 1.25 + 0.125 + 10},
+		{"gemini-2.5-flash", 0.30 + 0.03 + 2.5},
+		{"gemini-2.5-flash-lite", 0.10 + 0.01 + 0.40},
+		{"gemini-3-pro-preview", 2 + 0.2 + 12},
+		{"opus", 5 + 0.5 + 25},
+	} {
+		if got := p.Tokens(tc.model, 1e6, 1e6, 1e6); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("Tokens(%q) = %v, want %v", tc.model, got, tc.want)
+		}
+	}
+}

@@ -46,7 +46,8 @@ func TestMain(m *testing.M) {
 //	FAKE_VERBOSE       print the --verbose array instead of one object
 //	FAKE_CLI           codex or gemini: print that CLI's output instead of
 //	                   claude's envelope (JSON Lines events; a JSON object
-//	                   whose response holds the verdict in a code fence)
+//	                   whose response holds the verdict in a code fence);
+//	                   auto: the output of the CLI its arguments are for
 //	FAKE_HANG_AFTER    after answering, sleep this long (a time.Duration)
 //	FAKE_KILL_SELF     after answering, die by SIGKILL
 //	FAKE_EXIT          exit code (default 0)
@@ -149,7 +150,18 @@ func fakeEnvelope() string {
 		answer["review"] = r
 	}
 	so, _ := json.Marshal(answer)
-	switch os.Getenv("FAKE_CLI") {
+	cli := os.Getenv("FAKE_CLI")
+	if cli == "auto" {
+		// As the command line says: a mixed cycle runs one fake as
+		// several CLIs.
+		switch {
+		case len(os.Args) > 1 && os.Args[1] == "exec":
+			cli = CLICodex
+		case slices.Contains(os.Args, "--approval-mode"):
+			cli = CLIGemini
+		}
+	}
+	switch cli {
 	case CLICodex:
 		msg, _ := json.Marshal(string(so))
 		return `{"type":"thread.started","thread_id":"0199a213-81c0-7800-8aa1-bbab2a035a53"}

@@ -77,6 +77,9 @@ type Parsed struct {
 	Denials                   []Denial
 	CostUSD                   float64
 	InputTokens, OutputTokens int64
+	// CachedInputTokens is the part of InputTokens read from the
+	// provider's cache, as codex and gemini report it (0 for claude).
+	CachedInputTokens int64
 }
 
 // answer is the structured output the verdict schema asks for.

@@ -34,8 +34,9 @@ type codexEvent struct {
 // codexUsage counts tokens as the OpenAI API does: cached_input_tokens is
 // part of input_tokens.
 type codexUsage struct {
-	InputTokens  float64 `json:"input_tokens"`
-	OutputTokens float64 `json:"output_tokens"`
+	InputTokens       float64 `json:"input_tokens"`
+	CachedInputTokens float64 `json:"cached_input_tokens"`
+	OutputTokens      float64 `json:"output_tokens"`
 }
 
 // ParseCodexOutput reads the stdout of `codex exec --json --output-schema
@@ -79,6 +80,7 @@ func ParseCodexOutput(stdout []byte) (Parsed, error) {
 			var u codexUsage
 			if json.Unmarshal(ev.Usage, &u) == nil {
 				p.InputTokens, p.OutputTokens = tokens(u.InputTokens), tokens(u.OutputTokens)
+				p.CachedInputTokens = min(tokens(u.CachedInputTokens), p.InputTokens)
 			}
 		case "turn.failed":
 			failed, failure = true, "turn failed"
@@ -128,6 +130,7 @@ type geminiStats struct {
 		Tokens struct {
 			Prompt     float64 `json:"prompt"`
 			Candidates float64 `json:"candidates"`
+			Cached     float64 `json:"cached"`
 		} `json:"tokens"`
 	} `json:"models"`
 }
@@ -166,8 +169,10 @@ func ParseGeminiOutput(stdout []byte) (Parsed, error) {
 	var st geminiStats
 	if json.Unmarshal(out.Stats, &st) == nil {
 		for _, m := range st.Models {
-			p.InputTokens += tokens(m.Tokens.Prompt)
+			in := tokens(m.Tokens.Prompt)
+			p.InputTokens += in
 			p.OutputTokens += tokens(m.Tokens.Candidates)
+			p.CachedInputTokens += min(tokens(m.Tokens.Cached), in)
 		}
 	}
 	if out.Error != nil && (out.Error.Type != "" || out.Error.Message != "") {

@@ -189,6 +189,10 @@ func TestRunKeepsTheReview(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := fake(tt.kv...)
 			s.CLI = tt.cli
+			if tt.cli != CLIClaude {
+				// fake's opus would run on claude (Route).
+				s.Model = ""
+			}
 			r := Run(context.Background(), s)
 			if r.Outcome != Pass {
 				t.Fatalf("outcome %s: %v", r.Outcome, r.Err)

@@ -65,10 +65,17 @@ type Spec struct {
 	// means the CLI's name looked up in PATH. CLICustom takes its
 	// executable from Command[0].
 	Path string
-	// Model is passed as the CLI's model flag (or {{model}}) as it is:
-	// an alias such as opus or sonnet for claude, that CLI's own model
-	// names for codex and gemini. Empty leaves the CLI's default.
+	// Model is passed as the CLI's model flag (or {{model}}): an alias
+	// such as opus or sonnet for claude, that CLI's own model names for
+	// codex and gemini. Empty leaves the CLI's default. Run routes it
+	// (Route): a model whose name belongs to another CLI than CLI
+	// ("gpt-5-codex" under claude), or an explicit "cli:model", runs on
+	// that CLI.
 	Model string
+	// Paths are the executables of the CLIs a routed model runs on
+	// other than CLI, by CLI name; a CLI missing here is looked up in
+	// PATH.
+	Paths map[string]string
 	// Prompt is what the reviewer is asked to do.
 	Prompt string
 	// Schema is the JSON schema of the answer; nil means Schema() (for
@@ -211,11 +218,13 @@ type Result struct {
 	Denials []Denial
 	// CostUSD is the CLI's total_cost_usd, when it reported one (also for
 	// some failed runs, such as is_error). codex and gemini report none:
-	// it is 0 for them.
+	// for them it is their tokens at convergence.DefaultPrices (the list
+	// prices of the model, or of the CLI's flagship when none is named).
 	CostUSD float64
 	// InputTokens and OutputTokens are the tokens the CLI reported, 0
-	// when it reported none. Input counts cached input too.
-	InputTokens, OutputTokens int64
+	// when it reported none. Input counts cached input too, of which
+	// CachedInputTokens were cached (codex and gemini say).
+	InputTokens, OutputTokens, CachedInputTokens int64
 	// Duration is the process's wall time, not counting the wait for a
 	// Limiter slot.
 	Duration time.Duration

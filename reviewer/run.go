@@ -1,6 +1,7 @@
 package reviewer
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/proc"
 	"github.com/drover-dev/drover/internal/proctag"
 )
@@ -36,6 +38,10 @@ const logTailBytes = 8 << 10
 // is read with Parse for s.CLI.
 func Run(ctx context.Context, s Spec) Result {
 	res := Result{Model: s.Model, ExitCode: -1}
+	s, err := Route(s)
+	if err != nil {
+		return failed(res, s, nil, err)
+	}
 	if s.CLI == CLICodex && s.SchemaFile == "" {
 		path, err := writeSchemaFile(s.Schema)
 		if err != nil {
@@ -82,6 +88,12 @@ func Run(ctx context.Context, s Spec) Result {
 
 	parsed, perr := Parse(s.CLI, res.Stdout)
 	res.CostUSD, res.InputTokens, res.OutputTokens = parsed.CostUSD, parsed.InputTokens, parsed.OutputTokens
+	res.CachedInputTokens = parsed.CachedInputTokens
+	if res.CostUSD == 0 && (s.CLI == CLICodex || s.CLI == CLIGemini) {
+		// They report tokens but no cost: priced from the table, so that
+		// their reviews count toward the same budgets.
+		res.CostUSD = convergence.DefaultPrices().Tokens(cmp.Or(s.Model, s.CLI), res.InputTokens-res.CachedInputTokens, res.CachedInputTokens, res.OutputTokens)
+	}
 	res.Denials = parsed.Denials
 	switch {
 	case pr.TimedOut:

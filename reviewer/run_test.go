@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -422,6 +423,7 @@ func TestRunCodexAndGemini(t *testing.T) {
 		outcome       Outcome
 		findings      int
 		input, output int64
+		cost          float64
 	}{
 		{
 			name: "codex",
@@ -429,7 +431,9 @@ func TestRunCodexAndGemini(t *testing.T) {
 			wantArgs: func(inv invocation) []string {
 				return []string{"exec", "--json", "--sandbox", "read-only", "--skip-git-repo-check", "--output-schema", schemaPath(inv.Args), "--model", "gpt-5-codex", "Review the work."}
 			},
-			outcome: Pass, input: 24763, output: 122,
+			// 315 input, 24,448 cached and 122 output tokens at
+			// gpt-5-codex's list prices.
+			outcome: Pass, input: 24763, output: 122, cost: (315*1.25 + 24448*0.125 + 122*10) / 1e6,
 		},
 		{
 			name: "gemini",
@@ -437,7 +441,7 @@ func TestRunCodexAndGemini(t *testing.T) {
 			wantArgs: func(invocation) []string {
 				return []string{"--model", "gemini-2.5-pro", "--output-format", "json", "--approval-mode", "default", "--allowed-tools", "run_shell_command", "--prompt", geminiPrompt(templates.Set{}, "Review the work.", Schema())}
 			},
-			outcome: Fail, findings: 1, input: 900, output: 60,
+			outcome: Fail, findings: 1, input: 900, output: 60, cost: (700*1.25 + 200*0.125 + 60*10) / 1e6,
 		},
 	}
 	for _, tt := range tests {
@@ -451,7 +455,7 @@ func TestRunCodexAndGemini(t *testing.T) {
 			if r.Outcome != tt.outcome || r.Err != nil || len(r.Findings) != tt.findings {
 				t.Fatalf("outcome %s err %v findings %v, want %s with %d; stderr %q", r.Outcome, r.Err, r.Findings, tt.outcome, tt.findings, r.Stderr)
 			}
-			if r.InputTokens != tt.input || r.OutputTokens != tt.output || r.CostUSD != 0 || r.ExitCode != 0 || r.Model != s.Model {
+			if r.InputTokens != tt.input || r.OutputTokens != tt.output || math.Abs(r.CostUSD-tt.cost) > 1e-12 || r.ExitCode != 0 || r.Model != s.Model {
 				t.Errorf("tokens %d/%d cost %v exit %d model %q", r.InputTokens, r.OutputTokens, r.CostUSD, r.ExitCode, r.Model)
 			}
 			inv := readInvocation(t, argsFile)

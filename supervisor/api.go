@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,6 +39,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET "+api.PathConfig, s.serveConfig)
 	mux.HandleFunc("POST "+api.PathCleanup, s.serveCleanup)
 	mux.HandleFunc("GET "+api.PathEvents, s.serveEvents)
+	mux.HandleFunc("POST "+api.PathUI, s.serveUI)
 	mux.HandleFunc("POST /v1/hook/{event}", s.serveHook)
 	mux.HandleFunc("POST /v1/sessions/{id}/tasks", s.serveAdd)
 	mux.HandleFunc("POST /v1/sessions/{id}/{verb}", s.serveCommand)
@@ -234,10 +236,21 @@ func (s *Server) serveCommand(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
-	recs, err := s.store.List(r.Context())
+	resp, err := s.statusResponse(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// statusResponse is what GET /v1/status answers (and the dashboard's
+// sessions page shows): every session the store or the sessions folder
+// knows, as its actor says.
+func (s *Server) statusResponse(ctx context.Context) (api.StatusResponse, error) {
+	recs, err := s.store.List(ctx)
+	if err != nil {
+		return api.StatusResponse{}, err
 	}
 	ids := make([]string, 0, len(recs))
 	seen := map[string]bool{}
@@ -275,10 +288,10 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 		}
 		resp.Sessions = append(resp.Sessions, out.Status)
 	}
-	if q, err := s.store.Quarantined(r.Context()); err == nil {
+	if q, err := s.store.Quarantined(ctx); err == nil {
 		resp.Quarantined = len(q)
 	}
-	writeJSON(w, http.StatusOK, resp)
+	return resp, nil
 }
 
 func (s *Server) serveCleanup(w http.ResponseWriter, r *http.Request) {

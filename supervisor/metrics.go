@@ -13,6 +13,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/events"
 	"github.com/drover-dev/drover/internal/session"
+	"github.com/drover-dev/drover/reviewer"
 )
 
 // metrics is what GET /metrics serves (metrics.enabled). Its counters are
@@ -117,7 +118,11 @@ func (m *metrics) observe(e api.Event) {
 	case api.EventReviewFinished:
 		var d api.ReviewData
 		if json.Unmarshal(e.Data, &d) == nil {
-			cli := m.cli()
+			// The model's own CLI, in a cycle that mixes them.
+			cli, _, err := reviewer.ModelCLI(d.Model, m.cli())
+			if err != nil {
+				cli = m.cli()
+			}
 			m.reviews.WithLabelValues(cli, d.Model, d.Verdict).Inc()
 			if d.CostUSD > 0 {
 				m.reviewCost.WithLabelValues(cli, d.Model).Add(d.CostUSD)

@@ -268,6 +268,8 @@ func TestMetricsObserveEvents(t *testing.T) {
 		ev(api.EventLoopEnded, "", api.LoopIterationData{Iteration: 3, Outcome: "stuck"}),
 		ev(api.EventReviewFinished, "", api.ReviewData{Model: "o3", Verdict: "fail", CostUSD: 0.25}),
 		ev(api.EventReviewFinished, "r1", api.ReviewData{Model: "o3", Verdict: "pass", CostUSD: 0.5}),
+		// A claude model in the same cycle runs on claude.
+		ev(api.EventReviewFinished, "r1", api.ReviewData{Model: "opus", Verdict: "pass", CostUSD: 1}),
 		ev(api.EventBudgetReached, "r1", api.BudgetData{What: "run"}),
 	} {
 		m.observe(e)
@@ -283,6 +285,8 @@ func TestMetricsObserveEvents(t *testing.T) {
 		{"reviews codex/o3/fail", testutil.ToFloat64(m.reviews.WithLabelValues("codex", "o3", "fail")), 1},
 		{"reviews codex/o3/pass", testutil.ToFloat64(m.reviews.WithLabelValues("codex", "o3", "pass")), 1},
 		{"reviewer cost codex/o3", testutil.ToFloat64(m.reviewCost.WithLabelValues("codex", "o3")), 0.75},
+		{"reviews claude/opus/pass", testutil.ToFloat64(m.reviews.WithLabelValues("claude", "opus", "pass")), 1},
+		{"reviews codex/opus/pass", testutil.ToFloat64(m.reviews.WithLabelValues("codex", "opus", "pass")), 0},
 		{"budgets run", testutil.ToFloat64(m.budgets.WithLabelValues("run")), 1},
 	} {
 		if tc.got != tc.want {

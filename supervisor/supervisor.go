@@ -106,6 +106,8 @@ type Server struct {
 	// metrics is what GET /metrics serves on the dashboard listener; nil
 	// unless metrics.enabled.
 	metrics *metrics
+	// ui is the dashboard listener, while it runs.
+	ui uiListener
 }
 
 // drain marks the supervisor as stopping (see draining).
@@ -183,17 +185,18 @@ func Run(ctx context.Context, opts Options) (err error) {
 	srv.RegisterOnShutdown(s.drain)
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
+	// The dashboard listener, started now or later by drover ui, stops
+	// with the supervisor.
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), opts.Config.Supervisor.ShutdownTimeout)
+		defer cancel()
+		s.closeUI(sctx)
+	}()
 	if c := s.cfg.Load(); c.UI.Enabled || c.Metrics.Enabled {
 		// A dashboard that cannot listen (ui.port taken) is said in the
 		// log; the supervisor still answers hooks, which matter more.
-		if _, stopUI, uerr := s.startUI(c.UI.Port); uerr != nil {
+		if _, uerr := s.openUI(); uerr != nil {
 			s.log.Warn("no dashboard listener", zap.Error(uerr))
-		} else {
-			defer func() {
-				sctx, cancel := context.WithTimeout(context.Background(), opts.Config.Supervisor.ShutdownTimeout)
-				defer cancel()
-				stopUI(sctx)
-			}()
 		}
 	} else if err := os.Remove(filepath.Join(p.StateDir, uiAddrFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		// The address a supervisor that died left is no listener of ours.

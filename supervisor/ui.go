@@ -14,11 +14,14 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/atomicfile"
+	"github.com/drover-dev/drover/internal/dashboard"
 )
 
 // The dashboard listener (ui.enabled, metrics.enabled): HTTP on 127.0.0.1
@@ -63,29 +66,71 @@ func uiToken(dir string) (string, error) {
 	return tok, nil
 }
 
-// authorized reports whether r carries tok, as "Authorization: Bearer
-// TOKEN" or ?token=TOKEN, compared in constant time.
-func authorized(r *http.Request, tok string) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		got = r.URL.Query().Get("token")
+// uiCookiePrefix begins the name of the cookie that carries the token in
+// a browser; the listener's port ends it, since cookies are per host, not
+// per port, and two projects' dashboards on 127.0.0.1 must not take each
+// other's.
+const uiCookiePrefix = "drover-ui-"
+
+// uiCookieName is the token cookie's name for a request to host.
+func uiCookieName(host string) string {
+	_, port, err := net.SplitHostPort(host)
+	if err != nil {
+		port = "0"
 	}
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1
+	return uiCookiePrefix + port
+}
+
+// uiCredential says where r's token came from: "bearer" (the
+// Authorization header), "query" (?token=, a link drover ui printed),
+// "cookie" (set by an earlier ?token=), or "" (none of them holds tok).
+// Each is compared in constant time.
+func uiCredential(r *http.Request, tok string) string {
+	same := func(got string) bool {
+		return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(tok)) == 1
+	}
+	if got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		if same(got) {
+			return "bearer"
+		}
+		return ""
+	}
+	if got := r.URL.Query().Get("token"); got != "" {
+		if same(got) {
+			return "query"
+		}
+		return ""
+	}
+	if c, err := r.Cookie(uiCookieName(r.Host)); err == nil && same(c.Value) {
+		return "cookie"
+	}
+	return ""
 }
 
 // uiRoutes is the dashboard listener's handler: a request without the
-// token gets 401 and nothing else; /metrics is served when m is set; the
-// rest is 404 (the pages are to come).
-func uiRoutes(tok string, m *metrics) http.Handler {
+// token gets 401 and nothing else; the pages (internal/dashboard) and the
+// event stream are served, and /metrics when metrics are on. A request
+// that brought the token as ?token= gets it back as an HttpOnly,
+// SameSite=Strict cookie for this listener, so that the page's links and
+// its event stream work without it in every URL.
+func (s *Server) uiRoutes(tok string, pages *dashboard.Renderer) http.Handler {
 	mux := http.NewServeMux()
-	if m != nil {
-		mux.Handle("GET /metrics", m.handler())
+	if s.metrics != nil {
+		mux.Handle("GET /metrics", s.metrics.handler())
 	}
+	s.dashboardRoutes(mux, pages)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !authorized(r, tok) {
+		how := uiCredential(r, tok)
+		if how == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="drover"`)
 			http.Error(w, "401 unauthorized: the token is in .drover/state/ui-token", http.StatusUnauthorized)
 			return
+		}
+		if how == "query" {
+			http.SetCookie(w, &http.Cookie{
+				Name: uiCookieName(r.Host), Value: tok, Path: "/",
+				HttpOnly: true, SameSite: http.SameSiteStrictMode,
+			})
 		}
 		mux.ServeHTTP(w, r)
 	})
@@ -113,8 +158,13 @@ func (s *Server) startUI(port int) (addr string, stop func(context.Context), err
 		_ = ln.Close()
 		return "", nil, fmt.Errorf("writing the dashboard address: %w", err)
 	}
+	pages, err := dashboard.NewRenderer()
+	if err != nil {
+		_ = ln.Close()
+		return "", nil, err
+	}
 	srv := &http.Server{
-		Handler:           uiRoutes(tok, s.metrics),
+		Handler:           s.uiRoutes(tok, pages),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          zap.NewStdLog(s.log),
 	}
@@ -136,4 +186,64 @@ func (s *Server) startUI(port int) (addr string, stop func(context.Context), err
 			s.log.Warn("removing the dashboard address", zap.Error(err))
 		}
 	}, nil
+}
+
+// uiListener is the dashboard listener while it runs: started with the
+// supervisor when ui.enabled or metrics.enabled, or later by drover ui
+// (POST /v1/ui), and stopped with the supervisor.
+type uiListener struct {
+	mu   sync.Mutex
+	addr string
+	stop func(context.Context)
+}
+
+// openUI starts the dashboard listener on ui.port unless it runs, and
+// returns its address.
+func (s *Server) openUI() (string, error) {
+	s.ui.mu.Lock()
+	defer s.ui.mu.Unlock()
+	if s.ui.stop != nil {
+		return s.ui.addr, nil
+	}
+	select {
+	case <-s.draining:
+		return "", errors.New("the supervisor is stopping")
+	default:
+	}
+	addr, stop, err := s.startUI(s.cfg.Load().UI.Port)
+	if err != nil {
+		return "", err
+	}
+	s.ui.addr, s.ui.stop = addr, stop
+	return addr, nil
+}
+
+// closeUI stops the dashboard listener if it runs, waiting for its
+// requests in flight up to ctx's end.
+func (s *Server) closeUI(ctx context.Context) {
+	s.ui.mu.Lock()
+	stop := s.ui.stop
+	s.ui.addr, s.ui.stop = "", nil
+	s.ui.mu.Unlock()
+	if stop != nil {
+		stop(ctx)
+	}
+}
+
+// serveUI starts the dashboard listener if it is not on (drover ui) and
+// answers its URL with the token: the socket is the owner's only, as the
+// token file is.
+func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
+	addr, err := s.openUI()
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("starting the dashboard: %w", err))
+		return
+	}
+	tok, err := uiToken(s.opts.Paths.StateDir)
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
+	}
+	s.log.Info("dashboard asked for", zap.String("addr", addr))
+	writeJSON(w, http.StatusOK, api.UIResponse{Addr: addr, URL: "http://" + addr + "/?token=" + tok})
 }

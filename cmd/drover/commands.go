@@ -59,6 +59,7 @@ stop when review adds nothing or the iteration budget is spent.`,
 		a.unstickCmd(g),
 		a.statusCmd(g),
 		a.eventsCmd(g),
+		a.uiCmd(g),
 		a.cleanupCmd(g),
 		a.templatesCmd(g),
 		a.delegated(cmdline.Config()),
@@ -87,11 +88,18 @@ func (a *app) paths(g *globalFlags) (project.Paths, error) { return cmdline.Path
 
 func (a *app) sessionID(g *globalFlags) (string, error) {
 	id := g.Session
-	if id == "" {
-		id = a.getenv("CLAUDE_CODE_SESSION_ID")
+	// Each CLI tells the commands its tools run which session they are
+	// in: Claude Code by CLAUDE_CODE_SESSION_ID, Codex by CODEX_THREAD_ID
+	// (its hooks' session_id), Gemini CLI by GEMINI_SESSION_ID when it
+	// was started with --session-id.
+	for _, k := range sessionEnv {
+		if id != "" {
+			break
+		}
+		id = a.getenv(k)
 	}
 	if id == "" {
-		return "", errors.New("no session: run this inside Claude Code (it sets CLAUDE_CODE_SESSION_ID) or pass --session ID")
+		return "", errors.New("no session: run this inside Claude Code (CLAUDE_CODE_SESSION_ID), Codex (CODEX_THREAD_ID) or Gemini CLI started with --session-id (GEMINI_SESSION_ID), or pass --session ID")
 	}
 	if err := hook.CheckSessionID(id); err != nil {
 		return "", err
@@ -142,12 +150,21 @@ func (a *app) connect(ctx context.Context, p project.Paths) (*client.Client, err
 	return c, nil
 }
 
+// sessionEnv are the variables, in order, that name the session of a
+// command run inside an agent CLI.
+var sessionEnv = []string{"CLAUDE_CODE_SESSION_ID", "CODEX_THREAD_ID", "GEMINI_SESSION_ID"}
+
 func (a *app) hookCmd(g *globalFlags) *cobra.Command {
-	return &cobra.Command{
+	var cli string
+	cmd := &cobra.Command{
 		Use:   "hook EVENT",
-		Short: "Handle one Claude Code hook event (reads the hook JSON on stdin)",
-		Long: `hook is what the plugin's hooks.json runs. EVENT is one of session-start,
-user-prompt-submit, stop, subagent-stop, pre-compact, session-end.
+		Short: "Handle one agent CLI hook event (reads the hook JSON on stdin)",
+		Long: `hook is what the plugin's hooks.json (Claude Code) or the hooks drover init
+--cli writes (Codex, Gemini CLI) run. EVENT is one of session-start,
+user-prompt-submit, stop, subagent-stop, pre-compact, session-end; for Gemini
+CLI, stop is its AfterAgent, user-prompt-submit its BeforeAgent, pre-compact
+its PreCompress. --cli names the CLI (claude, codex, gemini); without it the
+CLI is told from the payload.
 
 It forwards the event to the project's supervisor (starting one if needed)
 and prints the decision JSON. It always exits 0: on any trouble of its own
@@ -155,15 +172,17 @@ and prints the decision JSON. It always exits 0: on any trouble of its own
 on and says why in a systemMessage.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			a.hook(cmd.Context(), g, args[0])
+			a.hook(cmd.Context(), g, args[0], cli)
 			return nil
 		},
 	}
+	cmd.Flags().StringVar(&cli, "cli", "", "the agent CLI that runs this hook: claude, codex or gemini (default: told from the payload)")
+	return cmd
 }
 
 // hook handles one hook event named name and prints the decision. It
 // never fails: on its own trouble it lets the agent go on.
-func (a *app) hook(ctx context.Context, g *globalFlags, name string) {
+func (a *app) hook(ctx context.Context, g *globalFlags, name, cliName string) {
 	var e hook.Event
 	// hookclient.Run recovers its own panics; this covers the rest of the
 	// command, since a panic exits 2, which blocks on Stop.
@@ -180,12 +199,18 @@ func (a *app) hook(ctx context.Context, g *globalFlags, name string) {
 		fmt.Fprintf(a.stdout, "{\"systemMessage\":%q}\n", "drover: "+err.Error())
 		return
 	}
+	cli, err := hook.ParseCLI(cliName)
+	if err != nil {
+		// Told from the payload instead, and said.
+		fmt.Fprintf(a.stderr, "drover: %v; telling the CLI from the payload\n", err)
+	}
 	runHook := a.hookRun
 	if runHook == nil {
 		runHook = hookclient.Run
 	}
 	res := runHook(ctx, hookclient.Options{
 		Event:   e,
+		CLI:     cli,
 		Stdin:   a.stdin,
 		Getenv:  a.getenv,
 		Cwd:     a.cwd(),

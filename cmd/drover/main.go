@@ -55,14 +55,31 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return a.execute(ctx, args)
 }
 
+// fastHook recognizes the forms of `drover hook` the installed hooks run:
+// `hook EVENT`, `hook EVENT --cli CLI` and `hook EVENT --cli=CLI`.
+func fastHook(args []string) (event, cli string, ok bool) {
+	if len(args) < 2 || args[0] != "hook" || strings.HasPrefix(args[1], "-") {
+		return "", "", false
+	}
+	switch rest := args[2:]; {
+	case len(rest) == 0:
+		return args[1], "", true
+	case len(rest) == 1 && strings.HasPrefix(rest[0], "--cli="):
+		return args[1], strings.TrimPrefix(rest[0], "--cli="), true
+	case len(rest) == 2 && rest[0] == "--cli" && !strings.HasPrefix(rest[1], "-"):
+		return args[1], rest[1], true
+	}
+	return "", "", false
+}
+
 // execute runs one command line in a and returns the exit code.
 func (a *app) execute(ctx context.Context, args []string) int {
 	a.args = args
 	// `drover hook EVENT`, as the plugin's hooks.json runs it on every
 	// event, skips building the command tree: the hook's time is the
 	// agent's. Any other form (flags, help) goes through cobra.
-	if len(args) == 2 && args[0] == "hook" && !strings.HasPrefix(args[1], "-") {
-		a.hook(ctx, &globalFlags{}, args[1])
+	if event, cli, ok := fastHook(args); ok {
+		a.hook(ctx, &globalFlags{}, event, cli)
 		return 0
 	}
 	root := a.rootCmd()

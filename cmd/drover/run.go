@@ -105,7 +105,7 @@ goes on without redoing finished tasks.`,
 	f.StringVar(&planID, "plan", "", "work the tasks of .drover/plans/PLAN-ID/tasks.md that are not done, instead of FILE")
 	f.IntVar(&opts.Concurrency, "concurrency", 0, "agent processes running at once (default: run.concurrency, 2)")
 	f.IntVar(&opts.MaxIterations, "max-iterations", 0, "agent runs per task before it fails (default: run.max_iterations, 3)")
-	f.StringVar(&opts.Agent, "agent", "", "agent command template (default: run.agent, else claude --print --output-format stream-json --verbose --dangerously-skip-permissions PROMPT)")
+	f.StringVar(&opts.Agent, "agent", "", "agent: claude, codex or gemini, optionally :MODEL (codex:gpt-5-codex), or a command template (default: run.agent, else claude --print --output-format stream-json --verbose --dangerously-skip-permissions PROMPT)")
 	f.StringVar(&opts.TestCommand, "test-command", "", "targeted test command, run in the task's work tree (default: run.test_command, go test {{packages}})")
 	f.StringVar(&opts.SuiteCommand, "suite-command", "", "suite command, run in the main work tree after each wave (default: run.suite_command, go test ./...)")
 	f.Float64Var(&opts.TaskMaxMinutes, "task-max-minutes", 0, "minutes a task may take before it fails, its agent killed (0: no limit)")
@@ -115,6 +115,8 @@ goes on without redoing finished tasks.`,
 	f.StringVar(&opts.Reviewer, "reviewer", "", `reviewer command that must pass each task: "claude", or a template with {{prompt}}, {{schema}}, {{model}}, {{budget_usd}} (default: review.cli and review.command)`)
 	f.BoolVar(&opts.NoReview, "no-review", false, "do not review tasks: a task is done when its tests pass and it committed")
 	f.BoolVar(&detach, "detach", false, "start the run and return at once")
+	f.StringVar(&opts.Executor, "executor", "", "where the iterations run: local (work trees on this machine) or nats (drover workers over NATS JetStream) (default: run.executor, local)")
+	f.StringVar(&opts.NATS, "nats", "", "NATS server URL of the nats executor, without credentials: they go in run.nats.* (default: run.nats.url)")
 	cmd.MarkFlagsMutuallyExclusive("reviewer", "no-review")
 	cmd.AddCommand(a.runStatusCmd(g), a.runResumeCmd(g), a.runCancelCmd(g))
 	return cmd
@@ -548,7 +550,7 @@ func printRun(w io.Writer, run api.Run) {
 	}
 	fmt.Fprintf(w, "run %s (%s): %s, %d of %d waves merged into %s, cost $%.2f; %s\n", run.ID, run.File, state, run.Merged, run.Waves, run.Target, run.CostUSD, reviewedBy(run))
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TASK\tWAVE\tSTATE\tITERATION\tROLE\tLAST TEST\tTOOLS\tCOST\tREVIEW")
+	fmt.Fprintln(tw, "TASK\tWAVE\tSTATE\tITERATION\tROLE\tLAST TEST\tTOOLS\tCOST\tREVIEW\tWORKER")
 	for _, t := range run.Tasks {
 		test := "-"
 		if t.LastTest != nil {
@@ -566,7 +568,11 @@ func printRun(w io.Writer, run api.Run) {
 		if waiting(run, t) {
 			state = "waiting"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%d\t$%.2f\t%s\n", t.ID, t.Wave, state, t.Iteration, run.Options.MaxIterations, role, test, t.ToolCalls, t.CostUSD, review)
+		worker := t.Worker
+		if worker == "" {
+			worker = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d/%d\t%s\t%s\t%d\t$%.2f\t%s\t%s\n", t.ID, t.Wave, state, t.Iteration, run.Options.MaxIterations, role, test, t.ToolCalls, t.CostUSD, review, worker)
 	}
 	_ = tw.Flush()
 	now := time.Now()

@@ -243,7 +243,7 @@ func TestRunWorksWavesInOrder(t *testing.T) {
 			row = fs
 		}
 	}
-	if strings.Join(row, " ") != "d 3 done 2/3 developer passed 0 $1.00 -" {
+	if strings.Join(row, " ") != "d 3 done 2/3 developer passed 0 $1.00 - local" {
 		t.Errorf("run status table, row of d %q:\n%s", row, table)
 	}
 }
@@ -801,6 +801,30 @@ func TestRunRejectsBadGraph(t *testing.T) {
 	}
 }
 
+// TestRunExecutorNATSNotYet: the nats executor is refused with a clear
+// error while this drover has none, and so are a NATS URL holding
+// credentials and an unknown executor.
+func TestRunExecutorNATSNotYet(t *testing.T) {
+	f := newRunFixture(t)
+	for _, c := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"nats", []string{"--executor", "nats", "--nats", "nats://127.0.0.1:4222"}, "executor nats: this drover has no nats executor yet"},
+		{"nats without url", []string{"--executor", "nats"}, "executor nats: no NATS URL (drover run --nats URL, or run.nats.url)"},
+		{"credentials in the url", []string{"--executor", "nats", "--nats", "nats://me:secret@127.0.0.1:4222"}, "holds credentials; they go in run.nats.user"},
+		{"unknown", []string{"--executor", "ssh"}, `executor "ssh": not one of local, nats`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := f.drover("", append(slices.Clone(f.args), c.args...)...)
+			if r.code == 0 || !strings.Contains(r.stderr, c.want) || strings.Contains(r.stderr, "secret") {
+				t.Errorf("exit %d, stderr %q; want an error with %q", r.code, r.stderr, c.want)
+			}
+		})
+	}
+}
+
 // runFailingTests is a --test-command whose tests always fail the same
 // way, as go test -v would say it.
 const runFailingTests = `#!/bin/sh
@@ -964,8 +988,9 @@ func TestRunShowsRunningAgentsProgress(t *testing.T) {
 	if math.Abs(r.CostUSD-0.30) > 1e-9 {
 		t.Errorf("run cost while a works: $%v, want $0.30", r.CostUSD)
 	}
-	if table := f.must("", "run", "status", id); !tableRow(table, "a 1 running 1/3 developer - 1 $0.30 -") || !strings.Contains(table, "TOOLS") {
-		t.Errorf("run status does not show a's progress:\n%s", table)
+	// The local executor runs it: the status says so.
+	if table := f.must("", "run", "status", id); !tableRow(table, "a 1 running 1/3 developer - 1 $0.30 - local") || !strings.Contains(table, "TOOLS") || !strings.Contains(table, "WORKER") {
+		t.Errorf("run status does not show a's progress and worker:\n%s", table)
 	}
 	f.touch("release")
 	// Its result line gives the cost in the end: it replaces the estimate.

@@ -1,7 +1,8 @@
 // Package agentrun runs one headless coding agent process (Claude Code in
-// print mode with stream-json output, or another CLI that speaks it) and
-// reports what it does as it does it: each tool call, each tool result,
-// the final cost and outcome.
+// print mode with stream-json output, or another CLI that speaks it; Codex
+// CLI's `exec --json`; Gemini CLI's stream-json: see Format) and reports
+// what it does as it does it: each tool call, each tool result, the final
+// cost (priced from the tokens of a CLI that reports none) and outcome.
 //
 // A run is bounded: no shell, stdin from /dev/null, a timeout, a process
 // group of its own that is killed as a whole on timeout or cancellation
@@ -75,6 +76,14 @@ type Spec struct {
 	// WaitDelay is how long to wait for the agent's output to close after
 	// it exited or was killed; zero means DefaultWaitDelay.
 	WaitDelay time.Duration
+	// Format is the shape of the agent's stdout (FormatClaude when zero).
+	Format Format
+	// Model is the agent's model, for a format whose stream does not name
+	// it (codex's), to price its usage; empty: the CLI's default.
+	Model string
+	// Price prices the token usage of a CLI that reports no cost (codex,
+	// gemini); nil leaves their CostUSD 0.
+	Price Pricer
 }
 
 // Result is what a run did.
@@ -162,7 +171,7 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 	}
 
 	var res Result
-	lines := res.stream(outputCap, onEvent)
+	lines := res.stream(outputCap, newParser(spec.Format, spec.Model, spec.Price), onEvent)
 	pr, err := proc.Run(ctx, proc.Cmd{
 		Path: spec.Bin, Args: args, Dir: spec.Dir,
 		Env: append(os.Environ(), spec.Env...),
@@ -195,11 +204,11 @@ func Run(ctx context.Context, spec Spec, onEvent func(Event)) (Result, error) {
 const TagEnv = proctag.AgentKey
 
 // stream returns the writer an agent's stdout goes to: it splits it into
-// lines of at most outputCap bytes, folds each stream-json line into r and
+// lines of at most outputCap bytes, folds each line p reads into r and
 // hands it to onEvent (when not nil). endStream ends it.
-func (r *Result) stream(outputCap int, onEvent func(Event)) *proc.LineWriter {
+func (r *Result) stream(outputCap int, p lineParser, onEvent func(Event)) *proc.LineWriter {
 	return &proc.LineWriter{Sep: '\n', Max: outputCap, Fn: func(line []byte) {
-		ev, ok := ParseLine(line)
+		ev, ok := p.parse(line)
 		if !ok {
 			if len(bytes.TrimSpace(line)) > 0 {
 				r.Skipped++

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,6 +55,18 @@ func fakeAgent(scenario string) int {
 		for _, l := range lines {
 			fmt.Fprintln(out, l)
 		}
+	}
+	if name, ok := strings.CutPrefix(scenario, "replay:"); ok {
+		// A recorded stream of testdata/streams, then the exit code of
+		// AGENTRUN_EXIT.
+		data, err := os.ReadFile(filepath.Join("testdata", "streams", name))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 3
+		}
+		_, _ = out.Write(data)
+		code, _ := strconv.Atoi(os.Getenv("AGENTRUN_EXIT"))
+		return code
 	}
 	switch scenario {
 	case "script":

@@ -27,8 +27,9 @@ const maxLimitMessage = 512
 
 // The phrases that make an error text a limit. They are looked for only in
 // the text of a run that failed: an agent that finished its work may well
-// have written about rate limits.
-var limitPhrase = regexp.MustCompile(`(?i)usage limit|rate[ _]limit|limit reached|hit your (?:\w+ )?limit|too many requests|overloaded|api error: (?:request rejected \()?(?:429|529)\b`)
+// have written about rate limits. Gemini's API says RESOURCE_EXHAUSTED and
+// "Quota exceeded" for its 429s; Codex says "You've hit your usage limit".
+var limitPhrase = regexp.MustCompile(`(?i)usage limit|rate[ _]limit|limit reached|hit your (?:\w+ )?limit|too many requests|overloaded|resource[ _]exhausted|quota exceeded|api error: (?:request rejected \()?(?:429|529)\b`)
 
 // The ways a limit names its reset.
 var (

@@ -36,6 +36,8 @@ func TestParseLimit(t *testing.T) {
 		{name: "date passed this year", text: "You've hit your weekly limit · resets Jan 2, 9am", limit: true, reset: time.Date(2027, 1, 2, 9, 0, 0, 0, time.UTC)},
 		{name: "timestamp", text: "You've hit your limit. Your limit will reset at 2026-11-27 18:00:00", limit: true, reset: time.Date(2026, 11, 27, 18, 0, 0, 0, time.UTC)},
 		{name: "RFC 3339", text: "API Error: Request rejected (429) · usage limit reached, resets at 2026-11-27T14:30:00+01:00", limit: true, reset: time.Date(2026, 11, 27, 13, 30, 0, 0, time.UTC)},
+		{name: "gemini quota", text: `{"error":{"code":429,"message":"Quota exceeded for metric generate_content_requests","status":"RESOURCE_EXHAUSTED"}}`, limit: true},
+		{name: "codex usage limit", text: "You've hit your usage limit. Try again in 2 hours.", limit: true, reset: limitNow.Add(2 * time.Hour)},
 		{name: "retry after", text: "429 Too Many Requests: retry after 30 seconds", limit: true, reset: limitNow.Add(30 * time.Second)},
 		{name: "try again in minutes", text: "Rate limit exceeded, try again in 5 minutes", limit: true, reset: limitNow.Add(5 * time.Minute)},
 		{name: "bare hour is no clock", text: "rate limit: resets 5", limit: true},

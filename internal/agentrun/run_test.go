@@ -238,3 +238,42 @@ func TestFakeBinaryIsNotAShell(t *testing.T) {
 		t.Error("the prompt was run by a shell")
 	}
 }
+
+// Run reads a codex or gemini agent's stream in its format: the outcome,
+// the tool calls and the cost priced from its tokens.
+func TestRunOtherCLIFormats(t *testing.T) {
+	for _, tc := range []struct {
+		stream string
+		format Format
+		exit   string
+		errIs  error
+		want   func(Result) bool
+	}{
+		{"gemini-tool.jsonl", FormatGemini, "0", nil, func(r Result) bool {
+			// 20 input and 2 output tokens of gemini-2.5-flash.
+			return r.FinalText == "ok" && r.ToolCalls == 1 && r.SessionID == "7720d07c-52b9-4413-95b3-0cd28ca17929" && r.CostUSD == testPrice("", 20, 0, 2)
+		}},
+		{"gemini-error.jsonl", FormatGemini, "0", ErrAgentError, func(r Result) bool {
+			return r.IsError && strings.Contains(r.FinalText, "FAIL400")
+		}},
+		{"codex-tool.jsonl", FormatCodex, "0", nil, func(r Result) bool {
+			return r.FinalText == "ok" && r.ToolCalls == 3 && r.CostUSD == testPrice("", 4000, 20000, 1000)
+		}},
+		// codex exits 1 after turn.failed.
+		{"codex-failed.jsonl", FormatCodex, "1", nil, func(r Result) bool {
+			return r.IsError && r.ExitCode == 1 && strings.Contains(r.Err.Error(), "exit status 1")
+		}},
+	} {
+		t.Run(tc.stream, func(t *testing.T) {
+			spec := fakeSpec(t, "replay:"+tc.stream, "AGENTRUN_EXIT="+tc.exit)
+			spec.Format, spec.Price, spec.Args = tc.format, testPrice, nil
+			res, err := Run(context.Background(), spec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (tc.errIs == nil && tc.exit == "0") != (res.Err == nil) || tc.errIs != nil && !errors.Is(res.Err, tc.errIs) || !tc.want(res) {
+				t.Errorf("Result = %+v", res)
+			}
+		})
+	}
+}

@@ -28,6 +28,8 @@ const (
 	PathStatus  = "/v1/status"
 	PathCleanup = "/v1/cleanup"
 	PathConfig  = "/v1/config"
+	// PathUI starts the dashboard listener if it is not on (drover ui).
+	PathUI = "/v1/ui"
 )
 
 // HookPath returns the route for a hook event.
@@ -151,4 +153,12 @@ type HealthResponse struct {
 	Project string    `json:"project"`
 	Version string    `json:"version"`
 	Started time.Time `json:"started"`
+}
+
+// UIResponse is the answer to POST /v1/ui: the dashboard listener's
+// address (127.0.0.1:PORT) and the URL of its sessions page with the
+// token.
+type UIResponse struct {
+	Addr string `json:"addr"`
+	URL  string `json:"url"`
 }

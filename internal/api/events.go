@@ -87,6 +87,9 @@ type TaskData struct {
 	Role      string  `json:"role,omitempty"`
 	Status    string  `json:"status,omitempty"`
 	CostUSD   float64 `json:"cost_usd,omitempty"`
+	// Worker names where a run's task iteration runs or ran ("local" for
+	// the local executor).
+	Worker string `json:"worker,omitempty"`
 }
 
 // ReviewData is the payload of review.started, review.finished and

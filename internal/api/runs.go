@@ -89,6 +89,12 @@ type RunOptions struct {
 	// rate limit its agent met and tries again (run.limit_retries); the
 	// next limit fails it.
 	LimitRetries int `json:"limit_retries,omitempty"`
+	// Executor is where the iterations run: "local" (also when empty) or
+	// "nats" (run.executor), and NATS the NATS server URL of the nats
+	// executor (run.nats.url). Credentials are never options: they come
+	// from the supervisor's configuration or environment.
+	Executor string `json:"executor,omitempty"`
+	NATS     string `json:"nats,omitempty"`
 }
 
 // StartRunRequest starts a run of a task graph.
@@ -153,6 +159,9 @@ type RunTask struct {
 	// Role is the role (developer, debugger, architect) the current or
 	// last iteration was routed to.
 	Role string `json:"role,omitempty"`
+	// Worker names where the current or last iteration runs or ran: "local"
+	// for the local executor, a worker's name for the NATS one.
+	Worker string `json:"worker,omitempty"`
 	// Status is the convergence status after the last iteration, and
 	// StatusReason why.
 	Status       string `json:"status,omitempty"`

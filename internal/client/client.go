@@ -157,3 +157,11 @@ func StatusCode(err error) int {
 	}
 	return 0
 }
+
+// UI starts the dashboard listener if it is not on and returns its
+// address and the URL of its sessions page with the token.
+func (c *Client) UI(ctx context.Context) (api.UIResponse, error) {
+	var r api.UIResponse
+	err := c.do(ctx, methodPost, api.PathUI, struct{}{}, &r)
+	return r, err
+}

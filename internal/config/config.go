@@ -133,12 +133,12 @@ func (c Config) MetricCommandList() []string {
 type Review struct {
 	MaxReviews  int           `koanf:"max_reviews" help:"reviews per review cycle before the hard stop (0 skips reviews)"`
 	CleanStreak int           `koanf:"clean_streak" help:"consecutive clean reviews that pass a cycle"`
-	Models      string        `koanf:"models" help:"comma-separated reviewer models, used in turn (alternate) or all at once (parallel); aliases such as opus for claude, that CLI's own model names for codex and gemini"`
+	Models      string        `koanf:"models" help:"comma-separated reviewer models, used in turn (alternate) or all at once (parallel); each runs on the CLI its name belongs to (opus, sonnet, haiku, claude-*: claude; gpt*, o3, *codex*: codex; gemini*: gemini), or the one a cli:model form names (codex:my-model), other names on review.cli"`
 	Strategy    string        `koanf:"strategy" help:"alternate or parallel"`
 	Quorum      string        `koanf:"quorum" help:"all or majority (parallel reviews)"`
 	Timeout     time.Duration `koanf:"timeout" help:"time limit of one reviewer process; its process group is killed past it"`
 	MaxParallel int           `koanf:"max_parallel" help:"reviewer processes at once across the whole supervisor (a reload resizes the limit; running reviewers are not stopped)"`
-	CLI         string        `koanf:"cli" help:"reviewer CLI: claude, codex, gemini or custom"`
+	CLI         string        `koanf:"cli" help:"reviewer CLI for the models whose name names none: claude, codex, gemini or custom"`
 	Command     string        `koanf:"command" help:"custom reviewer command template, e.g. mycli --model {{model}} {{prompt}}"`
 	BudgetUSD   string        `koanf:"budget_usd" number:"text" help:"dollar budget per reviewer run (empty: none)"`
 	CountMinor  bool          `koanf:"count_minor" help:"minor findings also make a plan review unclean (by default only blocking findings do)"`
@@ -153,13 +153,35 @@ func (r Review) Budget() (float64, error) { return ParseUSD(r.BudgetUSD) }
 type Run struct {
 	Concurrency      int           `koanf:"concurrency" help:"agent processes of a drover run at once (drover run --concurrency)"`
 	MaxIterations    int           `koanf:"max_iterations" help:"agent runs per task of drover run before the task fails (drover run --max-iterations)"`
-	Agent            string        `koanf:"agent" help:"agent command template of drover run, with {{prompt}}, {{task}}, {{iteration}}, {{run}}, {{worktree}} (empty: claude --print --output-format stream-json)"`
+	Agent            string        `koanf:"agent" help:"agent of drover run: claude, codex or gemini (optionally :MODEL, as codex:gpt-5-codex), run headless with its JSON events read, or a command template with {{prompt}}, {{task}}, {{iteration}}, {{run}}, {{worktree}} (empty: claude)"`
 	TestCommand      string        `koanf:"test_command" help:"targeted test command of drover run, run in the task's work tree; {{packages}} stands for the task's tests"`
 	SuiteCommand     string        `koanf:"suite_command" help:"suite command of drover run, run in the main work tree after each wave"`
 	IterationTimeout time.Duration `koanf:"iteration_timeout" help:"time limit of one agent process of drover run; its process group is killed past it"`
 	TaskMaxUSD       string        `koanf:"task_max_usd" number:"text" help:"dollars the agents of one task of drover run may cost, as they report it, before the task fails (empty or 0: no limit; drover run --task-max-usd)"`
 	LimitRetries     int           `koanf:"limit_retries" help:"how often in a row a task of drover run whose agent met a usage or rate limit (HTTP 429 or 529, usage limit reached) waits for the limit's reset, or a backoff, and tries again without spending an iteration; the next limit fails it (0: never wait)"`
 	Review           bool          `koanf:"review" help:"a reviewer (review.cli, review.models) must pass each task of drover run before it is done (drover run --no-review turns it off for one run)"`
+	Executor         string        `koanf:"executor" help:"where drover run works its iterations: local (git work trees on this machine) or nats (jobs for drover workers over NATS JetStream, run.nats.*) (drover run --executor)"`
+	NATS             RunNATS       `koanf:"nats"`
+}
+
+// RunNATS is how the nats executor of drover run reaches NATS. The
+// credentials come from here (the config file or DROVER_RUN_NATS_*
+// variables), never from a task graph.
+type RunNATS struct {
+	URL      string     `koanf:"url" help:"NATS server URL(s) of the nats executor, comma-separated (drover run --nats)"`
+	Creds    string     `koanf:"creds" help:"NATS credentials file (JWT and NKey seed) of the nats executor"`
+	User     string     `koanf:"user" help:"NATS user of the nats executor (with run.nats.password)"`
+	Password string     `koanf:"password" help:"NATS password of the nats executor"`
+	Token    string     `koanf:"token" help:"NATS token of the nats executor"`
+	NKey     string     `koanf:"nkey" help:"NATS NKey seed file of the nats executor"`
+	TLS      RunNATSTLS `koanf:"tls"`
+}
+
+// RunNATSTLS is the TLS of the nats executor's connection.
+type RunNATSTLS struct {
+	CA   string `koanf:"ca" help:"CA certificate file the nats executor checks the NATS server's certificate with"`
+	Cert string `koanf:"cert" help:"client certificate file of the nats executor (with run.nats.tls.key)"`
+	Key  string `koanf:"key" help:"client key file of the nats executor"`
 }
 
 // TaskMax returns run.task_max_usd in dollars; 0 means no limit.
@@ -285,6 +307,7 @@ func Defaults() Config {
 			IterationTimeout: time.Hour,
 			LimitRetries:     5,
 			Review:           true,
+			Executor:         "local",
 		},
 		Log:    Log{Level: "info", MaxSizeMB: 10, MaxBackups: 3},
 		Status: Status{StaleAfter: 30 * time.Minute},
@@ -541,15 +564,4 @@ func fields() []field {
 	}
 	walk(reflect.TypeFor[Config](), "", nil)
 	return out
-}
-
-// isClaudeModel reports whether m is one of Claude Code's model aliases or a
-// Claude model name.
-func isClaudeModel(m string) bool {
-	m = strings.ToLower(m)
-	switch m {
-	case "opus", "sonnet", "haiku", "opusplan":
-		return true
-	}
-	return strings.HasPrefix(m, "claude-")
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/reviewer"
 )
 
 // logLevels lists the accepted values of log.level.
@@ -91,6 +93,7 @@ func (c Config) Validate() error {
 	if c.Run.LimitRetries < 0 {
 		bad("run.limit_retries", "must not be negative (0 never waits for a limit), got %d", c.Run.LimitRetries)
 	}
+	validateRunNATS(c.Run, bad)
 	if c.Loop.MinToolCalls < 0 {
 		bad("loop.min_tool_calls", "must not be negative, got %d", c.Loop.MinToolCalls)
 	}
@@ -133,16 +136,15 @@ func (c Config) Validate() error {
 	if !contains([]string{"all", "majority"}, c.Review.Quorum) {
 		bad("review.quorum", "must be all or majority, got %q", c.Review.Quorum)
 	}
-	switch c.Review.CLI {
-	case "claude":
-	case "codex", "gemini":
-		// The models go to that CLI as they are; claude's aliases would
-		// fail every review.
-		for _, m := range c.ReviewModels() {
-			if isClaudeModel(m) {
-				bad("review.models", "names the claude model %q but review.cli is %s: name %s models", m, c.Review.CLI, c.Review.CLI)
-			}
+	// Each model runs on the CLI its name (or its cli: prefix) says,
+	// review.cli being the default: one cycle may mix CLIs.
+	for _, m := range c.ReviewModels() {
+		if _, _, err := reviewer.ModelCLI(m, c.Review.CLI); err != nil {
+			bad("review.models", "%v", err)
 		}
+	}
+	switch c.Review.CLI {
+	case "claude", "codex", "gemini":
 	case "custom":
 		if strings.TrimSpace(c.Review.Command) == "" {
 			bad("review.command", "must be set when review.cli is custom")
@@ -181,4 +183,31 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// validateRunNATS checks run.executor and run.nats.*: one way to log in
+// to NATS at most, and a URL for the nats executor.
+func validateRunNATS(r Run, bad func(key, format string, args ...any)) {
+	if executors := []string{"local", "nats"}; !slices.Contains(executors, r.Executor) {
+		bad("run.executor", "%q is not one of %s", r.Executor, strings.Join(executors, ", "))
+	}
+	n := r.NATS
+	if r.Executor == "nats" && strings.TrimSpace(n.URL) == "" {
+		bad("run.nats.url", "must be set for run.executor nats")
+	}
+	if (n.User == "") != (n.Password == "") {
+		bad("run.nats.user", "run.nats.user and run.nats.password go together")
+	}
+	var ways []string
+	for _, w := range []struct{ key, v string }{{"run.nats.creds", n.Creds}, {"run.nats.user", n.User}, {"run.nats.token", n.Token}, {"run.nats.nkey", n.NKey}} {
+		if w.v != "" {
+			ways = append(ways, w.key)
+		}
+	}
+	if len(ways) > 1 {
+		bad(ways[1], "only one way to log in to NATS: %s are all set", strings.Join(ways, ", "))
+	}
+	if (n.TLS.Cert == "") != (n.TLS.Key == "") {
+		bad("run.nats.tls.cert", "run.nats.tls.cert and run.nats.tls.key go together")
+	}
 }

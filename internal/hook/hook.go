@@ -105,6 +105,22 @@ type Input struct {
 
 	// SessionEnd.
 	Reason string `json:"reason,omitempty"`
+
+	// Facts about the CLI that sent the event, set by Normalize (never
+	// taken from the payload): what the workflows may know of the CLI.
+	//
+	// TranscriptFormat is the format of TranscriptPath (TranscriptClaude,
+	// TranscriptCodex, TranscriptGemini; "" from an older client is
+	// Claude's).
+	TranscriptFormat string `json:"transcript_format,omitempty"`
+	// ReentryUntrusted says StopHookActive cannot be trusted (Gemini's
+	// stays false after a turn that used a tool): the session counts its
+	// consecutive continuations itself.
+	ReentryUntrusted bool `json:"reentry_untrusted,omitempty"`
+	// Uncapped says the CLI never ends a run of Stop blocks by itself
+	// (Codex, Gemini, Claude Code with its cap off): drover's own limits
+	// are the only brake.
+	Uncapped bool `json:"uncapped,omitempty"`
 }
 
 // ErrTooLarge is returned by Read when stdin holds more than MaxInputBytes.

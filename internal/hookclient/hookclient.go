@@ -8,7 +8,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +33,9 @@ const DisableEnv = "DROVER_HOOK_DISABLE"
 // Options is the world a hook invocation sees.
 type Options struct {
 	Event hook.Event
+	// CLI is the agent CLI that runs the hook (the --cli flag); "" detects
+	// it from the payload (hook.Detect).
+	CLI   hook.CLI
 	Stdin io.Reader
 	// Getenv reads the environment.
 	Getenv func(string) string
@@ -47,6 +49,13 @@ type Options struct {
 	Spawn func(root string, p project.Paths) error
 	// Now and NewRequestID are for tests.
 	NewRequestID func() string
+	// LastMessage, when set, reads the final assistant text of a Stop
+	// from the transcript at path in format (hook.TranscriptCodex, ...)
+	// when the CLI's payload gave none (Codex's last_assistant_message is
+	// nullable). Claude Code's transcript is the supervisor's to read, so
+	// it is never asked for it; nil, or an error, leaves the message
+	// unknown, as a payload without it does.
+	LastMessage func(format, path string) (string, error)
 }
 
 // Result is what the hook prints: Stdout (JSON, plain text, or empty for a
@@ -88,9 +97,19 @@ func run(ctx context.Context, o Options) Result {
 	if o.Getenv(ReviewerEnv) != "" || o.Getenv(DisableEnv) != "" {
 		return Result{}
 	}
-	in, err := hook.Read(o.Stdin, hook.MaxInputBytes)
+	in, cli, err := hook.ReadFrom(o.Stdin, hook.MaxInputBytes, o.CLI, o.Event)
 	if err != nil {
 		return failOpen(fmt.Sprintf("could not read the %s hook input: %v", o.Event, err))
+	}
+	if o.Event == hook.Stop && in.LastAssistantMessage == nil && o.LastMessage != nil && in.ClaudeTranscript() == "" && in.TranscriptPath != "" {
+		if msg, err := o.LastMessage(in.TranscriptFormat, in.TranscriptPath); err == nil {
+			in.LastAssistantMessage = &msg
+		}
+	}
+	if cli == hook.Claude && o.Getenv("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP") == "0" {
+		// drover init turns Claude Code's cap off in the settings' env,
+		// which the hook inherits.
+		in.Uncapped = true
 	}
 	if err := hook.CheckSessionID(in.SessionID); err != nil {
 		return failOpen(fmt.Sprintf("ignoring the %s hook: %v", o.Event, err))
@@ -209,15 +228,16 @@ func run(ctx context.Context, o Options) Result {
 	res := Result{Retries: retries, Replayed: resp.Replayed}
 	if resp.Text != "" {
 		// PreCompact's plain text: a warning goes on its own line first.
-		res.Stdout = resp.Text
+		text := resp.Text
 		if warn != "" {
-			res.Stdout = warn + "\n" + resp.Text
+			text = warn + "\n" + resp.Text
 		}
+		res.Stdout = hook.Render(cli, o.Event, hook.Output{}, text)
 		return res
 	}
 	out := resp.Output
 	out.SystemMessage = joinMsg(warn, out.SystemMessage)
-	res.Stdout = render(out)
+	res.Stdout = hook.Render(cli, o.Event, out, "")
 	return res
 }
 
@@ -309,22 +329,12 @@ var errKilled = errors.New("the supervisor was killed while starting")
 // a store.
 var errNoStore = errors.New("no drover store in this project")
 
-func render(o hook.Output) string {
-	if o == (hook.Output{}) {
-		return ""
-	}
-	b, err := json.Marshal(o)
-	if err != nil {
-		return ""
-	}
-	return string(b) + "\n"
-}
-
 func failOpen(msg string) Result {
 	if len(msg) > 0 && !hasPrefix(msg, "drover") {
 		msg = "drover: " + msg
 	}
-	return Result{Stdout: render(hook.Output{SystemMessage: msg}), Problem: msg}
+	// A systemMessage alone is an allow in every CLI's format.
+	return Result{Stdout: hook.Render(hook.Claude, "", hook.Output{SystemMessage: msg}, ""), Problem: msg}
 }
 
 func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }

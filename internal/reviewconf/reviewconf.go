@@ -79,7 +79,9 @@ func PerModel(base reviewer.Spec, models []string) []reviewer.Spec {
 // it. When it cannot, command is that executable, key the config key that
 // names it (review.cli, or review.command for a custom CLI), and reason why
 // (not found, not executable, or review.command that does not parse);
-// reason is empty when it can. A reviewer that cannot start would fail every
+// reason is empty when it can. A model of review.models that runs on
+// another CLI than review.cli (reviewer.ModelCLI) needs that CLI on PATH
+// too; when it is missing, key is review.models. A reviewer that cannot start would fail every
 // review at once, so callers say so instead of waiting for one.
 func Missing(r config.Review, dir string) (command, key, reason string) {
 	command, key = r.CLI, "review.cli"
@@ -107,19 +109,38 @@ func Missing(r config.Review, dir string) (command, key, reason string) {
 		path = filepath.Join(dir, path)
 	}
 	if _, err := exec.LookPath(path); err != nil {
-		// exec.Error and fs.PathError repeat the name; the cause alone
-		// reads better after it.
-		var (
-			ee *exec.Error
-			pe *fs.PathError
-		)
-		if errors.As(err, &ee) {
-			err = ee.Err
+		return command, key, lookupCause(err)
+	}
+	if r.CLI == reviewer.CLICustom {
+		return command, key, ""
+	}
+	// Models of other CLIs run on those (reviewer.ModelCLI): each must
+	// start too.
+	for _, m := range strings.Split(r.Models, ",") {
+		m = strings.TrimSpace(m)
+		cli, _, err := reviewer.ModelCLI(m, command)
+		if m == "" || err != nil || cli == command {
+			continue
 		}
-		if errors.As(err, &pe) {
-			err = pe.Err
+		if _, err := exec.LookPath(cli); err != nil {
+			return cli, "review.models", lookupCause(err)
 		}
-		return command, key, err.Error()
 	}
 	return command, key, ""
+}
+
+// lookupCause is why exec.LookPath failed: exec.Error and fs.PathError
+// repeat the name; the cause alone reads better after it.
+func lookupCause(err error) string {
+	var (
+		ee *exec.Error
+		pe *fs.PathError
+	)
+	if errors.As(err, &ee) {
+		err = ee.Err
+	}
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	return err.Error()
 }

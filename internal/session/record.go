@@ -15,6 +15,7 @@
 package session
 
 import (
+	"strings"
 	"time"
 
 	"github.com/drover-dev/drover/convergence"
@@ -80,6 +81,46 @@ type Record struct {
 	Events int `json:"events"`
 	// Recorded holds the decisions of the most recent requests, oldest first.
 	Recorded []Recorded `json:"recorded,omitempty"`
+	// Continuations counts the Stops blocked in a row since the agent
+	// last stopped or the user last prompted: what stands in for the
+	// stop_hook_active of a CLI whose flag cannot be trusted
+	// (hook.Input.ReentryUntrusted).
+	Continuations int `json:"continuations,omitempty"`
+}
+
+// Continued returns the count of consecutive continuations once hook
+// event e with input in got out: one more for a blocked Stop, none for a
+// Stop let go or a prompt the user sent. A prompt that is the reason of
+// the last Stop block is that continuation arriving as a prompt (Gemini
+// CLI fires BeforeAgent for it), not the user's, and keeps the count.
+func (r Record) Continued(e hook.Event, in hook.Input, out hook.Output) int {
+	switch e {
+	case hook.Stop:
+		if out.IsBlock() {
+			return r.Continuations + 1
+		}
+		return 0
+	case hook.UserPromptSubmit:
+		if b := r.lastBlock(); r.Continuations > 0 && b != "" && b == strings.TrimSpace(in.Prompt) {
+			return r.Continuations
+		}
+		return 0
+	}
+	return r.Continuations
+}
+
+// lastBlock is the reason of the last recorded Stop decision when it was
+// a block, else "".
+func (r Record) lastBlock() string {
+	for i := len(r.Recorded) - 1; i >= 0; i-- {
+		if r.Recorded[i].Event == hook.Stop {
+			if o := r.Recorded[i].Output; o.IsBlock() {
+				return strings.TrimSpace(o.Reason)
+			}
+			return ""
+		}
+	}
+	return ""
 }
 
 // Recorded is one request id and the decision it got.

@@ -55,7 +55,12 @@ type queueProject struct {
 // ends, before its directories are removed.
 func newQueueProject(t *testing.T, sc *fakemodel.Scenario) *queueProject {
 	t.Helper()
-	bin := claudeBin(t)
+	return newProjectFor(t, claudeBin(t), sc)
+}
+
+// newProjectFor is newQueueProject for the agent CLI at bin.
+func newProjectFor(t *testing.T, bin string, sc *fakemodel.Scenario) *queueProject {
+	t.Helper()
 	if droverBin == "" {
 		t.Fatal("drover was not built (TestMain)")
 	}

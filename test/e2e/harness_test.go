@@ -1,7 +1,8 @@
 // Package e2e drives the real, pinned Claude Code CLI against the scripted
 // model server of test/fakemodel. The tests need the CLI installed in
 // tools/claude (`make claude`); without it they fail, except under -short,
-// which skips them.
+// which skips them. The TestAgent* tests drive the pinned Codex and Gemini
+// CLIs the same way (test/othercli; `make codex gemini`).
 package e2e
 
 import (

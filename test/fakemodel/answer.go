@@ -12,7 +12,10 @@ import (
 // server, which owns the counts.
 func (cr compiledRule) match(r *Request) ([]string, bool) {
 	w := cr.When
-	if r.Kind != KindMessages {
+	if !r.Kind.Turn() {
+		return nil, false
+	}
+	if w.JSONMode != nil && *w.JSONMode != r.JSONMode {
 		return nil, false
 	}
 	if w.LastUserContains != "" && !strings.Contains(r.LastUserText, w.LastUserContains) {

@@ -12,12 +12,21 @@ import (
 // Kind says which endpoint a request went to.
 type Kind string
 
-// The endpoints the server tells apart.
+// The endpoints the server tells apart. Messages, Responses and Generate
+// are model turns in the three wire protocols (Claude Code, Codex, Gemini
+// CLI); the same scenario rules answer each.
 const (
 	KindMessages    Kind = "messages"     // POST /v1/messages
-	KindCountTokens Kind = "count_tokens" // POST /v1/messages/count_tokens
+	KindCountTokens Kind = "count_tokens" // POST /v1/messages/count_tokens, or Gemini's :countTokens
+	KindResponses   Kind = "responses"    // POST /v1/responses (OpenAI Responses API)
+	KindGenerate    Kind = "generate"     // POST /v1beta/models/M:streamGenerateContent or :generateContent
 	KindOther       Kind = "other"        // anything else; answered 404
 )
+
+// Turn reports whether k is a model turn of one of the wire protocols.
+func (k Kind) Turn() bool {
+	return k == KindMessages || k == KindResponses || k == KindGenerate
+}
 
 // Request is one recorded request and how it was answered.
 type Request struct {
@@ -31,7 +40,10 @@ type Request struct {
 	// Body is the raw request body.
 	Body []byte
 
-	// SessionID is the X-Claude-Code-Session-Id header: the CLI's session.
+	// SessionID is the CLI's session as its requests carry it: Claude
+	// Code's X-Claude-Code-Session-Id header, Codex's session-id header (its
+	// thread id, the Stop hook's session_id); empty for the Gemini CLI,
+	// whose requests carry none.
 	SessionID string
 	// Model, Stream, System and Tools come from the Messages API body.
 	Model  string
@@ -47,6 +59,10 @@ type Request struct {
 	// LastIsToolResult says whether the last user message carries a
 	// tool_result block, i.e. the CLI is reporting a tool it ran.
 	LastIsToolResult bool
+	// JSONMode says whether a Gemini request asked for a JSON answer
+	// (responseMimeType application/json): the CLI's own helper calls, such
+	// as its router and loop checks, not the agent's turn.
+	JSONMode bool
 
 	// Rule is the index of the rule that answered, or -1.
 	Rule int
@@ -76,11 +92,11 @@ func (r Request) Matched() bool { return r.Rule >= 0 }
 
 // Summary is a one-line description of r for errors and logs.
 func (r Request) Summary() string {
-	if r.Kind != KindMessages {
+	if !r.Kind.Turn() {
 		return fmt.Sprintf("#%d %s %s", r.Seq, r.Method, r.Path)
 	}
-	return fmt.Sprintf("#%d model=%s tools=%d messages=%d tool_result=%t last_user=%q",
-		r.Seq, r.Model, len(r.Tools), len(r.Messages), r.LastIsToolResult, clip(r.LastUserText, 300))
+	return fmt.Sprintf("#%d model=%s kind=%s tools=%d messages=%d tool_result=%t last_user=%q",
+		r.Seq, r.Model, r.Kind, len(r.Tools), len(r.Messages), r.LastIsToolResult, clip(r.LastUserText, 300))
 }
 
 // HasTool reports whether the request offered the tool named name.
@@ -157,14 +173,20 @@ func parseMessagesRequest(body []byte, r *Request) error {
 		}
 		r.Messages = append(r.Messages, Message{Role: m.Role, Text: text, ToolResult: tr})
 	}
+	r.setLastUser()
+	return nil
+}
+
+// setLastUser sets LastUserText and LastIsToolResult from the last user
+// message.
+func (r *Request) setLastUser() {
 	for i := len(r.Messages) - 1; i >= 0; i-- {
 		if r.Messages[i].Role == "user" {
 			r.LastUserText = r.Messages[i].Text
 			r.LastIsToolResult = r.Messages[i].ToolResult
-			break
+			return
 		}
 	}
-	return nil
 }
 
 // contentText reduces message content (a string, null, or a list of blocks)

@@ -80,6 +80,10 @@ type Match struct {
 	ModelContains string `yaml:"model_contains,omitempty" json:"model_contains,omitempty"`
 	// SystemContains must be a substring of the system prompt.
 	SystemContains string `yaml:"system_contains,omitempty" json:"system_contains,omitempty"`
+	// JSONMode, when set, says whether a Gemini request must (true) or
+	// must not (false) ask for a JSON answer: the Gemini CLI's helper calls
+	// do. Requests of the other protocols never do.
+	JSONMode *bool `yaml:"json_mode,omitempty" json:"json_mode,omitempty"`
 }
 
 // Answer is a scripted model reply: text, tool calls, both, or an API

@@ -1,12 +1,16 @@
-// Package fakemodel is a scripted stand-in for the Anthropic Messages API,
-// for tests that drive the real Claude Code CLI offline. The CLI is pointed
-// at it with ANTHROPIC_BASE_URL; a Scenario says what the "model" answers,
-// and the server records every request so that a test can check what the
-// CLI sent (hook block reasons, expanded slash commands, tool results).
+// Package fakemodel is a scripted stand-in for a model API, for tests that
+// drive real agent CLIs offline. It speaks three wire protocols on one
+// port: the Anthropic Messages API for Claude Code (pointed at it with
+// ANTHROPIC_BASE_URL=URL()), the OpenAI Responses API for the Codex CLI (a
+// model provider whose base_url is ResponsesURL()), and the Gemini API for
+// the Gemini CLI (GOOGLE_GEMINI_BASE_URL=URL()). A Scenario says what the
+// "model" answers, in the same terms for each, and the server records every
+// request so that a test can check what the CLI sent (hook block reasons,
+// expanded slash commands, tool results).
 //
 // A request that no rule answers gets an API error (HTTP 400,
-// invalid_request_error, "fakemodel: no rule matched: ...") and is listed by
-// Unmatched, so a test that forgot a case fails instead of hanging.
+// "fakemodel: no rule matched: ...") and is listed by Unmatched, so a test
+// that forgot a case fails instead of hanging.
 package fakemodel
 
 import (
@@ -100,9 +104,13 @@ func Start(ctx context.Context, sc *Scenario, opts ...Option) (*Server, error) {
 	return s, nil
 }
 
-// URL is the base URL to put in ANTHROPIC_BASE_URL, e.g.
-// "http://127.0.0.1:41234".
+// URL is the base URL to put in ANTHROPIC_BASE_URL or
+// GOOGLE_GEMINI_BASE_URL, e.g. "http://127.0.0.1:41234".
 func (s *Server) URL() string { return "http://" + s.addr }
+
+// ResponsesURL is the base_url of a Codex model provider: URL() + "/v1",
+// to which Codex appends "/responses".
+func (s *Server) ResponsesURL() string { return s.URL() + "/v1" }
 
 // Close stops the server and drops open connections. It is safe to call
 // more than once.
@@ -130,10 +138,16 @@ func (s *Server) Messages() []Request {
 	return filter(s.Requests(), func(r Request) bool { return r.Kind == KindMessages })
 }
 
-// Unmatched returns the Messages API requests that no rule answered (or
-// that could not be parsed). A test should fail when it is not empty.
+// Turns returns the model requests of every protocol received so far, in
+// order.
+func (s *Server) Turns() []Request {
+	return filter(s.Requests(), func(r Request) bool { return r.Kind.Turn() })
+}
+
+// Unmatched returns the model requests that no rule answered (or that
+// could not be parsed). A test should fail when it is not empty.
 func (s *Server) Unmatched() []Request {
-	return filter(s.Requests(), func(r Request) bool { return r.Kind == KindMessages && !r.Matched() })
+	return filter(s.Requests(), func(r Request) bool { return r.Kind.Turn() && !r.Matched() })
 }
 
 // Unknown returns the requests to paths the server does not serve. The CLI
@@ -177,18 +191,30 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		Rule:      -1,
 		Kind:      KindOther,
 	}
+	p := messagesProtocol
+	geminiModel, geminiMethod, isGemini := geminiPath(req.URL.Path)
 	if req.Method == http.MethodPost {
-		switch strings.TrimSuffix(req.URL.Path, "/") {
-		case "/v1/messages":
+		switch path := strings.TrimSuffix(req.URL.Path, "/"); {
+		case path == "/v1/messages":
 			r.Kind = KindMessages
-		case "/v1/messages/count_tokens":
+		case path == "/v1/messages/count_tokens":
 			r.Kind = KindCountTokens
+		case path == "/v1/responses":
+			r.Kind = KindResponses
+			r.SessionID = req.Header.Get("Session-Id")
+			p = responsesProtocol
+		case isGemini && geminiMethod == "countTokens":
+			r.Kind = KindCountTokens
+			p = geminiProtocol(geminiModel, false)
+		case isGemini:
+			r.Kind = KindGenerate
+			p = geminiProtocol(geminiModel, geminiMethod == "streamGenerateContent")
 		}
 	}
 	if err != nil {
 		r.Error = fmt.Sprintf("reading body: %v", err)
 		s.finish(&r)
-		writeJSON(w, http.StatusBadRequest, errorBody("invalid_request_error", "fakemodel: "+r.Error))
+		writeJSON(w, http.StatusBadRequest, p.errorBody(http.StatusBadRequest, "invalid_request_error", "fakemodel: "+r.Error))
 		return
 	}
 
@@ -200,26 +226,63 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 			fmt.Sprintf("fakemodel: no endpoint %s %s", req.Method, req.URL.Path)))
 	case KindCountTokens:
 		s.finish(&r)
+		if isGemini {
+			writeJSON(w, http.StatusOK, fmt.Appendf(nil, `{"totalTokens":%d}`, estimateTokens(len(body))))
+			return
+		}
 		writeJSON(w, http.StatusOK, fmt.Appendf(nil, `{"input_tokens":%d}`, estimateTokens(len(body))))
-	case KindMessages:
-		s.answerMessages(w, &r)
+	default:
+		s.answerTurn(w, &r, p)
 	}
 }
 
-// answerMessages picks the rule for a Messages API request and sends its
-// answer.
-func (s *Server) answerMessages(w http.ResponseWriter, r *Request) {
-	if err := parseMessagesRequest(r.Body, r); err != nil {
+// protocol is what differs between the wire protocols of a model turn:
+// how the request is read, how an error and an answer are written.
+type protocol struct {
+	parse     func(body []byte, r *Request) error
+	errorBody func(status int, typ, message string) []byte
+	write     func(w http.ResponseWriter, rp reply, r *Request)
+}
+
+var messagesProtocol = protocol{
+	parse:     parseMessagesRequest,
+	errorBody: func(_ int, typ, message string) []byte { return errorBody(typ, message) },
+	write:     writeMessages,
+}
+
+var responsesProtocol = protocol{
+	parse:     parseResponsesRequest,
+	errorBody: responsesError,
+	write:     writeResponses,
+}
+
+// geminiProtocol reads the model from the path and the streaming from the
+// method, which the body does not carry.
+func geminiProtocol(model string, stream bool) protocol {
+	return protocol{
+		parse: func(body []byte, r *Request) error {
+			r.Stream = stream
+			return parseGeminiRequest(body, model, r)
+		},
+		errorBody: geminiError,
+		write:     writeGemini,
+	}
+}
+
+// answerTurn picks the rule for a model request and sends its answer in
+// the request's protocol.
+func (s *Server) answerTurn(w http.ResponseWriter, r *Request, p protocol) {
+	if err := p.parse(r.Body, r); err != nil {
 		r.Error = err.Error()
 		s.finish(r)
-		writeJSON(w, http.StatusBadRequest, errorBody("invalid_request_error", "fakemodel: "+r.Error))
+		writeJSON(w, http.StatusBadRequest, p.errorBody(http.StatusBadRequest, "invalid_request_error", "fakemodel: "+r.Error))
 		return
 	}
 	cr, groups, ok := s.pick(r)
 	if !ok {
 		r.Error = "no rule matched: " + r.Summary()
 		s.finish(r)
-		writeJSON(w, http.StatusBadRequest, errorBody("invalid_request_error", "fakemodel: "+r.Error))
+		writeJSON(w, http.StatusBadRequest, p.errorBody(http.StatusBadRequest, "invalid_request_error", "fakemodel: "+r.Error))
 		return
 	}
 	if e := cr.Answer.Error; e != nil {
@@ -232,7 +295,7 @@ func (s *Server) answerMessages(w http.ResponseWriter, r *Request) {
 		for k, v := range e.Headers {
 			w.Header().Set(k, v)
 		}
-		writeJSON(w, e.Status, errorBody(e.Type, msg))
+		writeJSON(w, e.Status, p.errorBody(e.Status, e.Type, msg))
 		return
 	}
 	rp, err := render(cr, groups, r)
@@ -240,10 +303,15 @@ func (s *Server) answerMessages(w http.ResponseWriter, r *Request) {
 		r.Error = err.Error()
 		r.Status = http.StatusInternalServerError
 		s.finish(r)
-		writeJSON(w, http.StatusInternalServerError, errorBody("api_error", "fakemodel: "+r.Error))
+		writeJSON(w, http.StatusInternalServerError, p.errorBody(http.StatusInternalServerError, "api_error", "fakemodel: "+r.Error))
 		return
 	}
 	s.finish(r)
+	p.write(w, rp, r)
+}
+
+// writeMessages sends a rendered reply for a Messages API request.
+func writeMessages(w http.ResponseWriter, rp reply, r *Request) {
 	if !r.Stream {
 		b, err := json.Marshal(rp.msg)
 		if err != nil {
@@ -304,7 +372,7 @@ func (s *Server) finish(r *Request) {
 		if r.Matched() {
 			who = Rule{Name: r.RuleName}.label(r.Rule)
 		}
-		if r.Kind != KindMessages {
+		if !r.Kind.Turn() {
 			who = r.Kind.String()
 		}
 		s.logf("fakemodel: %s -> %d %s", r.Summary(), r.Status, who)

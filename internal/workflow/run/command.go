@@ -5,12 +5,15 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/argsplit"
 	"github.com/drover-dev/drover/internal/config"
@@ -52,6 +55,17 @@ func Options(o api.RunOptions, c config.Run, t templates.Set) (api.RunOptions, e
 	if o.LimitRetries <= 0 {
 		o.LimitRetries = c.LimitRetries
 	}
+	// A local run's options stay as they were before executors: only
+	// another executor is written down.
+	if o.Executor == "" && c.Executor != "local" {
+		o.Executor = c.Executor
+	}
+	if o.Executor == "nats" && o.NATS == "" {
+		o.NATS = c.NATS.URL
+	}
+	if err := checkExecutor(o); err != nil {
+		return o, err
+	}
 	if o.TaskMaxUSD <= 0 && strings.TrimSpace(c.TaskMaxUSD) != "" {
 		v, err := c.TaskMax()
 		if err != nil {
@@ -80,6 +94,13 @@ func Options(o api.RunOptions, c config.Run, t templates.Set) (api.RunOptions, e
 		if _, err := Expand(o.Agent, placeholderValues(AgentPlaceholders), nil); err != nil {
 			return o, fmt.Errorf("agent %q: %w", o.Agent, err)
 		}
+		// A CLI's name with a colon is a named agent (agentrun.Named):
+		// one it cannot read is a mistake, not a command to run.
+		if cli, _, ok := strings.Cut(strings.TrimSpace(o.Agent), ":"); ok && !strings.ContainsAny(cli, " \t/") {
+			if _, _, named := agentrun.Named(o.Agent); !named && slices.Contains([]string{agentrun.AgentClaude, agentrun.AgentCodex, agentrun.AgentGemini}, cli) {
+				return o, fmt.Errorf("agent %q: a named agent is %s, %s or %s, optionally with :MODEL (one word)", o.Agent, agentrun.AgentClaude, agentrun.AgentCodex, agentrun.AgentGemini)
+			}
+		}
 	}
 	for _, c := range []struct {
 		name, cmd string
@@ -93,6 +114,32 @@ func Options(o api.RunOptions, c config.Run, t templates.Set) (api.RunOptions, e
 		}
 	}
 	return o, nil
+}
+
+// checkExecutor checks the executor options of a run: a known executor,
+// and for nats a URL without credentials, which are the configuration's
+// (run.nats.*): a run's options are stored with it.
+func checkExecutor(o api.RunOptions) error {
+	switch o.Executor {
+	case "", "local":
+		return nil
+	case "nats":
+	default:
+		return fmt.Errorf("executor %q: not one of local, nats", o.Executor)
+	}
+	if strings.TrimSpace(o.NATS) == "" {
+		return errors.New("executor nats: no NATS URL (drover run --nats URL, or run.nats.url)")
+	}
+	for _, one := range strings.Split(o.NATS, ",") {
+		u, err := url.Parse(strings.TrimSpace(one))
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("nats URL %q: not a URL with a host (nats://host:4222)", one)
+		}
+		if u.User != nil {
+			return fmt.Errorf("nats URL of host %s: holds credentials; they go in run.nats.user, run.nats.password, run.nats.token, run.nats.nkey or run.nats.creds", u.Host)
+		}
+	}
+	return nil
 }
 
 // NewSettings reads a run's settings from the configuration and its

@@ -39,7 +39,8 @@ func Reviewer(cfg config.Config, o api.RunOptions) (*reviewer.Spec, error) {
 }
 
 // DescribeReviewer says who reviews the run's tasks, for its status:
-// spec's CLI (or its command) and the models, in turn when more than one;
+// spec's CLI (or its command) and the models, in turn when more than one,
+// each that runs on another CLI with its CLI ("gpt-5-codex on codex");
 // empty when spec is nil (no review).
 func DescribeReviewer(spec *reviewer.Spec, models []string) string {
 	if spec == nil {
@@ -52,7 +53,15 @@ func DescribeReviewer(spec *reviewer.Spec, models []string) string {
 	case reviewer.CLICustom:
 		who = strings.Join(spec.Command, " ")
 	}
-	list := strings.Join(models, ", ")
+	// A model that runs on another CLI (reviewer.ModelCLI) says which.
+	named := make([]string, len(models))
+	for i, m := range models {
+		named[i] = m
+		if cli, _, err := reviewer.ModelCLI(m, spec.CLI); err == nil && spec.CLI != reviewer.CLICustom && cli != who {
+			named[i] = m + " on " + cli
+		}
+	}
+	list := strings.Join(named, ", ")
 	if len(models) > 1 {
 		list += " in turn"
 	}

@@ -62,4 +62,7 @@ func TestReviewer(t *testing.T) {
 	if got := DescribeReviewer(&reviewer.Spec{}, []string{"haiku"}); got != "claude (haiku)" {
 		t.Errorf("one model, no CLI: %q", got)
 	}
+	if got := DescribeReviewer(&reviewer.Spec{CLI: reviewer.CLIClaude}, []string{"opus", "gpt-5-codex", "gemini:my-model"}); got != "claude (opus, gpt-5-codex on codex, gemini:my-model on gemini in turn)" {
+		t.Errorf("mixed CLIs: %q", got)
+	}
 }

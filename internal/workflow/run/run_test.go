@@ -232,9 +232,37 @@ func TestOptionsDefaultsAndChecks(t *testing.T) {
 	if o, err := Options(api.RunOptions{Reviewer: "claude"}, cfg, tmpl); err != nil || o.NoReview {
 		t.Errorf("--reviewer with run.review false: %+v, %v", o, err)
 	}
-	for _, bad := range []api.RunOptions{{Agent: "x {{nope}}"}, {TestCommand: "go test {{prompt}}"}, {SuiteCommand: "make {{packages}}"}, {MaxUSD: -1}, {TaskMaxUSD: -1}, {TaskMaxMinutes: -0.5}, {MaxMinutes: -2}, {Reviewer: "rev 'x"}, {Reviewer: "rev", NoReview: true}} {
+	for _, agent := range []string{"codex", "gemini:gemini-2.5-pro", "claude:opus", "my-agent --opt=a:b {{prompt}}"} {
+		if _, err := Options(api.RunOptions{Agent: agent}, def, tmpl); err != nil {
+			t.Errorf("agent %q: %v", agent, err)
+		}
+	}
+	for _, bad := range []api.RunOptions{{Agent: "x {{nope}}"}, {Agent: "codex:-m"}, {Agent: "gemini:two words"}, {TestCommand: "go test {{prompt}}"}, {SuiteCommand: "make {{packages}}"}, {MaxUSD: -1}, {TaskMaxUSD: -1}, {TaskMaxMinutes: -0.5}, {MaxMinutes: -2}, {Reviewer: "rev 'x"}, {Reviewer: "rev", NoReview: true}} {
 		if _, err := Options(bad, def, tmpl); err == nil {
 			t.Errorf("Options(%+v) accepted it", bad)
+		}
+	}
+	// The executor: local stays unwritten; nats takes run.nats.url and
+	// refuses credentials in it, which are the configuration's.
+	nats := def
+	nats.Executor, nats.NATS.URL = "nats", "nats://10.0.0.1:4222"
+	if o, err := Options(api.RunOptions{}, nats, tmpl); err != nil || o.Executor != "nats" || o.NATS != "nats://10.0.0.1:4222" {
+		t.Errorf("run.executor nats: %+v, %v", o, err)
+	}
+	if o, err := Options(api.RunOptions{Executor: "nats", NATS: "nats://w:4222"}, def, tmpl); err != nil || o.NATS != "nats://w:4222" {
+		t.Errorf("--executor nats --nats: %+v, %v", o, err)
+	}
+	if o, err := Options(api.RunOptions{}, def, tmpl); err != nil || o.Executor != "" || o.NATS != "" {
+		t.Errorf("local: %+v, %v", o, err)
+	}
+	for bad, want := range map[api.RunOptions]string{
+		{Executor: "ssh"}:                          `executor "ssh": not one of local, nats`,
+		{Executor: "nats"}:                         "executor nats: no NATS URL (drover run --nats URL, or run.nats.url)",
+		{Executor: "nats", NATS: "nats://u:p@h:1"}: "nats URL of host h:1: holds credentials; they go in run.nats.user, run.nats.password, run.nats.token, run.nats.nkey or run.nats.creds",
+		{Executor: "nats", NATS: "h"}:              `nats URL "h": not a URL with a host (nats://host:4222)`,
+	} {
+		if _, err := Options(bad, def, tmpl); err == nil || err.Error() != want {
+			t.Errorf("Options(%+v) = %v, want %q", bad, err, want)
 		}
 	}
 	for bad, want := range map[api.RunOptions]string{

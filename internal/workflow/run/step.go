@@ -326,6 +326,9 @@ func (st *stepper) progress(m AgentProgress) {
 	if t == nil || t.State != api.TaskRunning || t.Iteration != m.Iteration {
 		return
 	}
+	if m.Worker != "" {
+		t.Worker = m.Worker
+	}
 	st.count(t, m.Progress)
 	if m.Progress.Finished {
 		// The agent is done: its iteration goes on to its tests, and
@@ -351,6 +354,9 @@ func (st *stepper) iterationDone(m IterationDone) {
 	tmpl := st.f.Templates
 	if t.Base == "" {
 		t.Base = m.Base
+	}
+	if m.Worker != "" {
+		t.Worker = m.Worker
 	}
 	// The agent's progress is counted already, up to its last report.
 	st.count(t, m.Progress)

@@ -522,3 +522,26 @@ func TestStepAloneTaskNeverOverlaps(t *testing.T) {
 		t.Errorf("running after each step:\n%q\nwant\n%q", seen, want)
 	}
 }
+
+// TestStepNamesTheWorker: a task's iteration names the worker it runs on
+// from its progress and its end; a report that names none keeps it.
+func TestStepNamesTheWorker(t *testing.T) {
+	f := facts(t, false)
+	s := fresh(t, api.RunOptions{})
+	s, _, _ = step(t, s, Begin{}, f, t0)
+	for _, c := range []struct {
+		name string
+		ev   Event
+		want string
+	}{
+		{"progress names it", AgentProgress{Task: "c", Iteration: 1, Worker: "w1"}, "w1"},
+		{"progress without one", AgentProgress{Task: "c", Iteration: 1, Progress: Progress{ToolCalls: 1}}, "w1"},
+		{"a stale report", AgentProgress{Task: "c", Iteration: 7, Worker: "w9"}, "w1"},
+		{"the end names another", IterationDone{Task: "c", Iteration: 1, Worker: "w2", AgentErr: errors.New("killed")}, "w2"},
+	} {
+		s, _, _ = step(t, s, c.ev, f, t0)
+		if got := s.Task("c").Worker; got != c.want {
+			t.Errorf("%s: worker %q, want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -167,12 +167,16 @@ type AgentProgress struct {
 	Task      string
 	Iteration int
 	Progress  Progress
+	// Worker names where the iteration runs (empty: not said).
+	Worker string
 }
 
 // IterationDone: an iteration of a task ended, with what it found.
 type IterationDone struct {
 	Task      string
 	Iteration int
+	// Worker names where the iteration ran (empty: not said).
+	Worker string
 	// Base is the commit the task's branch began from.
 	Base string
 	// Progress is what the agent cost and did in all, including what an

@@ -4,6 +4,11 @@
 //	go run ./test/fakemodel/cmd/fakemodel -scenario s.yaml -record out.jsonl
 //	ANTHROPIC_BASE_URL=<printed URL> ANTHROPIC_API_KEY=dummy claude --print "..."
 //
+// The same port serves the Codex CLI (a model provider with base_url
+// <printed URL>/v1 and wire_api "responses") and the Gemini CLI
+// (GOOGLE_GEMINI_BASE_URL=<printed URL>); test/othercli has their offline
+// configuration.
+//
 // It logs one line per request to stderr. On SIGINT or SIGTERM it writes the
 // recorded requests (with their raw bodies) as JSON lines to -record, and
 // exits 1 if a request went unanswered.

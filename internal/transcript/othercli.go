@@ -1,0 +1,256 @@
+package transcript
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Transcript formats other than Claude Code's, for the usage readers.
+const (
+	// FormatCodex is a Codex CLI rollout file
+	// ($CODEX_HOME/sessions/YYYY/MM/DD/rollout-*.jsonl): one
+	// {"timestamp","type","payload"} object a line, of types session_meta,
+	// turn_context (the model), response_item and event_msg, whose
+	// token_count payloads carry the session's token totals.
+	FormatCodex = "codex"
+	// FormatGemini is a Gemini CLI chat file
+	// (~/.gemini/tmp/<project>/chats/session-*.jsonl): a header line, then
+	// message records or {"$set":{"messages":[...]}} lines that replace
+	// the list; older versions wrote one JSON object with "messages".
+	// Each model message ("type":"gemini") has its "tokens" and "model".
+	FormatGemini = "gemini"
+)
+
+// maxOtherLine bounds one line of a Codex or Gemini transcript: a Gemini
+// $set line holds the whole conversation. A longer line is skipped.
+const maxOtherLine = 64 << 20
+
+// ScanUsage calls fn with the usage of each model call that the transcript
+// r of format (FormatCodex or FormatGemini) reports, as Cursor.Read gives
+// Claude Code's: InputTokens without the cached input, which is
+// CacheReadInputTokens; OutputTokens with the reasoning (thought) tokens,
+// which both APIs bill as output. Lines that are not JSON or not of the
+// format are skipped: the file is the CLI's and may be half written. fn's
+// error ends the scan and is returned.
+func ScanUsage(ctx context.Context, format string, r io.Reader, fn func(Usage) error) error {
+	switch format {
+	case FormatCodex:
+		return scanCodex(ctx, r, fn)
+	case FormatGemini:
+		return scanGemini(ctx, r, fn)
+	}
+	return fmt.Errorf("reading usage: unknown transcript format %q", format)
+}
+
+// eachLine calls fn with each line of r up to maxOtherLine bytes, checking
+// ctx between lines.
+func eachLine(ctx context.Context, r io.Reader, fn func([]byte) error) error {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var long bool
+	var buf []byte
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		part, isPrefix, err := br.ReadLine()
+		if len(part) > 0 && !long {
+			if len(buf)+len(part) > maxOtherLine {
+				long, buf = true, buf[:0]
+			} else {
+				buf = append(buf, part...)
+			}
+		}
+		if !isPrefix && err == nil {
+			if !long && len(bytes.TrimSpace(buf)) > 0 {
+				if ferr := fn(buf); ferr != nil {
+					return ferr
+				}
+			}
+			long, buf = false, buf[:0]
+		}
+		if errors.Is(err, io.EOF) {
+			if !long && len(bytes.TrimSpace(buf)) > 0 {
+				return fn(buf)
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading transcript: %w", err)
+		}
+	}
+}
+
+// codexTokens is a Codex TokenUsage: input counts the cached input, and
+// output the reasoning.
+type codexTokens struct {
+	Input  int64 `json:"input_tokens"`
+	Cached int64 `json:"cached_input_tokens"`
+	Output int64 `json:"output_tokens"`
+}
+
+func (t codexTokens) valid() bool {
+	const top = 1e15
+	return t.Input >= 0 && t.Cached >= 0 && t.Output >= 0 && t.Input < top && t.Cached < top && t.Output < top
+}
+
+// scanCodex reports one Usage per token_count event that adds tokens: the
+// growth of its total_token_usage since the last one (Codex repeats a
+// token_count when only its rate limits changed), or its
+// last_token_usage when the total went down (a resumed or compacted
+// session). The model is the last turn_context's.
+func scanCodex(ctx context.Context, r io.Reader, fn func(Usage) error) error {
+	var model string
+	var total codexTokens
+	return eachLine(ctx, r, func(line []byte) error {
+		var rec struct {
+			Timestamp string          `json:"timestamp"`
+			Type      string          `json:"type"`
+			Payload   json.RawMessage `json:"payload"`
+		}
+		if json.Unmarshal(line, &rec) != nil {
+			return nil
+		}
+		switch rec.Type {
+		case "turn_context":
+			var tc struct {
+				Model string `json:"model"`
+			}
+			if json.Unmarshal(rec.Payload, &tc) == nil && tc.Model != "" {
+				model = tc.Model
+			}
+		case "event_msg":
+			var ev struct {
+				Type string `json:"type"`
+				Info *struct {
+					Total *codexTokens `json:"total_token_usage"`
+					Last  *codexTokens `json:"last_token_usage"`
+				} `json:"info"`
+			}
+			if json.Unmarshal(rec.Payload, &ev) != nil || ev.Type != "token_count" || ev.Info == nil {
+				return nil
+			}
+			var d codexTokens
+			switch t, l := ev.Info.Total, ev.Info.Last; {
+			case t != nil && t.valid() && t.Input >= total.Input && t.Cached >= total.Cached && t.Output >= total.Output:
+				d = codexTokens{t.Input - total.Input, t.Cached - total.Cached, t.Output - total.Output}
+				total = *t
+			case l != nil && l.valid():
+				d = *l
+				if t != nil && t.valid() {
+					total = *t
+				}
+			default:
+				return nil
+			}
+			if d == (codexTokens{}) {
+				return nil
+			}
+			cached := min(d.Cached, d.Input)
+			ts, _ := time.Parse(time.RFC3339Nano, rec.Timestamp)
+			return fn(Usage{Model: model, Timestamp: ts, InputTokens: d.Input - cached, CacheReadInputTokens: cached, OutputTokens: d.Output})
+		}
+		return nil
+	})
+}
+
+// geminiMessage is a message of a Gemini chat file, with what the usage
+// reader needs.
+type geminiMessage struct {
+	ID        string `json:"id"`
+	Timestamp string `json:"timestamp"`
+	Type      string `json:"type"`
+	Model     string `json:"model"`
+	Tokens    *struct {
+		Input    int64 `json:"input"`
+		Output   int64 `json:"output"`
+		Cached   int64 `json:"cached"`
+		Thoughts int64 `json:"thoughts"`
+	} `json:"tokens"`
+}
+
+// scanGemini gathers the file's messages (a $set or a whole-file
+// "messages" replaces the list; a message record replaces the one of the
+// same id, or is added) and reports each model message's tokens once, in
+// order, at the end: a message's record is rewritten as it grows.
+func scanGemini(ctx context.Context, r io.Reader, fn func(Usage) error) error {
+	var order []string
+	byID := map[string]geminiMessage{}
+	put := func(m geminiMessage) {
+		key := m.ID
+		if key == "" {
+			key = fmt.Sprintf("\x00%d", len(order))
+		}
+		if _, ok := byID[key]; !ok {
+			order = append(order, key)
+		}
+		byID[key] = m
+	}
+	setAll := func(raw json.RawMessage) {
+		var msgs []json.RawMessage
+		if json.Unmarshal(raw, &msgs) != nil {
+			return
+		}
+		order, byID = nil, map[string]geminiMessage{}
+		for _, m := range msgs {
+			var gm geminiMessage
+			if json.Unmarshal(m, &gm) == nil {
+				put(gm)
+			}
+		}
+	}
+	read := func(line []byte) error {
+		var rec struct {
+			Set *struct {
+				Messages json.RawMessage `json:"messages"`
+			} `json:"$set"`
+			Messages json.RawMessage `json:"messages"`
+			geminiMessage
+		}
+		if json.Unmarshal(line, &rec) != nil {
+			return nil
+		}
+		switch {
+		case rec.Set != nil && len(rec.Set.Messages) > 0:
+			setAll(rec.Set.Messages)
+		case len(rec.Messages) > 0:
+			setAll(rec.Messages)
+		case rec.Type != "":
+			put(rec.geminiMessage)
+		}
+		return nil
+	}
+	// The file is read whole: an older whole-file JSON object spans
+	// lines. Past maxOtherLine the rest is not read (its last line, cut,
+	// is skipped).
+	all, err := io.ReadAll(io.LimitReader(r, maxOtherLine))
+	if err != nil {
+		return fmt.Errorf("reading transcript: %w", err)
+	}
+	if json.Valid(all) {
+		_ = read(all)
+	} else if err := eachLine(ctx, bytes.NewReader(all), read); err != nil {
+		return err
+	}
+	for _, key := range order {
+		m := byID[key]
+		if m.Type != "gemini" || m.Tokens == nil {
+			continue
+		}
+		t := m.Tokens
+		if t.Input < 0 || t.Output < 0 || t.Cached < 0 || t.Thoughts < 0 || t.Input > 1e15 || t.Output > 1e15 || t.Cached > 1e15 || t.Thoughts > 1e15 {
+			continue
+		}
+		cached := min(t.Cached, t.Input)
+		ts, _ := time.Parse(time.RFC3339Nano, m.Timestamp)
+		if err := fn(Usage{MessageID: m.ID, Model: m.Model, Timestamp: ts, InputTokens: t.Input - cached, CacheReadInputTokens: cached, OutputTokens: t.Output + t.Thoughts}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
