@@ -4,13 +4,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/spf13/cobra"
+	"go.uber.org/zap"
 
+	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/internal/cmdline"
 	"github.com/drover-dev/drover/internal/logging"
 	"github.com/drover-dev/drover/internal/natsexec"
+	"github.com/drover-dev/drover/templates"
 )
 
 // workerCmd is `droverd worker` (drover worker hands it here): a worker of
@@ -35,7 +39,7 @@ func (a *app) workerCmd(g *cmdline.Globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		nc := natsConfig(cfg)
+		nc := natsexec.ConfigOf(cfg.Run.NATS)
 		if url != "" {
 			nc.URL = url
 		}
@@ -72,10 +76,16 @@ func (a *app) workerCmd(g *cmdline.Globals) *cobra.Command {
 		if err != nil {
 			return err
 		}
-		w := &natsexec.Worker{
-			NC: conn, Streams: st, Identity: id, Name: name, Dir: dir, Concurrency: concurrency,
-			Runner: workerRunner(agent, log.Zap()), Log: log.Zap(),
+		// As a supervisor's: the agents and tests a worker killed -9
+		// leaves behind are ended.
+		tag, stopWatchdog, err := a.startWatchdog(log)
+		if err != nil {
+			log.Zap().Warn("no watchdog: a worker that dies may leave agent and test processes behind", zap.Error(err))
 		}
+		defer stopWatchdog()
+		w := &natsexec.Worker{NC: conn, Streams: st, Identity: id, Name: name, Dir: dir, Concurrency: concurrency, Log: log.Zap()}
+		tmpl := func() (templates.Set, error) { return templates.Load(p.TemplatesDir) }
+		w.Runner = natsexec.ExecutorRunner(actors.NewLocalExecutor(w.Repo(), &sync.Mutex{}, tmpl, nil, tag), agent)
 		log.Zap().Sugar().Infof("drover worker serving %s from %s", id, conn.ConnectedUrlRedacted())
 		return w.Run(ctx)
 	}
