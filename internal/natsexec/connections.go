@@ -50,7 +50,11 @@ func (c *Connections) Executor(cfg config.Config, o api.RunOptions) (executor.Ex
 	if d, ok := c.conns[nc]; ok && !d.NC.IsClosed() {
 		return Executor{D: d}, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// The runs actor waits for this, once per configuration: a refused
+	// connection answers at once, a server that does not answer at all
+	// within ConnectTimeout.
+	nc.ConnectTimeout = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	id, err := RepoIdentity(ctx, c.root, RepoName(c.root))
 	if err != nil {
