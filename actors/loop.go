@@ -225,7 +225,7 @@ func readLoopTranscript(ctx context.Context, path string, prev *session.Transcri
 	}
 	dev, ino := fileID(fi)
 	from := session.TranscriptRead{Path: path, Dev: dev, Ino: ino, Cursor: transcript.NewCursor(transcript.SinceIteration), CostSince: s.StartedAt}
-	if prev != nil && prev.Path == path && prev.Dev == dev && prev.Ino == ino && prev.CostSince.Equal(s.StartedAt) &&
+	if prev != nil && prev.Codex == nil && prev.Path == path && prev.Dev == dev && prev.Ino == ino && prev.CostSince.Equal(s.StartedAt) &&
 		prev.Cursor.Since() == transcript.SinceIteration && prev.Cursor.Resumable(f, fi.Size()) {
 		from = *prev
 	}
@@ -248,24 +248,55 @@ func readLoopTranscript(ctx context.Context, path string, prev *session.Transcri
 
 // otherTranscriptCost is what loop s has spent by the transcript at path
 // in format (a Codex rollout, a Gemini chat: transcript.ScanUsage): each
-// model call's tokens since the loop started, priced. The file is read
-// whole at each Stop; a Gemini chat file is rewritten as it grows, so no
-// offset could be kept.
-func otherTranscriptCost(ctx context.Context, format, path string, s loop.State) (float64, error) {
+// model call's tokens since the loop started, priced. A Codex rollout is
+// append-only, so its reading goes on from prev, where the last Stop's
+// stopped (as a Claude transcript's does), and next is where this one
+// stopped. A Gemini chat file is rewritten as a message grows (its record
+// line is written again, or the whole list with a $set), so no offset
+// could be kept: it is read whole at each Stop, and next is nil.
+func otherTranscriptCost(ctx context.Context, format, path string, prev *session.TranscriptRead, s loop.State) (cost float64, next *session.TranscriptRead, err error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, fmt.Errorf("opening transcript: %w", err)
+		return 0, nil, fmt.Errorf("opening transcript: %w", err)
 	}
 	defer f.Close()
-	var cost float64
-	err = transcript.ScanUsage(ctx, format, f, func(u transcript.Usage) error {
-		cost += loop.UsageCost(s, u)
+	if format != transcript.FormatCodex {
+		err = transcript.ScanUsage(ctx, format, f, func(u transcript.Usage) error {
+			cost += loop.UsageCost(s, u)
+			return nil
+		})
+		if err != nil {
+			return 0, nil, fmt.Errorf("reading transcript %q: %w", path, err)
+		}
+		return cost, nil, nil
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, nil, fmt.Errorf("reading transcript %q: %w", path, err)
+	}
+	dev, ino := fileID(fi)
+	from := session.TranscriptRead{Path: path, Dev: dev, Ino: ino, Codex: &transcript.CodexCursor{}, CostSince: s.StartedAt}
+	if prev != nil && prev.Codex != nil && prev.Path == path && prev.Dev == dev && prev.Ino == ino && prev.CostSince.Equal(s.StartedAt) &&
+		prev.Codex.Resumable(f, fi.Size()) {
+		from = *prev
+	}
+	if _, err := f.Seek(from.Codex.Offset, io.SeekStart); err != nil {
+		return 0, nil, fmt.Errorf("reading transcript %q: %w", path, err)
+	}
+	read := from
+	c, pending, err := transcript.ReadCodex(ctx, *from.Codex, f, func(u transcript.Usage) error {
+		read.CostUSD += loop.UsageCost(s, u)
 		return nil
 	})
 	if err != nil {
-		return 0, fmt.Errorf("reading transcript %q: %w", path, err)
+		return 0, nil, fmt.Errorf("reading transcript %q: %w", path, err)
 	}
-	return cost, nil
+	read.Codex = &c
+	cost = read.CostUSD
+	for _, u := range pending {
+		cost += loop.UsageCost(s, u)
+	}
+	return cost, &read, nil
 }
 
 // fileID is the device and inode of the file fi describes, or zeros
@@ -389,15 +420,16 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 	f := a.loopStopFacts()
 	f.LastAssistantMessage = m.Input.LastAssistantMessage
 	read, ok := a.caughtUpIteration(ctx, m.Input.ClaudeTranscript(), m.Input.LastAssistantMessage)
+	var otherRead *session.TranscriptRead
 	if ok {
 		f.Iteration = &read.it
 		f.CostUSD = read.cost
 	} else if path := m.Input.TranscriptPath; path != "" && m.Input.ClaudeTranscript() == "" {
 		// Another CLI's transcript gives the loop's spend (its budget),
 		// not its iteration.
-		cost, err := otherTranscriptCost(ctx, m.Input.TranscriptFormat, path, a.rec.Loop)
+		cost, next, err := otherTranscriptCost(ctx, m.Input.TranscriptFormat, path, a.rec.LoopTranscript, a.rec.Loop)
 		if err == nil {
-			f.CostUSD = cost
+			f.CostUSD, otherRead = cost, next
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			a.log.Warn("reading transcript", zap.String("path", path), zap.String("format", m.Input.TranscriptFormat), zap.Error(err))
 		}
@@ -417,6 +449,8 @@ func (a *sessionActor) decideLoop(ctx context.Context, m *HandleHook) (decision,
 		d.rec.LoopTranscript = nil
 	case ok:
 		d.rec.LoopTranscript = read.next
+	case otherRead != nil:
+		d.rec.LoopTranscript = otherRead
 	}
 	d.Output = out
 	d.effects = asEffects(effects)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +45,55 @@ func TestLoopCountsOtherCLITranscriptCost(t *testing.T) {
 				t.Errorf("loop cost $%v, want $%v (the usage before the loop not counted)", st.CostUSD, tc.want)
 			}
 		})
+	}
+}
+
+// A loop reads a Codex rollout on from where the last Stop stopped, as it
+// does a Claude Code transcript: the cursor is kept with the record, and
+// a change to the lines already read (same size, same last line) is not
+// read again; what the CLI appended is.
+func TestLoopReadsCodexRolloutOnFromTheLastStop(t *testing.T) {
+	ts := func(d time.Duration) string { return time.Now().Add(d).UTC().Format(time.RFC3339Nano) }
+	before := `{"timestamp":"` + ts(-time.Hour) + `","type":"turn_context","payload":{"model":"gpt-5-codex"}}
+{"timestamp":"` + ts(-time.Hour) + `","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":1000000,"cached_input_tokens":0,"output_tokens":0}}}}
+`
+	iter1 := `{"timestamp":"` + ts(time.Second) + `","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":1200000,"cached_input_tokens":100000,"output_tokens":10000}}}}
+`
+	iter2 := `{"timestamp":"` + ts(2*time.Second) + `","type":"event_msg","payload":{"type":"token_count","info":{"total_token_usage":{"input_tokens":1300000,"cached_input_tokens":100000,"output_tokens":20000}}}}
+`
+	f := newCrashFixture(t, func(*config.Config, string) {})
+	f.startLoop(api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10})
+	path := filepath.Join(t.TempDir(), "rollout.jsonl")
+	if err := os.WriteFile(path, []byte(before+iter1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	msg := "working"
+	stop := func(id string) {
+		t.Helper()
+		r := f.ask("s1", &HandleHook{RequestID: id, Event: hook.Stop, Input: hook.Input{SessionID: "s1", TranscriptPath: path, TranscriptFormat: hook.TranscriptCodex, LastAssistantMessage: &msg}}).(*HookResult)
+		if r.Err != nil || !r.Output.IsBlock() {
+			t.Fatalf("stop %s: %+v", id, r)
+		}
+	}
+	stop("a")
+	// 200,000 input (100,000 of them cached) and 10,000 output tokens.
+	want := (100000*1.25 + 100000*0.125 + 10000*10) / 1e6
+	if st := f.loop("s1", "status", nil); math.Abs(st.CostUSD-want) > 1e-9 {
+		t.Fatalf("after stop 1: loop cost $%v, want $%v", st.CostUSD, want)
+	}
+	if lt := f.record().LoopTranscript; lt == nil || lt.Codex == nil || lt.Codex.Offset != int64(len(before+iter1)) {
+		t.Fatalf("after stop 1: the record keeps the reading %+v; want a Codex cursor at %d", lt, len(before+iter1))
+	}
+	// Read again from the start, the edited total would make the first
+	// iteration's growth 100,000 tokens (all cached) rather than 200,000.
+	edited := strings.Replace(before, "1000000", "1100000", 1)
+	if err := os.WriteFile(path, []byte(edited+iter1+iter2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop("b")
+	// Iteration 2: 100,000 input and 10,000 output tokens more.
+	want += (100000*1.25 + 10000*10) / 1e6
+	if st := f.loop("s1", "status", nil); math.Abs(st.CostUSD-want) > 1e-9 {
+		t.Errorf("after stop 2: loop cost $%v, want $%v (read on from stop 1)", st.CostUSD, want)
 	}
 }

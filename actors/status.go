@@ -34,14 +34,17 @@ func (a *sessionActor) status() *StatusResult {
 
 // sessionStatus is what status shows of rec: its workflow's state and
 // iteration, its health at env's now by status.stale_after, what its
-// plan's reviews cost, and the task files in dir.
+// plan's reviews or its loop cost, and the task files in dir.
 func sessionStatus(rec session.Record, env Env, dir string) api.SessionStatus {
 	root := env.Root
 	state, iteration := SessionState(rec)
 	st := api.SessionStatus{ID: rec.ID, Workflow: string(rec.Workflow), State: state, Iteration: iteration, UpdatedAt: rec.UpdatedAt, LastHookAt: rec.LastHookAt}
 	// The id comes from the store; a bad one must not name a path outside
 	// the plans folder.
-	if rec.Workflow == session.Plan && plan.ValidPlanID(rec.Plan.PlanID) {
+	switch {
+	case rec.Workflow == session.Loop:
+		st.CostUSD = rec.Loop.CostUSD
+	case rec.Workflow == session.Plan && plan.ValidPlanID(rec.Plan.PlanID):
 		st.CostUSD = ReadPlanTotals(planDirAt(root, rec.Plan.PlanID), rec.ID).SessionCostUSD
 	}
 	st.Health = string(rec.Health(env.now(), env.Config().Status.StaleAfter))

@@ -37,7 +37,7 @@ func TestSessionStatus(t *testing.T) {
 		{"no workflow yet", session.Record{}, "off", "", 0, session.Idle},
 		{"loop running", session.Record{Workflow: session.Loop, Loop: loop.State{Active: true, Iteration: 4}}, "on", "loop", 4, session.Working},
 		{"loop running, silent too long", session.Record{Workflow: session.Loop, Loop: loop.State{Active: true, Iteration: 4}, LastHookAt: at.Add(-time.Hour)}, "on", "loop", 4, session.Stale},
-		{"loop ended", session.Record{Workflow: session.Loop, Loop: loop.State{Iteration: 9}}, "off", "loop", 9, session.Idle},
+		{"loop ended", session.Record{Workflow: session.Loop, Loop: loop.State{Iteration: 9, CostUSD: 0.6}}, "off", "loop", 9, session.Idle},
 		{"plan", session.Record{Workflow: session.Plan, Plan: plan.State{Phase: plan.PhaseCodeReview, Iteration: 2, PlanID: "../escape"}}, string(plan.PhaseCodeReview), "plan", 2, session.Working},
 		{"plan, session ended", session.Record{Workflow: session.Plan, Plan: plan.State{Phase: plan.PhaseCodeReview, Iteration: 2}, EndedAt: at}, string(plan.PhaseCodeReview), "plan", 2, session.Ended},
 	}
@@ -57,8 +57,10 @@ func TestSessionStatus(t *testing.T) {
 			if st.Pending != 2 || st.Done != 1 || st.Stuck != 1 || st.NextTask != filepath.Join(dir, "20260101T000000.md") {
 				t.Errorf("task counts: %+v", st)
 			}
-			if st.CostUSD != 0 {
-				t.Errorf("cost %v from a plan id that is not valid", st.CostUSD)
+			// A loop shows its spend; a plan with an id that is not valid
+			// shows none.
+			if st.CostUSD != c.rec.Loop.CostUSD {
+				t.Errorf("cost %v, want %v", st.CostUSD, c.rec.Loop.CostUSD)
 			}
 		})
 	}

@@ -10,7 +10,10 @@ import (
 
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/hook"
+	"github.com/drover-dev/drover/internal/natsexec"
 	"github.com/drover-dev/drover/internal/rungraph"
 )
 
@@ -24,6 +27,8 @@ import (
 // reviews and plan reviews together stay within review.max_parallel; and
 // the tag of what the supervisor starts, for its watchdog.
 func (s *Server) startRuns(env actors.Env) func() {
+	// The nats executor's connections last as long as the runs actor.
+	conns := natsexec.NewConnections(s.opts.Paths.Root)
 	pid, err := s.system.Root.SpawnNamed(actors.NewRunsProps(actors.RunsEnv{
 		Store:     s.store,
 		Root:      s.opts.Paths.Root,
@@ -34,15 +39,20 @@ func (s *Server) startRuns(env actors.Env) func() {
 		ChildTag:  env.ChildTag,
 		Events:    env.Events,
 		Killed:    env.Killed,
+		Executors: map[string]func(config.Config, api.RunOptions) (executor.Executor, error){
+			executor.NATS: conns.Executor,
+		},
 	}), actors.RunsActorName)
 	if err != nil {
 		s.log.Error("spawning the runs actor", zap.Error(err))
+		conns.Close()
 		return func() {}
 	}
 	return func() {
 		if err := s.system.Root.StopFuture(pid).Wait(); err != nil {
 			s.log.Warn("stopping the runs actor", zap.Error(err))
 		}
+		conns.Close()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -801,17 +802,23 @@ func TestRunRejectsBadGraph(t *testing.T) {
 	}
 }
 
-// TestRunExecutorNATSNotYet: the nats executor is refused with a clear
-// error while this drover has none, and so are a NATS URL holding
-// credentials and an unknown executor.
-func TestRunExecutorNATSNotYet(t *testing.T) {
+// TestRunExecutorNATSRefused: the nats executor with NATS that does not
+// answer is refused with an error naming its URL, and so are a NATS URL
+// holding credentials and an unknown executor.
+func TestRunExecutorNATSRefused(t *testing.T) {
 	f := newRunFixture(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nowhere := "nats://" + l.Addr().String()
+	l.Close()
 	for _, c := range []struct {
 		name string
 		args []string
 		want string
 	}{
-		{"nats", []string{"--executor", "nats", "--nats", "nats://127.0.0.1:4222"}, "executor nats: this drover has no nats executor yet"},
+		{"nats unreachable", []string{"--executor", "nats", "--nats", nowhere}, "executor nats: connecting to NATS at " + nowhere},
 		{"nats without url", []string{"--executor", "nats"}, "executor nats: no NATS URL (drover run --nats URL, or run.nats.url)"},
 		{"credentials in the url", []string{"--executor", "nats", "--nats", "nats://me:secret@127.0.0.1:4222"}, "holds credentials; they go in run.nats.user"},
 		{"unknown", []string{"--executor", "ssh"}, `executor "ssh": not one of local, nats`},

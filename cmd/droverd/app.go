@@ -70,6 +70,7 @@ config, reflect, converge and route to it with the same arguments.`,
 		a.reflectCmd(g),
 		a.convergeCmd(g),
 		a.routeCmd(g),
+		a.workerCmd(g),
 		a.watchdogCmd(),
 	)
 	return root

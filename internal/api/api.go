@@ -116,7 +116,8 @@ type SessionStatus struct {
 	Stuck     int    `json:"stuck"`
 	NextTask  string `json:"next_task,omitempty"`
 	// CostUSD is what this session's reviewer runs have cost (plan
-	// sessions; 0 for the others).
+	// sessions), or a loop's spend as its transcript reports it (loop
+	// sessions); 0 for the others.
 	CostUSD   float64   `json:"cost_usd"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// Health is whether the session's agent is still there: idle,

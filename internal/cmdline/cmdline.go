@@ -9,6 +9,7 @@ package cmdline
 
 import (
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -151,4 +152,34 @@ func required(cmd *cobra.Command, names ...string) {
 	for _, n := range names {
 		_ = cmd.MarkFlagRequired(n)
 	}
+}
+
+// Worker is `worker`, a machine's worker of the nats executor.
+func Worker() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "worker --nats URL [--concurrency N] [--agent CMD]",
+		Short: "Work the iterations of drover runs that use the nats executor, pulled from NATS JetStream",
+		Long: `worker serves one repository (the project's: its root commit and
+--repo-name are its identity, and a job of another repository is refused)
+to drover runs started with --executor nats. It pulls each iteration as a
+job from the NATS JetStream work queue, unpacks the job's git bundle into a
+repository of its own (--dir), runs the agent and the targeted tests with
+the same process rules as a local run, reports the agent's progress while it
+works, sends back a bundle of the task branch's new commits with the result,
+and acknowledges the job. A worker that dies stops acknowledging: after the
+ack wait its job goes to another worker and runs again from the same base.
+SIGTERM or SIGINT hands the jobs at work back and stops.
+
+The NATS credentials are the project's run.nats.* configuration (the config
+files or the DROVER_RUN_NATS_* variables), never a task's text.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.Flags().String("nats", "", "NATS server URL(s), comma-separated (default: run.nats.url)")
+	cmd.Flags().Int("concurrency", 1, "iterations at once")
+	cmd.Flags().String("agent", "", "agent command template, as run.agent (default: the run's own)")
+	cmd.Flags().String("name", "", "this worker's name in results and drover run status (default: host-pid)")
+	cmd.Flags().String("repo-name", "", "the repository's name in its identity (default: the project directory's name)")
+	cmd.Flags().String("dir", "", "the worker's repositories and work trees (default: the user cache directory's drover/worker)")
+	cmd.Flags().Duration("ack-wait", 30*time.Second, "how long a job stays with a worker that stopped saying it works on it before it goes to another (the same on every worker of a repository)")
+	return cmd
 }

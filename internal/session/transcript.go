@@ -19,6 +19,9 @@ type TranscriptRead struct {
 	// Cursor holds the lines read and what they gave: the iteration so
 	// far, the usage of the message being written, the dedupe window.
 	Cursor transcript.Cursor `json:"cursor"`
+	// Codex, when set, is where the reading of a Codex rollout stopped
+	// instead (Cursor reads only Claude Code's transcripts).
+	Codex *transcript.CodexCursor `json:"codex,omitempty"`
 	// CostSince is the start of the loop whose spend CostUSD adds up:
 	// the cost of the messages completed before the Cursor that were
 	// written since then (loop.UsageCost). A new loop reads again.

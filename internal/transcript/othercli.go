@@ -99,64 +99,166 @@ func (t codexTokens) valid() bool {
 	return t.Input >= 0 && t.Cached >= 0 && t.Output >= 0 && t.Input < top && t.Cached < top && t.Output < top
 }
 
-// scanCodex reports one Usage per token_count event that adds tokens: the
-// growth of its total_token_usage since the last one (Codex repeats a
-// token_count when only its rate limits changed), or its
-// last_token_usage when the total went down (a resumed or compacted
-// session). The model is the last turn_context's.
+// scanCodex reports one Usage per token_count event that adds tokens (see
+// codexScan.line).
 func scanCodex(ctx context.Context, r io.Reader, fn func(Usage) error) error {
-	var model string
-	var total codexTokens
-	return eachLine(ctx, r, func(line []byte) error {
-		var rec struct {
-			Timestamp string          `json:"timestamp"`
-			Type      string          `json:"type"`
-			Payload   json.RawMessage `json:"payload"`
+	var sc codexScan
+	return eachLine(ctx, r, func(line []byte) error { return sc.line(line, fn) })
+}
+
+// codexScan is what reading a Codex rollout carries from line to line:
+// the model of the last turn_context and the last token totals.
+type codexScan struct {
+	Model string      `json:"model,omitempty"`
+	Total codexTokens `json:"total"`
+}
+
+// line reads one line of a rollout and reports the Usage of a token_count
+// event that adds tokens: the growth of its total_token_usage since the
+// last one (Codex repeats a token_count when only its rate limits
+// changed), or its last_token_usage when the total went down (a resumed or
+// compacted session). The model is the last turn_context's.
+func (sc *codexScan) line(line []byte, fn func(Usage) error) error {
+	var rec struct {
+		Timestamp string          `json:"timestamp"`
+		Type      string          `json:"type"`
+		Payload   json.RawMessage `json:"payload"`
+	}
+	if json.Unmarshal(line, &rec) != nil {
+		return nil
+	}
+	switch rec.Type {
+	case "turn_context":
+		var tc struct {
+			Model string `json:"model"`
 		}
-		if json.Unmarshal(line, &rec) != nil {
+		if json.Unmarshal(rec.Payload, &tc) == nil && tc.Model != "" {
+			sc.Model = tc.Model
+		}
+	case "event_msg":
+		var ev struct {
+			Type string `json:"type"`
+			Info *struct {
+				Total *codexTokens `json:"total_token_usage"`
+				Last  *codexTokens `json:"last_token_usage"`
+			} `json:"info"`
+		}
+		if json.Unmarshal(rec.Payload, &ev) != nil || ev.Type != "token_count" || ev.Info == nil {
 			return nil
 		}
-		switch rec.Type {
-		case "turn_context":
-			var tc struct {
-				Model string `json:"model"`
+		var d codexTokens
+		switch t, l := ev.Info.Total, ev.Info.Last; {
+		case t != nil && t.valid() && t.Input >= sc.Total.Input && t.Cached >= sc.Total.Cached && t.Output >= sc.Total.Output:
+			d = codexTokens{t.Input - sc.Total.Input, t.Cached - sc.Total.Cached, t.Output - sc.Total.Output}
+			sc.Total = *t
+		case l != nil && l.valid():
+			d = *l
+			if t != nil && t.valid() {
+				sc.Total = *t
 			}
-			if json.Unmarshal(rec.Payload, &tc) == nil && tc.Model != "" {
-				model = tc.Model
-			}
-		case "event_msg":
-			var ev struct {
-				Type string `json:"type"`
-				Info *struct {
-					Total *codexTokens `json:"total_token_usage"`
-					Last  *codexTokens `json:"last_token_usage"`
-				} `json:"info"`
-			}
-			if json.Unmarshal(rec.Payload, &ev) != nil || ev.Type != "token_count" || ev.Info == nil {
-				return nil
-			}
-			var d codexTokens
-			switch t, l := ev.Info.Total, ev.Info.Last; {
-			case t != nil && t.valid() && t.Input >= total.Input && t.Cached >= total.Cached && t.Output >= total.Output:
-				d = codexTokens{t.Input - total.Input, t.Cached - total.Cached, t.Output - total.Output}
-				total = *t
-			case l != nil && l.valid():
-				d = *l
-				if t != nil && t.valid() {
-					total = *t
-				}
-			default:
-				return nil
-			}
-			if d == (codexTokens{}) {
-				return nil
-			}
-			cached := min(d.Cached, d.Input)
-			ts, _ := time.Parse(time.RFC3339Nano, rec.Timestamp)
-			return fn(Usage{Model: model, Timestamp: ts, InputTokens: d.Input - cached, CacheReadInputTokens: cached, OutputTokens: d.Output})
+		default:
+			return nil
 		}
-		return nil
-	})
+		if d == (codexTokens{}) {
+			return nil
+		}
+		cached := min(d.Cached, d.Input)
+		ts, _ := time.Parse(time.RFC3339Nano, rec.Timestamp)
+		return fn(Usage{Model: sc.Model, Timestamp: ts, InputTokens: d.Input - cached, CacheReadInputTokens: cached, OutputTokens: d.Output})
+	}
+	return nil
+}
+
+// CodexCursor is where an incremental reading of a Codex rollout stopped:
+// the offset after the last complete line read, the end of that line (to
+// tell a file rewritten under it), and the model and token totals read so
+// far. A rollout is append-only (a resumed session appends to its file),
+// so the next read takes up at the offset and costs what the new lines
+// cost. (Gemini CLI rewrites its chat file as a message grows: it has no
+// such cursor.) The zero CodexCursor reads from the start; it encodes as
+// JSON, to be kept with the session's state.
+type CodexCursor struct {
+	Offset int64     `json:"offset"`
+	Tail   []byte    `json:"tail,omitempty"`
+	Scan   codexScan `json:"scan"`
+}
+
+// Resumable reports whether the rollout r, of size bytes, may be read on
+// from c: not shorter than what was read, and with the end of the last
+// line read still just before the offset. Else read it from the start.
+func (c CodexCursor) Resumable(r io.ReaderAt, size int64) bool {
+	if c.Offset == 0 {
+		return true
+	}
+	if size < c.Offset || len(c.Tail) == 0 || int64(len(c.Tail)) > c.Offset || c.Tail[len(c.Tail)-1] != '\n' {
+		return false
+	}
+	got := make([]byte, len(c.Tail))
+	if _, err := r.ReadAt(got, c.Offset-int64(len(got))); err != nil {
+		return false
+	}
+	return bytes.Equal(got, c.Tail)
+}
+
+// ReadCodex reads a Codex rollout from r, which starts at c.Offset, to its
+// end, calls fn with the usage of each complete line (as ScanUsage), and
+// returns the cursor after the last complete line and the usage of an
+// unterminated last line, which the CLI may still be writing: it is read
+// again by the next ReadCodex. fn's error ends the reading; fn may be nil.
+func ReadCodex(ctx context.Context, c CodexCursor, r io.Reader, fn func(Usage) error) (CodexCursor, []Usage, error) {
+	if fn == nil {
+		fn = func(Usage) error { return nil }
+	}
+	n := CodexCursor{Offset: c.Offset, Tail: bytes.Clone(c.Tail), Scan: c.Scan}
+	br := bufio.NewReaderSize(r, 64<<10)
+	var buf, end []byte // the line so far, and its last tailLen bytes
+	var size int64
+	long := false
+	keep := func(b, add []byte) []byte {
+		b = append(b, add...)
+		if len(b) > tailLen {
+			b = append(b[:0], b[len(b)-tailLen:]...)
+		}
+		return b
+	}
+	for lines := 1; ; {
+		part, err := br.ReadSlice('\n')
+		size += int64(len(part))
+		if !long && len(buf)+len(part) > maxOtherLine {
+			long, buf = true, buf[:0]
+		} else if !long {
+			buf = append(buf, part...)
+		}
+		end = keep(end, part)
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err == nil:
+			if !long && len(bytes.TrimSpace(buf)) > 0 {
+				if ferr := n.Scan.line(buf, fn); ferr != nil {
+					return c, nil, ferr
+				}
+			}
+			n.Offset += size
+			n.Tail = keep(n.Tail, end)
+			buf, end, size, long = buf[:0], end[:0], 0, false
+			if lines++; lines%64 == 0 {
+				if err := ctx.Err(); err != nil {
+					return c, nil, err
+				}
+			}
+			continue
+		case errors.Is(err, io.EOF):
+			var pending []Usage
+			if !long && len(bytes.TrimSpace(buf)) > 0 {
+				sc := n.Scan
+				_ = sc.line(buf, func(u Usage) error { pending = append(pending, u); return nil })
+			}
+			return n, pending, nil
+		default:
+			return c, nil, fmt.Errorf("reading transcript: %w", err)
+		}
+	}
 }
 
 // geminiMessage is a message of a Gemini chat file, with what the usage

@@ -1,12 +1,15 @@
 package transcript
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -77,4 +80,51 @@ func FuzzScanUsage(f *testing.F) {
 			}
 		}
 	})
+}
+
+// ReadCodex, cut at every byte of a rollout (as if the CLI were still
+// writing there) and then read on from its cursor, reports what ScanUsage
+// reports of the whole file: each usage once, the unterminated line's as
+// pending only. A rewritten file is not resumable.
+func TestReadCodexResumes(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "othercli", "codex-rollout.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var want []Usage
+	if err := ScanUsage(ctx, FormatCodex, bytes.NewReader(data), func(u Usage) error { want = append(want, u); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(want) < 2 {
+		t.Fatalf("the rollout reports %d usages; the test needs several", len(want))
+	}
+	for cut := range len(data) + 1 {
+		var got []Usage
+		add := func(u Usage) error { got = append(got, u); return nil }
+		c, pending, err := ReadCodex(ctx, CodexCursor{}, bytes.NewReader(data[:cut]), add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Offset > int64(cut) || c.Offset > 0 && data[c.Offset-1] != '\n' || !c.Resumable(bytes.NewReader(data), int64(len(data))) {
+			t.Fatalf("cut %d: cursor at %d, not after a complete line the whole file still has", cut, c.Offset)
+		}
+		if whole := append(slices.Clone(got), pending...); len(whole) > len(want) || len(whole) > 0 && !reflect.DeepEqual(whole, want[:len(whole)]) {
+			t.Fatalf("cut %d: read %+v then pending %+v; want a prefix of %+v", cut, got, pending, want)
+		}
+		c, pending, err = ReadCodex(ctx, c, bytes.NewReader(data[c.Offset:]), add)
+		if err != nil || len(pending) != 0 || c.Offset != int64(len(data)) {
+			t.Fatalf("cut %d: read on to %d of %d, pending %v, err %v", cut, c.Offset, len(data), pending, err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("cut %d: read %+v in two parts, want %+v", cut, got, want)
+		}
+	}
+	c, _, _ := ReadCodex(ctx, CodexCursor{}, bytes.NewReader(data), nil)
+	rewritten := bytes.Replace(data, []byte("\n"), []byte("\n\n"), 1)
+	for name, file := range map[string][]byte{"truncated": data[:len(data)/2], "rewritten": rewritten[:len(data)]} {
+		if c.Resumable(bytes.NewReader(file), int64(len(file))) {
+			t.Errorf("a %s rollout is resumable", name)
+		}
+	}
 }

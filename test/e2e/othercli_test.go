@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -479,6 +480,77 @@ func TestAgentPlanReview(t *testing.T) {
 			}
 			if got := p.subjects(); !slices.Equal(got, []string{"initial commit", "drover init --cli " + a.cli.Name, "plan: post-review 1"}) {
 				t.Errorf("git log: %q", got)
+			}
+		})
+	}
+}
+
+// agentBudgetScenario is loop-usd.yaml for another CLI: the agent starts a
+// loop with a $0.50 budget and never finishes; each answer in the loop
+// reports output tokens worth $0.30 at drover's list price of the CLI's
+// model (gpt-5.5 as GPT-5, $10 per million output tokens; gemini-2.5-flash,
+// $2.50), so the first iteration stays under the budget and the second
+// spends it. Output tokens, not input: a large prompt count would make
+// either CLI compact its history. The answer that starts the loop reports
+// none.
+func agentBudgetScenario(a agentCLI) *fakemodel.Scenario {
+	no, yes := false, true
+	out := 30000
+	if a.cli.Name == "gemini" {
+		out = 120000
+	}
+	spend := &fakemodel.Usage{OutputTokens: out}
+	return &fakemodel.Scenario{Rules: []fakemodel.Rule{
+		{Name: "start", When: fakemodel.Match{LastUserContains: "LOOP-START", LastIsToolResult: &no}, Times: 1,
+			Answer: fakemodel.Answer{Text: "Starting the loop.", Usage: &fakemodel.Usage{}, ToolCalls: a.shell(
+				`drover loop start "tidy the changelog" --max-iterations 5 --max-usd 0.5`)}},
+		{Name: "iteration", When: fakemodel.Match{LastIsToolResult: &yes, LastUserMatches: `# drover loop: iteration (?P<n>1) of (?P<max>\d+)`}, Times: 1,
+			Answer: fakemodel.Answer{Text: "Iteration {{n}} of {{max}}: still working.", Usage: spend}},
+		{Name: "iteration", When: fakemodel.Match{LastIsToolResult: &no, LastUserMatches: `# drover loop: iteration (?P<n>\d+) of (?P<max>\d+)`},
+			Answer: fakemodel.Answer{Text: "Iteration {{n}} of {{max}}: still working.", Usage: spend}},
+	}}
+}
+
+// TestAgentLoopDollarBudget runs TestLoopDollarBudget's loop with the Codex
+// CLI and the Gemini CLI as the agent: drover prices the tokens each CLI
+// writes to its own transcript (a Codex rollout, a Gemini chat file), the
+// second iteration's answer spends the $0.50 budget, and the stop after it
+// is allowed with the loop ended on max_usd. `drover status --json` shows
+// the session's spend.
+func TestAgentLoopDollarBudget(t *testing.T) {
+	t.Parallel()
+	for _, a := range otherAgents {
+		t.Run(a.cli.Name, func(t *testing.T) {
+			t.Parallel()
+			sid := newSessionID(t)
+			p := newAgentProject(t, a, agentBudgetScenario(a))
+			res := p.runAgent(a, sid, "LOOP-START")
+			if res.ExitCode != 0 || !strings.Contains(res.Stdout, "Iteration 2 of 5: still working.") {
+				t.Fatalf("exit %d, stdout %q; want 0 and the answer to iteration 2", res.ExitCode, res.Stdout)
+			}
+			reqs := p.model.Turns()
+			sid = agentSession(t, a, sid, reqs)
+			if got, want := ruleNames(reqs), []string{"start", "iteration", "iteration"}; !slices.Equal(got, want) {
+				t.Fatalf("model requests answered by %q, want %q (the start, one per iteration)", got, want)
+			}
+			if w := "Budget: iteration 1 of 5; $0.00 of $0.50"; !strings.Contains(reqs[1].LastUserText, w) {
+				t.Errorf("the first iteration's prompt lacks %q:\n%s", w, reqs[1].LastUserText)
+			}
+			reasons := a.blockReasons(reqs)
+			if got, want := loopBlocks(reasons), []string{"2/5 developer exploring"}; !slices.Equal(got, want) {
+				t.Fatalf("block reasons %q, want %q", got, want)
+			}
+			if w := "Budget: iteration 2 of 5; $0.30 of $0.50"; !strings.Contains(reasons[0], w) {
+				t.Errorf("the block lacks %q:\n%s", w, reasons[0])
+			}
+			st := p.loopStatus(sid)
+			if st.Active || st.Iteration != 2 || st.Outcome != "max_usd" || st.Status != "budget_exhausted" ||
+				st.StatusReason != "$0.60 spent reached the budget of $0.50" || fmt.Sprintf("%.2f", st.CostUSD) != "0.60" {
+				t.Errorf("loop status %+v; want inactive at iteration 2, outcome max_usd, status budget_exhausted, $0.60 spent", st)
+			}
+			s := p.session(sid)
+			if s.Workflow != "loop" || s.State != "off" || fmt.Sprintf("%.2f", s.CostUSD) != "0.60" {
+				t.Errorf("drover status: session %s is %s %s at $%v; want the loop off at $0.60", sid, s.Workflow, s.State, s.CostUSD)
 			}
 		})
 	}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/drover-dev/drover/internal/api"
+)
+
+// startNATS runs a NATS server with JetStream on loopback for the test
+// and returns its URL.
+func startNATS(t *testing.T) string {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the NATS server did not start")
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s.ClientURL()
+}
+
+// startWorker runs `drover worker` named name in p's project until the
+// test ends.
+func startWorker(t *testing.T, p *proj, url, name string) {
+	t.Helper()
+	cmd := exec.Command(droverBin, "worker", "--nats", url, "--name", name, "--concurrency", "2", "--dir", t.TempDir())
+	cmd.Dir, cmd.Env = p.root, append(p.env, "CLAUDE_PROJECT_DIR="+p.root)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("drover worker %s: %v\n%s", name, err, stderr.String())
+		}
+	})
+}
+
+// TestRunOnNATSWorkers: drover run --executor nats works the fixture's
+// three waves on two drover workers with the same result as the local
+// executor, and its status names the worker of each task.
+func TestRunOnNATSWorkers(t *testing.T) {
+	f := newRunFixture(t)
+	url := startNATS(t)
+	startWorker(t, f.proj, url, "w1")
+	startWorker(t, f.proj, url, "w2")
+	out := f.must("", append(f.args, "--executor", "nats", "--nats", url)...)
+	id := runIDFrom(t, out)
+	if !strings.Contains(out, "run "+id+" done") {
+		t.Fatalf("run did not report done:\n%s", out)
+	}
+	for task, want := range map[string]int{"a": 1, "b": 1, "c": 1, "d": 2} {
+		if got := f.count(task); got != want {
+			t.Errorf("task %s ran %d times, want %d", task, got, want)
+		}
+	}
+	for _, task := range []string{"a", "b", "c", "d"} {
+		f.git("cat-file", "-e", "main:"+task+".txt")
+	}
+	r := f.runStatus(id)
+	if r.State != api.RunDone || r.Merged != 3 || r.Waves != 3 || r.CostUSD != 2.5 {
+		t.Errorf("run status: state %s, merged %d of %d, cost %v", r.State, r.Merged, r.Waves, r.CostUSD)
+	}
+	for _, task := range r.Tasks {
+		if task.State != api.TaskDone || (task.Worker != "w1" && task.Worker != "w2") {
+			t.Errorf("task %s: %+v; want done on w1 or w2", task.ID, task)
+		}
+	}
+}

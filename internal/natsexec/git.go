@@ -1,0 +1,154 @@
+package natsexec
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Identity names the repository a job belongs to: its root commit and the
+// name it was configured with. A worker serves one identity and refuses
+// the jobs of any other.
+type Identity struct {
+	Name string `json:"name"`
+	Root string `json:"root"`
+}
+
+// String is the identity as people read it.
+func (i Identity) String() string {
+	r := i.Root
+	if len(r) > 12 {
+		r = r[:12]
+	}
+	return i.Name + "@" + r
+}
+
+// Key is the identity as one NATS subject token.
+func (i Identity) Key() string {
+	h := sha256.Sum256([]byte(i.Name + "\x00" + i.Root))
+	return hex.EncodeToString(h[:8])
+}
+
+// RepoIdentity returns the identity of the repository at dir under name:
+// its first root commit (a history with several roots names the least).
+func RepoIdentity(ctx context.Context, dir, name string) (Identity, error) {
+	out, err := gitOut(ctx, dir, "rev-list", "--max-parents=0", "HEAD")
+	if err != nil {
+		return Identity{}, fmt.Errorf("the identity of repository %q: %w", dir, err)
+	}
+	roots := strings.Fields(out)
+	if len(roots) == 0 {
+		return Identity{}, fmt.Errorf("the identity of repository %q: no root commit", dir)
+	}
+	if name == "" {
+		return Identity{}, fmt.Errorf("the identity of repository %q: no name", dir)
+	}
+	return Identity{Name: name, Root: slices.Min(roots)}, nil
+}
+
+// gitOut runs git in dir and returns its trimmed output.
+func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// refHead returns the commit ref names, or "" when there is no such ref.
+func refHead(ctx context.Context, dir, ref string) (string, error) {
+	out, err := gitOut(ctx, dir, "for-each-ref", "--format=%(objectname)", ref)
+	if err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// countBetween counts the commits of to that from lacks.
+func countBetween(ctx context.Context, dir, from, to string) (int, error) {
+	out, err := gitOut(ctx, dir, "rev-list", "--count", from+".."+to)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(out)
+}
+
+// bundleJob writes to file a bundle of what a job on branch from base
+// needs: base (under baseRef, a temporary ref) and branch, when it exists.
+// It returns the branch's commit ("" when the branch does not exist yet).
+func bundleJob(ctx context.Context, repo, file, baseRef, base, branch string) (string, error) {
+	head, err := refHead(ctx, repo, "refs/heads/"+branch)
+	if err != nil {
+		return "", err
+	}
+	if _, err := gitOut(ctx, repo, "update-ref", baseRef, base); err != nil {
+		return "", fmt.Errorf("marking base %s: %w", base, err)
+	}
+	// The temporary ref goes whatever happens; a failed delete only
+	// leaves a ref under refs/drover/ behind.
+	defer func() { _, _ = gitOut(context.WithoutCancel(ctx), repo, "update-ref", "-d", baseRef) }()
+	refs := []string{baseRef}
+	if head != "" {
+		refs = append(refs, "refs/heads/"+branch)
+	}
+	if _, err := gitOut(ctx, repo, append([]string{"bundle", "create", "--quiet", file}, refs...)...); err != nil {
+		return "", fmt.Errorf("bundling %s for branch %s: %w", base, branch, err)
+	}
+	return head, nil
+}
+
+// fetchBranch fetches branch from bundle file into repo under ref, and
+// returns its commit.
+func fetchBranch(ctx context.Context, repo, file, branch, ref string) (string, error) {
+	if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/heads/"+branch+":"+ref); err != nil {
+		return "", fmt.Errorf("fetching branch %s from a bundle: %w", branch, err)
+	}
+	return gitOut(ctx, repo, "rev-parse", ref)
+}
+
+// ErrBranchMoved is the result of a job whose task branch moved in the
+// project while the job ran: its commits are not applied.
+var ErrBranchMoved = errors.New("the task branch moved while the job ran")
+
+// setBranch points branch at head if it is still at old ("" : absent).
+func setBranch(ctx context.Context, repo, branch, head, old string) error {
+	if old == "" {
+		old = strings.Repeat("0", len(head))
+	}
+	if _, err := gitOut(ctx, repo, "update-ref", "refs/heads/"+branch, head, old); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBranchMoved, branch, err)
+	}
+	return nil
+}
+
+// putBundle stores the bundle at file as object name.
+func putBundle(ctx context.Context, obs jetstream.ObjectStore, file, name string) error {
+	f, err := os.Open(file)
+	if err != nil {
+		return fmt.Errorf("opening bundle %q: %w", file, err)
+	}
+	defer f.Close()
+	if _, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name}, f); err != nil {
+		return fmt.Errorf("storing bundle %s: %w", name, err)
+	}
+	return nil
+}
+
+// RepoName is the name in the identity of the repository at root, the
+// same on a supervisor and on its workers unless they are told another:
+// its directory's name.
+func RepoName(root string) string { return filepath.Base(root) }

@@ -1,0 +1,114 @@
+package natsexec
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// The names drover uses on NATS. One jobs subject per run of a repository
+// (drover.jobs.<repo>.<run>), one results subject per job, progress on
+// plain (not stored) subjects.
+const (
+	JobsStream    = "DROVER_JOBS"
+	ResultsStream = "DROVER_RESULTS"
+	BundleBucket  = "drover-bundles"
+	jobsPrefix    = "drover.jobs."
+	resultsPrefix = "drover.results."
+	progressPref  = "drover.progress."
+	// DefaultAckWait is how long a job stays with a worker that stopped
+	// saying it works on it, before it goes to another.
+	DefaultAckWait = 30 * time.Second
+)
+
+// Streams are the JetStream handles drover uses.
+type Streams struct {
+	JS      jetstream.JetStream
+	Bundles jetstream.ObjectStore
+	// AckWait is the jobs consumers' ack wait.
+	AckWait time.Duration
+}
+
+// Setup creates (or updates) the jobs work-queue stream, the results
+// stream and the bundle bucket. ackWait zero means DefaultAckWait.
+func Setup(ctx context.Context, js jetstream.JetStream, ackWait time.Duration) (Streams, error) {
+	if ackWait <= 0 {
+		ackWait = DefaultAckWait
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        JobsStream,
+		Description: "drover iterations waiting for a worker",
+		Subjects:    []string{jobsPrefix + ">"},
+		Retention:   jetstream.WorkQueuePolicy,
+		// A supervisor that publishes a job again (a retry, a restart)
+		// within the window is not a second job.
+		Duplicates: 10 * time.Minute,
+	}); err != nil {
+		return Streams{}, fmt.Errorf("creating the NATS stream %s: %w", JobsStream, err)
+	}
+	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        ResultsStream,
+		Description: "drover iterations' results",
+		Subjects:    []string{resultsPrefix + ">"},
+		MaxAge:      24 * time.Hour,
+		// A job run twice (redelivered while its first worker still
+		// finished) has one result.
+		Duplicates: 10 * time.Minute,
+	}); err != nil {
+		return Streams{}, fmt.Errorf("creating the NATS stream %s: %w", ResultsStream, err)
+	}
+	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
+		Bucket:      BundleBucket,
+		Description: "git bundles of drover jobs and their results",
+		TTL:         24 * time.Hour,
+	})
+	if err != nil {
+		return Streams{}, fmt.Errorf("creating the NATS object store %s: %w", BundleBucket, err)
+	}
+	return Streams{JS: js, Bundles: obs, AckWait: ackWait}, nil
+}
+
+// workers returns the durable pull consumer the workers of repo share.
+func (s Streams) workers(ctx context.Context, repo Identity) (jetstream.Consumer, error) {
+	key := repo.Key()
+	c, err := s.JS.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{
+		Durable:       "workers-" + key,
+		Description:   "drover workers of " + repo.String(),
+		FilterSubject: jobsPrefix + key + ".>",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       s.AckWait,
+		MaxDeliver:    -1,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the NATS consumer of %s: %w", repo, err)
+	}
+	return c, nil
+}
+
+func jobSubject(repo Identity, runID string) string {
+	return jobsPrefix + repo.Key() + "." + token(runID)
+}
+
+func resultSubject(repo Identity, jobID string) string {
+	return resultsPrefix + repo.Key() + "." + token(jobID)
+}
+
+func progressSubject(repo Identity, jobID string) string {
+	return progressPref + repo.Key() + "." + token(jobID)
+}
+
+var plainToken = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// token is s as one subject token: itself when it is plain, else a hash.
+func token(s string) string {
+	if plainToken.MatchString(s) {
+		return s
+	}
+	h := sha256.Sum256([]byte(s))
+	return "h" + hex.EncodeToString(h[:12])
+}

@@ -1,0 +1,334 @@
+package natsexec
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
+	"go.uber.org/zap"
+)
+
+// Runner runs a job's iteration in repo, the worker's own repository of
+// the job's identity, where the job's base commit is present and its
+// branch is where the supervisor had it (absent when it is new). report
+// sends progress to the supervisor without waiting.
+type Runner interface {
+	Run(ctx context.Context, repo string, job Job, report func(json.RawMessage)) (json.RawMessage, error)
+}
+
+// RunnerFunc is a function as a Runner.
+type RunnerFunc func(ctx context.Context, repo string, job Job, report func(json.RawMessage)) (json.RawMessage, error)
+
+// Run calls f.
+func (f RunnerFunc) Run(ctx context.Context, repo string, job Job, report func(json.RawMessage)) (json.RawMessage, error) {
+	return f(ctx, repo, job, report)
+}
+
+// Worker pulls the jobs of one repository and runs them.
+type Worker struct {
+	NC       *nats.Conn
+	Streams  Streams
+	Identity Identity
+	// Name names the worker in results and progress (default host-pid).
+	Name string
+	// Dir holds the worker's repository (Dir/<identity key>).
+	Dir string
+	// Concurrency is how many jobs run at once (default 1).
+	Concurrency int
+	Runner      Runner
+	Log         *zap.Logger
+
+	// git serializes the changes to the worker's repository: fetching a
+	// job's bundle, bundling a result.
+	git sync.Mutex
+}
+
+// Repo is the worker's repository.
+func (w *Worker) Repo() string { return filepath.Join(w.Dir, w.Identity.Key()) }
+
+// Run pulls and runs jobs until ctx ends. A job at work when ctx ends is
+// handed back (nak) for another worker.
+func (w *Worker) Run(ctx context.Context) error {
+	if w.Log == nil {
+		w.Log = zap.NewNop()
+	}
+	if w.Name == "" {
+		host, _ := os.Hostname()
+		w.Name = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	if err := w.initRepo(ctx); err != nil {
+		return err
+	}
+	cons, err := w.Streams.workers(ctx, w.Identity)
+	if err != nil {
+		return err
+	}
+	n := max(w.Concurrency, 1)
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { w.loop(ctx, cons) })
+	}
+	wg.Wait()
+	return nil
+}
+
+func (w *Worker) initRepo(ctx context.Context) error {
+	repo := w.Repo()
+	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(repo, 0o700); err != nil {
+		return fmt.Errorf("creating the worker repository %q: %w", repo, err)
+	}
+	if _, err := gitOut(ctx, repo, "init", "--quiet"); err != nil {
+		return fmt.Errorf("creating the worker repository %q: %w", repo, err)
+	}
+	return nil
+}
+
+func (w *Worker) loop(ctx context.Context, cons jetstream.Consumer) {
+	for ctx.Err() == nil {
+		msg, err := cons.Next(jetstream.FetchContext(ctx))
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			if !errors.Is(err, nats.ErrTimeout) {
+				w.Log.Warn("pulling a job", zap.Error(err))
+				// Not a busy loop while NATS is away.
+				select {
+				case <-ctx.Done():
+				case <-time.After(time.Second):
+				}
+			}
+			continue
+		}
+		w.handle(ctx, msg)
+	}
+}
+
+// handle runs one job and acknowledges it once its result is out.
+func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
+	var job Job
+	if err := json.Unmarshal(msg.Data(), &job); err != nil {
+		w.Log.Warn("a job that does not decode", zap.Error(err))
+		_ = msg.TermWithReason("undecodable job")
+		return
+	}
+	log := w.Log.With(zap.String("job", job.ID), zap.String("task", job.Task), zap.Int("iteration", job.Iteration))
+	if job.Repo != w.Identity {
+		err := fmt.Sprintf("refused: job of repository %s, this worker serves %s", job.Repo, w.Identity)
+		log.Warn("job refused", zap.String("repo", job.Repo.String()))
+		// The supervisor hears it rather than waiting for ever.
+		_ = w.publish(ctx, job, Result{JobID: job.ID, Worker: w.Name, Err: err, Refused: true})
+		_ = msg.TermWithReason("repository identity")
+		return
+	}
+	if w.hasResult(ctx, job) {
+		// Run before, by a worker that died between its result and
+		// its ack: counted once.
+		_ = msg.DoubleAck(ctx)
+		return
+	}
+	hbCtx, stopHB := context.WithCancel(ctx)
+	var hb sync.WaitGroup
+	hb.Go(func() { w.heartbeat(hbCtx, msg) })
+	res := w.work(ctx, job)
+	stopHB()
+	hb.Wait()
+	if ctx.Err() != nil {
+		// Stopping: another worker takes it now, not after the ack wait.
+		log.Info("job handed back")
+		_ = msg.Nak()
+		return
+	}
+	if err := w.publish(ctx, job, res); err != nil {
+		log.Warn("publishing a result", zap.Error(err))
+		_ = msg.Nak()
+		return
+	}
+	if err := msg.DoubleAck(ctx); err != nil {
+		log.Warn("acknowledging a job", zap.Error(err))
+	}
+	log.Info("job done", zap.String("head", res.Head), zap.String("err", res.Err))
+}
+
+// heartbeat tells NATS the job is at work, three times per ack wait: a
+// worker that dies stops, and the job goes to another after the ack wait.
+func (w *Worker) heartbeat(ctx context.Context, msg jetstream.Msg) {
+	t := time.NewTicker(w.Streams.AckWait / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := msg.InProgress(); err != nil {
+				w.Log.Warn("job heartbeat", zap.Error(err))
+			}
+		}
+	}
+}
+
+func (w *Worker) hasResult(ctx context.Context, job Job) bool {
+	s, err := w.Streams.JS.Stream(ctx, ResultsStream)
+	if err != nil {
+		return false
+	}
+	_, err = s.GetLastMsgForSubject(ctx, resultSubject(w.Identity, job.ID))
+	return err == nil
+}
+
+func (w *Worker) publish(ctx context.Context, job Job, res Result) error {
+	data, err := json.Marshal(res)
+	if err != nil {
+		return fmt.Errorf("encoding the result of job %s: %w", job.ID, err)
+	}
+	// One result per job, whichever worker sends it first.
+	if _, err := w.Streams.JS.Publish(ctx, resultSubject(w.Identity, job.ID), data, jetstream.WithMsgID(job.ID)); err != nil {
+		return fmt.Errorf("publishing the result of job %s: %w", job.ID, err)
+	}
+	return nil
+}
+
+// work prepares the worker's repository for job, runs it and bundles the
+// branch's new commits.
+func (w *Worker) work(ctx context.Context, job Job) Result {
+	res := Result{JobID: job.ID, Worker: w.Name}
+	tmp, err := os.MkdirTemp("", "drover-worker-")
+	if err != nil {
+		res.Err = fmt.Sprintf("a directory for the bundles of job %s: %v", job.ID, err)
+		return res
+	}
+	defer os.RemoveAll(tmp)
+	if err := w.prepare(ctx, job, filepath.Join(tmp, "job.bundle")); err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	report := func(data json.RawMessage) {
+		p, err := json.Marshal(Progress{JobID: job.ID, Worker: w.Name, Data: data})
+		if err == nil {
+			// Progress is best effort: the result carries the totals.
+			_ = w.NC.Publish(progressSubject(w.Identity, job.ID), p)
+		}
+	}
+	res.Out, err = w.Runner.Run(ctx, w.Repo(), job, report)
+	if err != nil {
+		res.Err = err.Error()
+	}
+	if ctx.Err() != nil {
+		return res
+	}
+	if err := w.bundleResult(ctx, job, filepath.Join(tmp, "result.bundle"), &res); err != nil && res.Err == "" {
+		res.Err = err.Error()
+	}
+	return res
+}
+
+// prepare fetches the job's bundle into the worker's repository and puts
+// the task branch where the supervisor has it. A work tree of the branch
+// from an earlier job on this worker stays when the branch has not moved
+// since (its uncommitted changes with it, as on one machine), and goes
+// when it has.
+func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
+	if err := w.Streams.Bundles.GetFile(ctx, job.Bundle, file); err != nil {
+		return fmt.Errorf("fetching the bundle of job %s: %w", job.ID, err)
+	}
+	w.git.Lock()
+	defer w.git.Unlock()
+	repo := w.Repo()
+	in := "refs/drover/in/" + token(job.ID)
+	if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:"+in+"/*"); err != nil {
+		return fmt.Errorf("unpacking the bundle of job %s: %w", job.ID, err)
+	}
+	defer func() {
+		refs, _ := gitOut(context.WithoutCancel(ctx), repo, "for-each-ref", "--format=%(refname)", in+"/")
+		for _, r := range strings.Fields(refs) {
+			_, _ = gitOut(context.WithoutCancel(ctx), repo, "update-ref", "-d", r)
+		}
+	}()
+	if _, err := gitOut(ctx, repo, "cat-file", "-e", job.Base+"^{commit}"); err != nil {
+		return fmt.Errorf("job %s: its bundle lacks base %s: %w", job.ID, job.Base, err)
+	}
+	ref := "refs/heads/" + job.Branch
+	cur, err := refHead(ctx, repo, ref)
+	if err != nil || cur == job.Head {
+		return err
+	}
+	if err := removeWorktreeOf(ctx, repo, ref); err != nil {
+		return err
+	}
+	if job.Head == "" {
+		_, err = gitOut(ctx, repo, "update-ref", "-d", ref)
+	} else {
+		_, err = gitOut(ctx, repo, "update-ref", ref, job.Head)
+	}
+	if err != nil {
+		return fmt.Errorf("job %s: setting branch %s: %w", job.ID, job.Branch, err)
+	}
+	return nil
+}
+
+// removeWorktreeOf removes the work tree that has ref checked out, if any.
+func removeWorktreeOf(ctx context.Context, repo, ref string) error {
+	out, err := gitOut(ctx, repo, "worktree", "list", "--porcelain")
+	if err != nil {
+		return err
+	}
+	var path string
+	for _, line := range strings.Split(out, "\n") {
+		if p, ok := strings.CutPrefix(line, "worktree "); ok {
+			path = p
+		}
+		if line == "branch "+ref && path != repo {
+			if _, err := gitOut(ctx, repo, "worktree", "remove", "--force", path); err != nil {
+				return fmt.Errorf("removing the stale work tree %q: %w", path, err)
+			}
+		}
+	}
+	return nil
+}
+
+// bundleResult bundles the task branch's commits the supervisor lacks,
+// stores the bundle and names it in res.
+func (w *Worker) bundleResult(ctx context.Context, job Job, file string, res *Result) error {
+	w.git.Lock()
+	defer w.git.Unlock()
+	repo := w.Repo()
+	ref := "refs/heads/" + job.Branch
+	head, err := refHead(ctx, repo, ref)
+	if err != nil || head == "" || head == job.Head {
+		return err
+	}
+	args := []string{"bundle", "create", "--quiet", file, ref}
+	// The supervisor has the branch's last commit and the base: what
+	// they reach is left out, unless that leaves nothing (a branch
+	// moved back), when the bundle has it all.
+	for _, have := range []string{job.Head, job.Base} {
+		if have == "" {
+			continue
+		}
+		if n, err := countBetween(ctx, repo, have, ref); err == nil && n > 0 {
+			args = append(args, "^"+have)
+			break
+		}
+	}
+	if _, err := gitOut(ctx, repo, args...); err != nil {
+		return fmt.Errorf("bundling the result of job %s: %w", job.ID, err)
+	}
+	name := "result/" + token(job.ID) + "/" + nuid.Next()
+	if err := putBundle(ctx, w.Streams.Bundles, file, name); err != nil {
+		return err
+	}
+	res.Head, res.Bundle = head, name
+	return nil
+}
