@@ -111,6 +111,14 @@ lint:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./... | tee bin/bench.txt | sh scripts/benchtable.sh
 
+# The nats executor against the local one (BenchmarkRunNATS: N=16 200 ms
+# agents at C=4, two workers of concurrency 2 on an embedded NATS server)
+# and the steps of its overhead per iteration (BenchmarkJobTransport), in
+# repositories of 1 MB and 50 MB; `make bench` runs them too.
+.PHONY: bench-nats
+bench-nats: build
+	$(GO) test -run '^$$' -bench 'BenchmarkRunNATS|BenchmarkJobTransport' -count 1 ./actors ./internal/natsexec | tee bin/bench-nats.txt | sh scripts/benchtable.sh
+
 # Every fuzz target, one at a time, FUZZTIME each (go test's -fuzztime);
 # `make test` only replays their seed corpora and the cases kept under
 # testdata/fuzz. What a run finds is written there too. A table at the end:
