@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/drover-dev/drover/internal/transcript"
 )
 
 // CLI names the agent CLI whose hook ran. It is known only to the hook
@@ -36,11 +38,13 @@ func ParseCLI(s string) (CLI, error) {
 }
 
 // The transcript formats Input.TranscriptFormat names: Claude Code's
-// session JSONL, Codex's rollout JSONL, Gemini CLI's chat JSONL.
+// session JSONL, Codex's rollout JSONL, Gemini CLI's chat JSONL. The last
+// two are the formats transcript.ScanUsage reads, which the supervisor
+// hands them to.
 const (
 	TranscriptClaude = "claude"
-	TranscriptCodex  = "codex"
-	TranscriptGemini = "gemini"
+	TranscriptCodex  = transcript.FormatCodex
+	TranscriptGemini = transcript.FormatGemini
 )
 
 // EventName returns the event's name as cli spells it in hook_event_name
