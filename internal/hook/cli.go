@@ -157,7 +157,7 @@ func Normalize(cli CLI, e Event, data []byte) (Input, error) {
 func (w *wire) normalize(cli CLI, e Event) Input {
 	in := w.Input
 	// These are drover's facts, never the payload's.
-	in.TranscriptFormat, in.ReentryUntrusted, in.Uncapped = "", false, false
+	in.TranscriptFormat, in.ReentryUntrusted, in.Uncapped, in.CumulativeMessage = "", false, false, false
 	switch cli {
 	case Codex:
 		in.TranscriptFormat = TranscriptCodex
@@ -173,6 +173,7 @@ func (w *wire) normalize(cli CLI, e Event) Input {
 			if w.PromptResponse != nil {
 				msg := *w.PromptResponse
 				in.LastAssistantMessage = &msg
+				in.CumulativeMessage = true
 			}
 		}
 	default:

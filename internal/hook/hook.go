@@ -121,6 +121,11 @@ type Input struct {
 	// (Codex, Gemini, Claude Code with its cap off): drover's own limits
 	// are the only brake.
 	Uncapped bool `json:"uncapped,omitempty"`
+	// CumulativeMessage says LastAssistantMessage holds every answer
+	// since the user's prompt, those to drover's continuations included
+	// (Gemini's prompt_response): the session reads only what follows the
+	// message of the Stop it last blocked.
+	CumulativeMessage bool `json:"cumulative_message,omitempty"`
 }
 
 // ErrTooLarge is returned by Read when stdin holds more than MaxInputBytes.
