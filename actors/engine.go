@@ -88,9 +88,30 @@ func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string
 		in.Input.StopHookActive = a.rec.Continuations > 0
 		m = &in
 	}
+	var full *string
+	if m.Event == hook.Stop && m.Input.CumulativeMessage && m.Input.LastAssistantMessage != nil {
+		// The message repeats what the agent said before the last block:
+		// the workflows read only its new part, the agent's last answer.
+		full = m.Input.LastAssistantMessage
+		in := *m
+		part := a.rec.NewPart(*full)
+		in.Input.LastAssistantMessage = &part
+		m = &in
+	}
 	res, changed, err := a.decide(actx, ctx, m)
 	if err != nil {
 		return &HookResult{Err: err}, nil
+	}
+	if full != nil {
+		// What the next Stop's message repeats: this one, if blocked.
+		var answered session.MessagePrefix
+		if res.Output.IsBlock() {
+			answered = session.PrefixOf(*full)
+		}
+		if answered != res.rec.Answered {
+			res.rec.Answered = answered
+			changed = true
+		}
 	}
 	// Counted only for a CLI whose flag cannot be trusted: every event of
 	// such a CLI says so.

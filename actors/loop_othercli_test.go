@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/hook"
 )
 
@@ -95,5 +96,38 @@ func TestLoopReadsCodexRolloutOnFromTheLastStop(t *testing.T) {
 	want += (100000*1.25 + 10000*10) / 1e6
 	if st := f.loop("s1", "status", nil); math.Abs(st.CostUSD-want) > 1e-9 {
 		t.Errorf("after stop 2: loop cost $%v, want $%v (read on from stop 1)", st.CostUSD, want)
+	}
+}
+
+// Gemini CLI's AfterAgent gives every answer since the user's prompt,
+// continuations included (hook.Input.CumulativeMessage): a completion
+// claimed at one Stop is still in the message of the next. The loop reads
+// only what is new since the last blocked Stop, so the agent's later
+// answers are not taken for the same claim again.
+func TestLoopReadsOnlyTheNewPartOfACumulativeMessage(t *testing.T) {
+	f := newCrashFixture(t, func(c *config.Config, _ string) { c.Loop.CheckCommand = "exit 1" })
+	f.startLoop(api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, RequireChecks: true, CompletionPromise: "DONE"})
+	stop := func(id, msg string) hook.Output {
+		t.Helper()
+		r := f.ask("s1", &HandleHook{RequestID: id, Event: hook.Stop, Input: hook.Input{SessionID: "s1", LastAssistantMessage: &msg,
+			TranscriptFormat: hook.TranscriptGemini, ReentryUntrusted: true, Uncapped: true, CumulativeMessage: true}}).(*HookResult)
+		if r.Err != nil || !r.Output.IsBlock() {
+			t.Fatalf("stop %s: %+v", id, r)
+		}
+		return r.Output
+	}
+	claim := "The parser is done.\n<promise>DONE</promise>"
+	if out := stop("a", claim); !strings.Contains(out.Reason, "Completion claimed") {
+		t.Fatalf("the claim got %q; want the checks started", out.Reason)
+	}
+	if !eventually.Holds(testTimeout, func() bool { c := f.record().Loop.Checks; return c != nil && !c.Running }) {
+		t.Fatalf("the checks never ended: %+v", f.record().Loop.Checks)
+	}
+	later := claim + "\nStill fixing the last parser case."
+	if out := stop("b", later); strings.Contains(out.Reason, "Completion claimed") || strings.Contains(out.Reason, "signalled completion") || !strings.Contains(out.Reason, "iteration 2 of 10") {
+		t.Errorf("an answer after the claim got %q; want iteration 2, no claim", out.Reason)
+	}
+	if out := stop("c", later+"\nFixed it, no promise yet."); strings.Contains(out.Reason, "Completion claimed") || !strings.Contains(out.Reason, "iteration 3 of 10") {
+		t.Errorf("the next answer got %q; want iteration 3, no claim", out.Reason)
 	}
 }

@@ -38,21 +38,38 @@ var (
 	geminiProPrice = Price{Input: 1.25, Output: 10, CacheRead: 0.125}
 )
 
+// ModelCLI names the agent CLI whose provider serves model, by the
+// model's name: "claude" for Claude Code's aliases (opus, sonnet, haiku,
+// opusplan) and claude*, "codex" for gpt*, o<digit>* and *codex*,
+// "gemini" for *gemini*, and "" when the name says none. Pricing and the
+// routing of reviewer models (reviewer.ModelCLI) read names alike.
+func ModelCLI(model string) string {
+	m := strings.ToLower(strings.TrimSpace(model))
+	switch {
+	case m == "opus" || m == "sonnet" || m == "haiku" || m == "opusplan" || strings.HasPrefix(m, "claude"):
+		return "claude"
+	case strings.HasPrefix(m, "gpt") || strings.Contains(m, "codex") || len(m) > 1 && m[0] == 'o' && m[1] >= '0' && m[1] <= '9':
+		return "codex"
+	case strings.Contains(m, "gemini"):
+		return "gemini"
+	}
+	return ""
+}
+
 // otherPrice returns the price of a Codex or Gemini model, and false for a
 // name that is neither (a Claude model).
 func otherPrice(model string) (Price, bool) {
-	m := strings.ToLower(model)
-	openAI := strings.HasPrefix(m, "gpt") || strings.Contains(m, "codex") || len(m) > 1 && m[0] == 'o' && m[1] >= '0' && m[1] <= '9'
-	google := strings.Contains(m, "gemini")
-	if !openAI && !google {
+	cli := ModelCLI(model)
+	if cli != "codex" && cli != "gemini" {
 		return Price{}, false
 	}
+	m := strings.ToLower(model)
 	for _, op := range otherPrices {
 		if strings.Contains(m, op.match) {
 			return op.price, true
 		}
 	}
-	if google {
+	if cli == "gemini" {
 		return geminiProPrice, true
 	}
 	return gpt5Price, true

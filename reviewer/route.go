@@ -3,16 +3,19 @@ package reviewer
 import (
 	"fmt"
 	"strings"
+
+	"github.com/drover-dev/drover/convergence"
 )
 
 // ModelCLI decides which CLI runs a reviewer model, so that one cycle of
 // review.models may alternate CLIs ("opus,gpt-5-codex"). An explicit
 // "cli:model" ("codex:gpt-5", "claude:opus") names its CLI; else the name
 // says it: Claude Code's aliases (opus, sonnet, haiku, opusplan) and
-// claude-* go to claude, gpt*, o<digit>* and *codex* to codex, gemini* to
-// gemini. Any other name goes to def, the configured CLI (review.cli), as
-// does every model of a custom CLI that is not explicit: a custom command
-// takes its own model names. model is the name the CLI gets. An explicit
+// claude-* go to claude, gpt*, o<digit>* and *codex* to codex, *gemini* to
+// gemini (convergence.ModelCLI, which prices them alike). Any other name
+// goes to def, the configured CLI (review.cli), as does every model of a
+// custom CLI that is not explicit: a custom command takes its own model
+// names. model is the name the CLI gets. An explicit
 // prefix that is no CLI, or an empty name after it, is an error.
 func ModelCLI(m, def string) (cli, model string, err error) {
 	if prefix, rest, ok := strings.Cut(m, ":"); ok && isWord(prefix) {
@@ -33,27 +36,13 @@ func ModelCLI(m, def string) (cli, model string, err error) {
 	if def == CLICustom {
 		return def, m, nil
 	}
-	if c := inferCLI(m); c != "" {
+	if c := convergence.ModelCLI(m); c != "" {
 		return c, m, nil
 	}
 	if def == "" {
 		def = CLIClaude
 	}
 	return def, m, nil
-}
-
-// inferCLI is the CLI a model's name belongs to, "" when it says none.
-func inferCLI(m string) string {
-	m = strings.ToLower(strings.TrimSpace(m))
-	switch {
-	case m == "opus" || m == "sonnet" || m == "haiku" || m == "opusplan" || strings.HasPrefix(m, "claude"):
-		return CLIClaude
-	case strings.HasPrefix(m, "gpt") || strings.Contains(m, "codex") || len(m) > 1 && m[0] == 'o' && m[1] >= '0' && m[1] <= '9':
-		return CLICodex
-	case strings.HasPrefix(m, "gemini"):
-		return CLIGemini
-	}
-	return ""
 }
 
 func isWord(s string) bool {

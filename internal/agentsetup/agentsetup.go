@@ -24,12 +24,17 @@ type Hook struct {
 	Command string
 	Timeout int
 	// Group is the index of the hook's group in the CLI's list for the
-	// event once merged (Codex's trust key names it).
-	Group int
+	// event once merged, and Handler the hook's index in the group's
+	// hooks (Codex's trust key names both).
+	Group, Handler int
 	// Kept is true when the file already ran this command for the event,
-	// so nothing was added.
+	// so nothing was added; Timeout is then the file's.
 	Kept bool
 }
+
+// defaultTimeouts are the CLIs' timeouts of a hook that sets none (Codex
+// hashes it in).
+var defaultTimeouts = map[hook.CLI]int{hook.Codex: 600, hook.Gemini: 60000}
 
 // timeouts are Claude Code plugin's (plugin/hooks/hooks.json), in
 // seconds: above drover's own budgets, Stop's also above review.hold.
@@ -94,8 +99,12 @@ func MergeHooks(cli hook.CLI, data []byte) ([]byte, []Hook, error) {
 		if !ok && hooks[h.Name] != nil {
 			return nil, nil, fmt.Errorf("hooks.%s is not a list", h.Name)
 		}
-		if at := find(groups, h.Command); at >= 0 {
-			h.Group, h.Kept = at, true
+		if at, hi, handler := find(groups, h.Command); at >= 0 {
+			h.Group, h.Handler, h.Kept = at, hi, true
+			h.Timeout = defaultTimeouts[cli]
+			if t, ok := handler["timeout"].(float64); ok {
+				h.Timeout = int(t)
+			}
 			continue
 		}
 		handler := map[string]any{"type": "command", "command": h.Command, "timeout": h.Timeout}
@@ -114,19 +123,19 @@ func MergeHooks(cli hook.CLI, data []byte) ([]byte, []Hook, error) {
 }
 
 // find returns the index of the group among groups with a handler that
-// runs command, or -1.
-func find(groups []any, command string) int {
+// runs command, the handler's index in it and the handler, or -1.
+func find(groups []any, command string) (int, int, map[string]any) {
 	for i, g := range groups {
 		gm, _ := g.(map[string]any)
 		handlers, _ := gm["hooks"].([]any)
-		for _, h := range handlers {
+		for j, h := range handlers {
 			hm, _ := h.(map[string]any)
 			if c, _ := hm["command"].(string); strings.TrimSpace(c) == command {
-				return i
+				return i, j, hm
 			}
 		}
 	}
-	return -1
+	return -1, -1, nil
 }
 
 // CodexTrust returns the lines to add to the user's Codex config.toml
@@ -138,7 +147,7 @@ func CodexTrust(root, hooksFile string, hs []Hook) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "[projects.%s]\ntrust_level = \"trusted\"\n", strconv.Quote(root))
 	for _, h := range hs {
-		fmt.Fprintf(&b, "\n[hooks.state.%s]\ntrusted_hash = %q\n", strconv.Quote(fmt.Sprintf("%s:%s:%d:0", hooksFile, snake(h.Name), h.Group)), CodexHash(h))
+		fmt.Fprintf(&b, "\n[hooks.state.%s]\ntrusted_hash = %q\n", strconv.Quote(fmt.Sprintf("%s:%s:%d:%d", hooksFile, snake(h.Name), h.Group, h.Handler)), CodexHash(h))
 	}
 	return b.String()
 }

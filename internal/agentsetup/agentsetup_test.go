@@ -117,3 +117,19 @@ func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// A drover hook the file already has, in a group of the user's or with a
+// timeout of its own, is trusted as the file has it: the trust key names
+// its handler's index and the hash its timeout, else Codex skips it.
+func TestCodexTrustOfAKeptHook(t *testing.T) {
+	in := `{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"./lint.sh"},{"type":"command","command":"drover hook stop --cli codex","timeout":30}]}]}}`
+	_, hs, err := MergeHooks(hook.Codex, []byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust := CodexTrust("/p", "/p/.codex/hooks.json", hs)
+	want := "[hooks.state.\"/p/.codex/hooks.json:stop:0:1\"]\ntrusted_hash = \"" + CodexHash(Hook{Name: "Stop", Command: "drover hook stop --cli codex", Timeout: 30}) + "\""
+	if !strings.Contains(trust, want) {
+		t.Errorf("trust lines:\n%s\nwant them to hold:\n%s", trust, want)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+
+	"github.com/drover-dev/drover/internal/transcript"
 )
 
 // CLI names the agent CLI whose hook ran. It is known only to the hook
@@ -36,11 +38,13 @@ func ParseCLI(s string) (CLI, error) {
 }
 
 // The transcript formats Input.TranscriptFormat names: Claude Code's
-// session JSONL, Codex's rollout JSONL, Gemini CLI's chat JSONL.
+// session JSONL, Codex's rollout JSONL, Gemini CLI's chat JSONL. The last
+// two are the formats transcript.ScanUsage reads, which the supervisor
+// hands them to.
 const (
 	TranscriptClaude = "claude"
-	TranscriptCodex  = "codex"
-	TranscriptGemini = "gemini"
+	TranscriptCodex  = transcript.FormatCodex
+	TranscriptGemini = transcript.FormatGemini
 )
 
 // EventName returns the event's name as cli spells it in hook_event_name
@@ -81,14 +85,20 @@ type wire struct {
 }
 
 // Detect names the CLI that wrote payload data, for a hook installed
-// without --cli: Gemini sends a timestamp on every event and names its
-// own events (AfterAgent, BeforeAgent, PreCompress); Codex sends a turn_id
-// on its turn events; anything else is read as Claude Code's.
+// without --cli (see wire.cli); data that is not JSON is Claude Code's.
 func Detect(data []byte) CLI {
 	var w wire
 	if json.Unmarshal(data, &w) != nil {
 		return Claude
 	}
+	return w.cli()
+}
+
+// cli names the CLI that wrote w: Gemini sends a timestamp on every
+// event and names its own events (AfterAgent, BeforeAgent, PreCompress);
+// Codex sends a turn_id on its turn events; anything else is read as
+// Claude Code's.
+func (w *wire) cli() CLI {
 	switch w.HookEventName {
 	case "AfterAgent", "BeforeAgent", "PreCompress":
 		return Gemini
@@ -103,23 +113,24 @@ func Detect(data []byte) CLI {
 }
 
 // ReadFrom reads one hook payload of event e from r (at most max bytes, as
-// Read) and normalizes it as cli wrote it (detected when cli is "").
+// Read) and normalizes it as cli wrote it (detected when cli is ""). The
+// payload is decoded once, for both: this is the hook's own time.
 func ReadFrom(r io.Reader, max int64, cli CLI, e Event) (Input, CLI, error) {
-	if max <= 0 {
-		max = MaxInputBytes
-	}
-	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	data, err := readLimited(r, max)
 	if err != nil {
-		return Input{}, cli, fmt.Errorf("reading hook input: %w", err)
+		return Input{}, cli, err
 	}
-	if int64(len(data)) > max {
-		return Input{}, cli, fmt.Errorf("reading hook input: %w (%d bytes)", ErrTooLarge, max)
+	var w wire
+	if err := json.Unmarshal(data, &w); err != nil {
+		if cli == "" {
+			cli = Claude
+		}
+		return Input{}, cli, fmt.Errorf("decoding hook input JSON: %w", err)
 	}
 	if cli == "" {
-		cli = Detect(data)
+		cli = w.cli()
 	}
-	in, err := Normalize(cli, e, data)
-	return in, cli, err
+	return w.normalize(cli, e), cli, nil
 }
 
 // Normalize decodes the payload cli wrote for event e into drover's own
@@ -139,9 +150,14 @@ func Normalize(cli CLI, e Event, data []byte) (Input, error) {
 	if err := json.Unmarshal(data, &w); err != nil {
 		return Input{}, fmt.Errorf("decoding hook input JSON: %w", err)
 	}
+	return w.normalize(cli, e), nil
+}
+
+// normalize is Normalize of the decoded payload w.
+func (w *wire) normalize(cli CLI, e Event) Input {
 	in := w.Input
 	// These are drover's facts, never the payload's.
-	in.TranscriptFormat, in.ReentryUntrusted, in.Uncapped = "", false, false
+	in.TranscriptFormat, in.ReentryUntrusted, in.Uncapped, in.CumulativeMessage = "", false, false, false
 	switch cli {
 	case Codex:
 		in.TranscriptFormat = TranscriptCodex
@@ -157,6 +173,7 @@ func Normalize(cli CLI, e Event, data []byte) (Input, error) {
 			if w.PromptResponse != nil {
 				msg := *w.PromptResponse
 				in.LastAssistantMessage = &msg
+				in.CumulativeMessage = true
 			}
 		}
 	default:
@@ -165,7 +182,7 @@ func Normalize(cli CLI, e Event, data []byte) (Input, error) {
 		// environment.
 		in.TranscriptFormat = TranscriptClaude
 	}
-	return in, nil
+	return in
 }
 
 // Render returns what the hook prints for cli on event e: out as that

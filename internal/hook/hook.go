@@ -121,6 +121,11 @@ type Input struct {
 	// (Codex, Gemini, Claude Code with its cap off): drover's own limits
 	// are the only brake.
 	Uncapped bool `json:"uncapped,omitempty"`
+	// CumulativeMessage says LastAssistantMessage holds every answer
+	// since the user's prompt, those to drover's continuations included
+	// (Gemini's prompt_response): the session reads only what follows the
+	// message of the Stop it last blocked.
+	CumulativeMessage bool `json:"cumulative_message,omitempty"`
 }
 
 // ErrTooLarge is returned by Read when stdin holds more than MaxInputBytes.
@@ -129,17 +134,27 @@ var ErrTooLarge = errors.New("hook: input larger than the size cap")
 // Read decodes one hook payload from r, reading at most max bytes
 // (MaxInputBytes when max <= 0).
 func Read(r io.Reader, max int64) (Input, error) {
+	data, err := readLimited(r, max)
+	if err != nil {
+		return Input{}, err
+	}
+	return Parse(data)
+}
+
+// readLimited reads all of r, at most max bytes (MaxInputBytes when max
+// is not positive): more is ErrTooLarge.
+func readLimited(r io.Reader, max int64) ([]byte, error) {
 	if max <= 0 {
 		max = MaxInputBytes
 	}
 	data, err := io.ReadAll(io.LimitReader(r, max+1))
 	if err != nil {
-		return Input{}, fmt.Errorf("reading hook input: %w", err)
+		return nil, fmt.Errorf("reading hook input: %w", err)
 	}
 	if int64(len(data)) > max {
-		return Input{}, fmt.Errorf("reading hook input: %w (%d bytes)", ErrTooLarge, max)
+		return nil, fmt.Errorf("reading hook input: %w (%d bytes)", ErrTooLarge, max)
 	}
-	return Parse(data)
+	return data, nil
 }
 
 // Parse decodes a hook payload.

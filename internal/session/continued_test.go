@@ -33,3 +33,21 @@ func TestContinued(t *testing.T) {
 		}
 	}
 }
+
+func TestNewPart(t *testing.T) {
+	r := Record{Answered: PrefixOf("ok")}
+	for _, tc := range []struct {
+		rec       Record
+		msg, want string
+	}{
+		{r, "ok\nok again", "ok again"},
+		{r, "okay", "ay"},
+		{r, "another prompt's answer", "another prompt's answer"},
+		{r, "o", "o"},
+		{Record{}, "ok\nok", "ok\nok"},
+	} {
+		if got := tc.rec.NewPart(tc.msg); got != tc.want {
+			t.Errorf("NewPart(%q) after %+v = %q, want %q", tc.msg, tc.rec.Answered, got, tc.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@
 package session
 
 import (
+	"hash/fnv"
 	"strings"
 	"time"
 
@@ -86,6 +87,36 @@ type Record struct {
 	// stop_hook_active of a CLI whose flag cannot be trusted
 	// (hook.Input.ReentryUntrusted).
 	Continuations int `json:"continuations,omitempty"`
+	// Answered is the length and FNV-1a hash of the cumulative last
+	// message (hook.Input.CumulativeMessage) of the Stop last blocked:
+	// the part of the next Stop's message that the agent already said.
+	// Zero when the last Stop was let go.
+	Answered MessagePrefix `json:"answered,omitzero"`
+}
+
+// MessagePrefix identifies the start of a message by its length and hash,
+// without keeping the text.
+type MessagePrefix struct {
+	Len int    `json:"len"`
+	Sum uint64 `json:"sum"`
+}
+
+// PrefixOf returns the MessagePrefix of all of msg.
+func PrefixOf(msg string) MessagePrefix {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(msg))
+	return MessagePrefix{Len: len(msg), Sum: h.Sum64()}
+}
+
+// NewPart returns what cumulative message msg adds to the message r last
+// blocked (Answered): the text after it, less the newline that joins
+// them, when msg still starts with it; else msg whole (a new prompt
+// started it over).
+func (r Record) NewPart(msg string) string {
+	if n := r.Answered.Len; n > 0 && n <= len(msg) && PrefixOf(msg[:n]) == r.Answered {
+		return strings.TrimPrefix(msg[n:], "\n")
+	}
+	return msg
 }
 
 // Continued returns the count of consecutive continuations once hook

@@ -58,17 +58,24 @@ func (c Cursor) Lines() int { return c.lines }
 // not: read it again from the start. (A file replaced by another one is
 // for the caller to tell, by the file's identity.)
 func (c Cursor) Resumable(r io.ReaderAt, size int64) bool {
-	if c.off == 0 {
+	return resumable(r, size, c.off, c.tail)
+}
+
+// resumable reports whether the file r, of size bytes, still holds tail
+// just before off, tail ending with the newline of the last line read:
+// whether a reading that stopped at off may go on from there.
+func resumable(r io.ReaderAt, size, off int64, tail []byte) bool {
+	if off == 0 {
 		return true
 	}
-	if size < c.off || len(c.tail) == 0 || int64(len(c.tail)) > c.off || c.tail[len(c.tail)-1] != '\n' {
+	if size < off || len(tail) == 0 || int64(len(tail)) > off || tail[len(tail)-1] != '\n' {
 		return false
 	}
-	got := make([]byte, len(c.tail))
-	if _, err := r.ReadAt(got, c.off-int64(len(got))); err != nil {
+	got := make([]byte, len(tail))
+	if _, err := r.ReadAt(got, off-int64(len(got))); err != nil {
 		return false
 	}
-	return bytes.Equal(got, c.tail)
+	return bytes.Equal(got, tail)
 }
 
 // Progress is what a Read found.

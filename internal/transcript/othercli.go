@@ -48,40 +48,26 @@ func ScanUsage(ctx context.Context, format string, r io.Reader, fn func(Usage) e
 	return fmt.Errorf("reading usage: unknown transcript format %q", format)
 }
 
-// eachLine calls fn with each line of r up to maxOtherLine bytes, checking
-// ctx between lines.
+// eachLine calls fn with each non-blank line of r up to maxOtherLine
+// bytes (a longer one is skipped), checking ctx between lines. The line
+// is valid only until fn returns.
 func eachLine(ctx context.Context, r io.Reader, fn func([]byte) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var long bool
-	var buf []byte
+	lr := lineReader{br: bufio.NewReaderSize(r, readBuffer), max: maxOtherLine}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		part, isPrefix, err := br.ReadLine()
-		if len(part) > 0 && !long {
-			if len(buf)+len(part) > maxOtherLine {
-				long, buf = true, buf[:0]
-			} else {
-				buf = append(buf, part...)
-			}
-		}
-		if !isPrefix && err == nil {
-			if !long && len(bytes.TrimSpace(buf)) > 0 {
-				if ferr := fn(buf); ferr != nil {
-					return ferr
-				}
-			}
-			long, buf = false, buf[:0]
-		}
-		if errors.Is(err, io.EOF) {
-			if !long && len(bytes.TrimSpace(buf)) > 0 {
-				return fn(buf)
-			}
-			return nil
-		}
-		if err != nil {
+		line, _, tooLong, err := lr.next()
+		if err != nil && !errors.Is(err, io.EOF) {
 			return fmt.Errorf("reading transcript: %w", err)
+		}
+		if !tooLong && len(bytes.TrimSpace(line)) > 0 {
+			if ferr := fn(line); ferr != nil {
+				return ferr
+			}
+		}
+		if err != nil { // io.EOF, after the last (possibly unterminated) line
+			return nil
 		}
 	}
 }
@@ -187,17 +173,7 @@ type CodexCursor struct {
 // from c: not shorter than what was read, and with the end of the last
 // line read still just before the offset. Else read it from the start.
 func (c CodexCursor) Resumable(r io.ReaderAt, size int64) bool {
-	if c.Offset == 0 {
-		return true
-	}
-	if size < c.Offset || len(c.Tail) == 0 || int64(len(c.Tail)) > c.Offset || c.Tail[len(c.Tail)-1] != '\n' {
-		return false
-	}
-	got := make([]byte, len(c.Tail))
-	if _, err := r.ReadAt(got, c.Offset-int64(len(got))); err != nil {
-		return false
-	}
-	return bytes.Equal(got, c.Tail)
+	return resumable(r, size, c.Offset, c.Tail)
 }
 
 // ReadCodex reads a Codex rollout from r, which starts at c.Offset, to its
@@ -210,54 +186,35 @@ func ReadCodex(ctx context.Context, c CodexCursor, r io.Reader, fn func(Usage) e
 		fn = func(Usage) error { return nil }
 	}
 	n := CodexCursor{Offset: c.Offset, Tail: bytes.Clone(c.Tail), Scan: c.Scan}
-	br := bufio.NewReaderSize(r, 64<<10)
-	var buf, end []byte // the line so far, and its last tailLen bytes
-	var size int64
-	long := false
-	keep := func(b, add []byte) []byte {
-		b = append(b, add...)
-		if len(b) > tailLen {
-			b = append(b[:0], b[len(b)-tailLen:]...)
+	lr := lineReader{br: bufio.NewReaderSize(r, readBuffer), max: maxOtherLine, off: c.Offset, last: append(make([]byte, 0, 2*tailLen), c.Tail...)}
+	for lines := 1; ; lines++ {
+		if lines%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return c, nil, err
+			}
 		}
-		return b
-	}
-	for lines := 1; ; {
-		part, err := br.ReadSlice('\n')
-		size += int64(len(part))
-		if !long && len(buf)+len(part) > maxOtherLine {
-			long, buf = true, buf[:0]
-		} else if !long {
-			buf = append(buf, part...)
-		}
-		end = keep(end, part)
-		switch {
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case err == nil:
-			if !long && len(bytes.TrimSpace(buf)) > 0 {
-				if ferr := n.Scan.line(buf, fn); ferr != nil {
-					return c, nil, ferr
-				}
-			}
-			n.Offset += size
-			n.Tail = keep(n.Tail, end)
-			buf, end, size, long = buf[:0], end[:0], 0, false
-			if lines++; lines%64 == 0 {
-				if err := ctx.Err(); err != nil {
-					return c, nil, err
-				}
-			}
-			continue
-		case errors.Is(err, io.EOF):
-			var pending []Usage
-			if !long && len(bytes.TrimSpace(buf)) > 0 {
-				sc := n.Scan
-				_ = sc.line(buf, func(u Usage) error { pending = append(pending, u); return nil })
-			}
-			return n, pending, nil
-		default:
+		line, _, tooLong, err := lr.next()
+		if err != nil && !errors.Is(err, io.EOF) {
 			return c, nil, fmt.Errorf("reading transcript: %w", err)
 		}
+		blank := tooLong || len(bytes.TrimSpace(line)) == 0
+		if err != nil {
+			// The end. An unterminated last line is read, but on a copy
+			// of the scan: the CLI may still be writing it.
+			var pending []Usage
+			if !blank {
+				sc := n.Scan
+				_ = sc.line(line, func(u Usage) error { pending = append(pending, u); return nil })
+			}
+			return n, pending, nil
+		}
+		if !blank {
+			if ferr := n.Scan.line(line, fn); ferr != nil {
+				return c, nil, ferr
+			}
+		}
+		n.Offset = lr.off
+		n.Tail = append(n.Tail[:0], lr.last...)
 	}
 }
 

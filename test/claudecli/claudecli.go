@@ -32,7 +32,7 @@ const InstallHint = "install the pinned Claude Code CLI with `make claude` (or `
 // walking up from the working directory to go.mod).
 func Find() (string, error) {
 	if p := os.Getenv(BinEnv); p != "" {
-		if err := checkExecutable(p); err != nil {
+		if err := CheckExecutable(p); err != nil {
 			return "", fmt.Errorf("claude binary from %s: %w", BinEnv, err)
 		}
 		return p, nil
@@ -47,7 +47,7 @@ func Find() (string, error) {
 	}
 	var tried []string
 	for _, p := range candidates(filepath.Join(root, "tools", "claude", "node_modules")) {
-		if checkExecutable(p) == nil {
+		if CheckExecutable(p) == nil {
 			return p, nil
 		}
 		tried = append(tried, p)
@@ -70,7 +70,8 @@ func candidates(nodeModules string) []string {
 	}
 }
 
-func checkExecutable(p string) error {
+// CheckExecutable says why p is not an executable file, or nil.
+func CheckExecutable(p string) error {
 	fi, err := os.Stat(p)
 	if err != nil {
 		return err
@@ -163,20 +164,30 @@ func (r Run) Exec(ctx context.Context) (Result, error) {
 		defer os.RemoveAll(tmp)
 		home = tmp
 	}
-	timeout := r.Timeout
+	return ExecCommand(ctx, "claude", r.Timeout, r.Dir, Environ(os.Environ(), home, r.BaseURL, r.Env), bin, r.args()...)
+}
+
+// ExecCommand runs bin with args in dir with environment env, stdin
+// empty, in a process group of its own, and waits for it at most timeout
+// (zero means DefaultTimeout); name names the CLI in errors. It is how
+// the test harnesses of every agent CLI (this package, test/othercli) run
+// theirs. A non-zero exit is not an error; errors are failures to start
+// it and timeouts, which come with whatever it printed so far.
+func ExecCommand(ctx context.Context, name string, timeout time.Duration, dir string, env []string, bin string, args ...string) (Result, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
-	cmd := exec.CommandContext(ctx, bin, r.args()...)
-	cmd.Dir = r.Dir
-	cmd.Env = Environ(os.Environ(), home, r.BaseURL, r.Env)
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	cmd.Env = env
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
-	// Stdin stays empty: with a pipe or terminal, --print would read it.
+	// Stdin stays empty: with a pipe or terminal, a CLI's print mode
+	// would read it.
 	setProcessGroup(cmd)
 	// Hooks and tools inherit the output pipes; if one outlives the kill,
 	// stop waiting for it after a while.
@@ -194,11 +205,11 @@ func (r Run) Exec(ctx context.Context) (Result, error) {
 		Duration: time.Since(start),
 	}
 	if ctx.Err() != nil {
-		return res, fmt.Errorf("running claude in %q: %w (after %s)", r.Dir, ctx.Err(), res.Duration.Round(time.Millisecond))
+		return res, fmt.Errorf("running %s in %q: %w (after %s)", name, dir, ctx.Err(), res.Duration.Round(time.Millisecond))
 	}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
-		return res, fmt.Errorf("running claude in %q: %w", r.Dir, err)
+		return res, fmt.Errorf("running %s in %q: %w", name, dir, err)
 	}
 	return res, nil
 }

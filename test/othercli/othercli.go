@@ -9,15 +9,12 @@
 package othercli
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/drover-dev/drover/test/claudecli"
@@ -25,7 +22,7 @@ import (
 
 // DefaultTimeout bounds a Run without a Timeout. A scripted run takes a few
 // seconds; this only stops a hang.
-const DefaultTimeout = 3 * time.Minute
+const DefaultTimeout = claudecli.DefaultTimeout
 
 // CLI is one of the agent CLIs this package runs.
 type CLI struct {
@@ -69,7 +66,7 @@ func (c CLI) InstallHint() string {
 // tools/<name>/install.sh put under the module root.
 func (c CLI) Find() (string, error) {
 	if p := os.Getenv(c.BinEnv); p != "" {
-		if err := checkExecutable(p); err != nil {
+		if err := claudecli.CheckExecutable(p); err != nil {
 			return "", fmt.Errorf("%s binary from %s: %w", c.Name, c.BinEnv, err)
 		}
 		return p, nil
@@ -85,23 +82,12 @@ func (c CLI) Find() (string, error) {
 	var tried []string
 	for _, rel := range c.bins {
 		p := filepath.Join(root, "tools", c.Name, rel)
-		if checkExecutable(p) == nil {
+		if claudecli.CheckExecutable(p) == nil {
 			return p, nil
 		}
 		tried = append(tried, p)
 	}
 	return "", fmt.Errorf("%s binary not found (tried %s): %s", c.Name, strings.Join(tried, ", "), c.InstallHint())
-}
-
-func checkExecutable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
-		return fmt.Errorf("%s is not an executable file", p)
-	}
-	return nil
 }
 
 // Version runs `bin --version` in a scratch home and returns the version
@@ -199,13 +185,7 @@ type Run struct {
 }
 
 // Result is what a run printed and how it exited.
-type Result struct {
-	Stdout, Stderr string
-	// ExitCode is the CLI's exit status, or -1 if it was killed.
-	ExitCode int
-	// Duration is the wall time of the run.
-	Duration time.Duration
-}
+type Result = claudecli.Result
 
 // Exec runs the CLI with stdin on /dev/null (with a pipe, both read it) and
 // waits for it. A non-zero exit is not an error; errors are failures to
@@ -227,42 +207,5 @@ func (r Run) Exec(ctx context.Context) (Result, error) {
 	if err := os.MkdirAll(filepath.Join(r.Home, "tmp"), 0o755); err != nil {
 		return Result{}, fmt.Errorf("running %s: %w", r.CLI.Name, err)
 	}
-	timeout := r.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-
-	cmd := exec.CommandContext(ctx, bin, r.Args...)
-	cmd.Dir = r.Dir
-	cmd.Env = r.CLI.Environ(os.Environ(), r.Home, r.BaseURL, r.Env)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = &stderr
-	// A process group of its own, so that a timeout kills the hooks and
-	// tools too, and nothing the run started outlives it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-
-	start := time.Now()
-	err := cmd.Run()
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	res := Result{
-		Stdout:   stdout.String(),
-		Stderr:   stderr.String(),
-		ExitCode: cmd.ProcessState.ExitCode(),
-		Duration: time.Since(start),
-	}
-	if ctx.Err() != nil {
-		return res, fmt.Errorf("running %s in %q: %w (after %s)", r.CLI.Name, r.Dir, ctx.Err(), res.Duration.Round(time.Millisecond))
-	}
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) {
-		return res, fmt.Errorf("running %s in %q: %w", r.CLI.Name, r.Dir, err)
-	}
-	return res, nil
+	return claudecli.ExecCommand(ctx, r.CLI.Name, r.Timeout, r.Dir, r.CLI.Environ(os.Environ(), r.Home, r.BaseURL, r.Env), bin, r.Args...)
 }

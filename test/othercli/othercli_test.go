@@ -175,3 +175,26 @@ func TestHarness(t *testing.T) {
 		})
 	}
 }
+
+// Exec runs the binary in the project with the CLI's offline environment,
+// stdin empty, and reports its output and exit code; no real CLI needed.
+func TestExecFakeBinary(t *testing.T) {
+	dir, home := t.TempDir(), t.TempDir()
+	bin := filepath.Join(t.TempDir(), "gemini")
+	script := "#!/bin/sh\nprintf '%s\\n' \"$@\"\necho \"HOME=$HOME BASE=$GOOGLE_GEMINI_BASE_URL EXTRA=$EXTRA PWD=$(pwd)\"\ncat\necho oops >&2\nexit 3\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run{CLI: Gemini, Bin: bin, Dir: dir, Home: home, BaseURL: "http://127.0.0.1:9",
+		Args: []string{"-p", "say ok"}, Env: []string{"EXTRA=yes"}}.Exec(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "-p\nsay ok\nHOME=" + home + " BASE=http://127.0.0.1:9 EXTRA=yes PWD=" + dir + "\n"
+	if res.Stdout != want || res.Stderr != "oops\n" || res.ExitCode != 3 {
+		t.Errorf("Exec = %+v\nwant stdout %q, stderr oops, exit 3", res, want)
+	}
+	if _, err := (Run{CLI: Codex, Bin: bin, Home: home}).Exec(t.Context()); err == nil || !strings.Contains(err.Error(), "BaseURL") {
+		t.Errorf("Exec without BaseURL: %v", err)
+	}
+}
