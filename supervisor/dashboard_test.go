@@ -212,3 +212,24 @@ func TestPostUIStartsTheListener(t *testing.T) {
 		t.Errorf("ui-addr after the listener stopped: %v, want it removed", err)
 	}
 }
+
+// TestUIURLHoldsTheListenersToken: the token file removed while the
+// dashboard listener runs (a user rotating it by hand), a later POST
+// /v1/ui still answers a URL that the running listener lets in, not one
+// with a token made anew that only a restarted listener would check.
+func TestUIURLHoldsTheListenersToken(t *testing.T) {
+	a := newAPIServer(t)
+	t.Cleanup(func() { a.srv.closeUI(context.Background()) })
+	var first, second api.UIResponse
+	a.decode(http.MethodPost, api.PathUI, nil, &first)
+	if err := os.Remove(filepath.Join(a.paths.StateDir, uiTokenFile)); err != nil {
+		t.Fatal(err)
+	}
+	a.decode(http.MethodPost, api.PathUI, nil, &second)
+	if second != first {
+		t.Errorf("POST /v1/ui = %+v after the token file went, want %+v (the running listener's)", second, first)
+	}
+	if code, body := uiGet(t, second.Addr, strings.TrimPrefix(second.URL, "http://"+second.Addr), ""); code != http.StatusOK {
+		t.Errorf("GET the URL = %d, want 200\n%s", code, body)
+	}
+}
