@@ -110,6 +110,9 @@ func TestDashboardPages(t *testing.T) {
 		{"a run that is not there", "/run/r-9", bearer, http.StatusNotFound, nil, nil},
 		{"a session that is not there", "/loop/nobody", bearer, http.StatusNotFound, nil, nil},
 		{"the script", "/static/app.js", bearer, http.StatusOK, []string{"new EventSource(\"/events"}, nil},
+		{"the style sheet", "/static/style.css", bearer, http.StatusOK, []string{"font-family"}, nil},
+		{"a page template", "/static/sessions.html", bearer, http.StatusNotFound, nil, []string{"{{"}},
+		{"the assets folder", "/static/", bearer, http.StatusOK, []string{"app.js"}, []string{".html"}},
 		{"the event history", "/events?follow=false", bearer, http.StatusOK, []string{"event: session.started"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
