@@ -85,6 +85,10 @@ func TestDashboardPages(t *testing.T) {
 		{"no token", "/", "", http.StatusUnauthorized, []string{"401 unauthorized"}, []string{"s-loop", "<table"}},
 		{"a wrong token", "/loop/s-loop", "Bearer nope", http.StatusUnauthorized, nil, []string{"loop-chart"}},
 		{"a wrong token in the query", "/run/r-1?token=nope", "", http.StatusUnauthorized, nil, []string{"run-waves"}},
+		{"the event stream without the token", "/events?follow=false", "", http.StatusUnauthorized, nil, []string{"event:", "s-loop"}},
+		{"the script without the token", "/static/app.js", "", http.StatusUnauthorized, nil, []string{"EventSource"}},
+		{"a review file without the token", "/plan/s-plan/review/1", "", http.StatusUnauthorized, nil, []string{"# review"}},
+		{"a path no route serves, without the token", "/nothing-here", "", http.StatusUnauthorized, nil, nil},
 		{"sessions", "/", bearer, http.StatusOK, []string{
 			`<tr data-session="s-loop" data-workflow="loop" data-state="on" data-health="working">`,
 			`<a class="session-link" href="/loop/s-loop">`, `<a class="session-link" href="/plan/s-plan">`,
