@@ -84,16 +84,22 @@ func (s *Server) dashboardRoutes(mux *http.ServeMux, r *dashboard.Renderer) {
 // errNotFound marks a page whose session, plan, run or review is not there.
 var errNotFound = errors.New("not found")
 
+// pageStatus is the HTTP status of a page's error: 404 for errNotFound,
+// else the API's.
+func pageStatus(err error) int {
+	if errors.Is(err, errNotFound) {
+		return http.StatusNotFound
+	}
+	return statusFor(err)
+}
+
 // page renders into a buffer first, so that a failure is a clean error
 // page, not half a page.
 func (s *Server) page(render func(*bytes.Buffer, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b bytes.Buffer
 		if err := render(&b, r); err != nil {
-			code := statusFor(err)
-			if errors.Is(err, errNotFound) {
-				code = http.StatusNotFound
-			}
+			code := pageStatus(err)
 			if code == http.StatusInternalServerError {
 				s.log.Warn("dashboard page", zap.String("path", r.URL.Path), zap.Error(err))
 			}
@@ -286,7 +292,9 @@ func (s *Server) planView(ctx context.Context, id string) (dashboard.PlanView, s
 }
 
 // serveReviewFile serves review n of a plan's timeline (1 is the first)
-// as plain text: the file the reviewer's answer was written to.
+// as plain text: the file the reviewer's answer was written to. It is
+// streamed from the file, not read whole: a file in the project's plan
+// folder may be of any size.
 func (s *Server) serveReviewFile(w http.ResponseWriter, r *http.Request) {
 	n, err := strconv.Atoi(r.PathValue("n"))
 	if err != nil || n < 1 {
@@ -295,25 +303,27 @@ func (s *Server) serveReviewFile(w http.ResponseWriter, r *http.Request) {
 	}
 	v, dir, err := s.planView(r.Context(), r.PathValue("session"))
 	if err != nil {
-		code := statusFor(err)
-		if errors.Is(err, errNotFound) {
-			code = http.StatusNotFound
-		}
-		http.Error(w, err.Error(), code)
+		http.Error(w, err.Error(), pageStatus(err))
 		return
 	}
 	if n > len(v.Reviews) || v.Reviews[n-1].File == "" {
 		http.Error(w, fmt.Sprintf("no review file for review %d", n), http.StatusNotFound)
 		return
 	}
-	data, err := os.ReadFile(filepath.Join(dir, v.Reviews[n-1].File))
+	f, err := os.Open(filepath.Join(dir, v.Reviews[n-1].File))
 	if err != nil {
-		http.Error(w, fmt.Sprintf("reading review %d: %v", n, err), http.StatusInternalServerError)
+		http.Error(w, fmt.Sprintf("opening review %d: %v", n, err), http.StatusInternalServerError)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		http.Error(w, fmt.Sprintf("review %d is not a regular file", n), http.StatusNotFound)
 		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
-	_, _ = w.Write(data)
+	http.ServeContent(w, r, "", fi.ModTime(), f)
 }
