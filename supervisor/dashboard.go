@@ -67,14 +67,13 @@ func (s *Server) dashboardRoutes(mux *http.ServeMux, r *dashboard.Renderer) {
 		if err := hook.CheckSessionID(id); err != nil {
 			return fmt.Errorf("%w: %w", actors.ErrBadRequest, err)
 		}
-		run, found, err := s.store.LoadRun(req.Context(), id)
+		run, found, err := s.loadRun(req.Context(), id)
 		if err != nil {
 			return err
 		}
 		if !found {
 			return fmt.Errorf("%w: no run %s", errNotFound, id)
 		}
-		run.Active = s.liveRuns()[id]
 		return r.Run(w, dashboard.RunView{Run: run, Now: time.Now()})
 	}))
 	mux.HandleFunc("GET /events", s.serveEvents)
@@ -156,20 +155,6 @@ func (s *Server) sessionsView(ctx context.Context) (dashboard.SessionsView, erro
 		v.Sessions = append(v.Sessions, row)
 	}
 	return v, nil
-}
-
-// runs lists the stored runs, newest first, each marked active while a
-// run actor works it.
-func (s *Server) runs(ctx context.Context) ([]api.Run, error) {
-	runs, err := s.store.ListRuns(ctx)
-	if err != nil {
-		return nil, err
-	}
-	live := s.liveRuns()
-	for i := range runs {
-		runs[i].Active = live[runs[i].ID]
-	}
-	return runs, nil
 }
 
 // workflowStatus asks session id's actor for its workflow's status (the
