@@ -115,17 +115,12 @@ func (s *Server) page(render func(*bytes.Buffer, *http.Request) error) http.Hand
 // shows them, each with what it spends against its budget and its last
 // event, and the runs.
 func (s *Server) sessionsView(ctx context.Context) (dashboard.SessionsView, error) {
-	st, err := s.statusResponse(ctx)
-	if err != nil {
-		return dashboard.SessionsView{}, err
-	}
-	runs, err := s.runs(ctx)
-	if err != nil {
-		return dashboard.SessionsView{}, err
-	}
-	// The project's folder name, not its path: the page is shown and
-	// screenshotted, and a path names the machine.
-	v := dashboard.SessionsView{Project: filepath.Base(st.Project), Runs: runs}
+	// The events are read before the state: the page's script follows the
+	// stream after the newest of them, so a change committed while the
+	// state is gathered comes as an event and reloads the page. Read
+	// after, its event would be counted as shown while the page shows the
+	// state before it.
+	var v dashboard.SessionsView
 	last := map[string]*api.Event{}
 	if s.events != nil {
 		backlog, sub, _ := s.events.Subscribe(0)
@@ -138,6 +133,16 @@ func (s *Server) sessionsView(ctx context.Context) (dashboard.SessionsView, erro
 			}
 		}
 	}
+	st, err := s.statusResponse(ctx)
+	if err != nil {
+		return dashboard.SessionsView{}, err
+	}
+	if v.Runs, err = s.runs(ctx); err != nil {
+		return dashboard.SessionsView{}, err
+	}
+	// The project's folder name, not its path: the page is shown and
+	// screenshotted, and a path names the machine.
+	v.Project = filepath.Base(st.Project)
 	for _, ss := range st.Sessions {
 		row := dashboard.SessionRow{SessionStatus: ss, CostUSD: ss.CostUSD, LastEvent: last[ss.ID]}
 		switch ss.Workflow {
