@@ -137,6 +137,28 @@ func TestDashboardPages(t *testing.T) {
 			}
 		})
 	}
+	// A review file is served from the file as it is, not read whole
+	// first: a Range request gets its part, as from any file server.
+	t.Run("part of a review file", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/plan/s-plan/review/1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", bearer)
+		req.Header.Set("Range", "bytes=2-7")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusPartialContent || string(body) != "review" || res.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Errorf("GET review 1, bytes 2-7 = %d %q (%s), want 206 %q as text/plain", res.StatusCode, body, res.Header.Get("Content-Type"), "review")
+		}
+	})
 }
 
 // TestDashboardTokenCookie: a request with ?token= gets the token back as
@@ -218,35 +240,6 @@ func TestPostUIStartsTheListener(t *testing.T) {
 	a.srv.closeUI(context.Background())
 	if _, err := os.Stat(filepath.Join(a.paths.StateDir, uiAddrFile)); !os.IsNotExist(err) {
 		t.Errorf("ui-addr after the listener stopped: %v, want it removed", err)
-	}
-}
-
-// TestDashboardReviewFileIsStreamed: a review file is served from the
-// file as it is, not read whole first: a Range request gets its part
-// (206), as from any file server.
-func TestDashboardReviewFileIsStreamed(t *testing.T) {
-	cfg := config.Defaults()
-	cfg.UI.Enabled = true
-	a := newAPIServerConfig(t, cfg)
-	dashboardFixture(t, a)
-	addr, tok := startMetricsUI(t, a)
-	req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/plan/s-plan/review/1", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+tok)
-	req.Header.Set("Range", "bytes=2-7")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.StatusCode != http.StatusPartialContent || string(body) != "review" || res.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
-		t.Errorf("GET review 1, bytes 2-7 = %d %q (%s), want 206 %q as text/plain", res.StatusCode, body, res.Header.Get("Content-Type"), "review")
 	}
 }
 
