@@ -67,14 +67,13 @@ func (s *Server) dashboardRoutes(mux *http.ServeMux, r *dashboard.Renderer) {
 		if err := hook.CheckSessionID(id); err != nil {
 			return fmt.Errorf("%w: %w", actors.ErrBadRequest, err)
 		}
-		run, found, err := s.store.LoadRun(req.Context(), id)
+		run, found, err := s.loadRun(req.Context(), id)
 		if err != nil {
 			return err
 		}
 		if !found {
 			return fmt.Errorf("%w: no run %s", errNotFound, id)
 		}
-		run.Active = s.liveRuns()[id]
 		return r.Run(w, dashboard.RunView{Run: run, Now: time.Now()})
 	}))
 	mux.HandleFunc("GET /events", s.serveEvents)
@@ -84,16 +83,22 @@ func (s *Server) dashboardRoutes(mux *http.ServeMux, r *dashboard.Renderer) {
 // errNotFound marks a page whose session, plan, run or review is not there.
 var errNotFound = errors.New("not found")
 
+// pageStatus is the HTTP status of a page's error: 404 for errNotFound,
+// else the API's.
+func pageStatus(err error) int {
+	if errors.Is(err, errNotFound) {
+		return http.StatusNotFound
+	}
+	return statusFor(err)
+}
+
 // page renders into a buffer first, so that a failure is a clean error
 // page, not half a page.
 func (s *Server) page(render func(*bytes.Buffer, *http.Request) error) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var b bytes.Buffer
 		if err := render(&b, r); err != nil {
-			code := statusFor(err)
-			if errors.Is(err, errNotFound) {
-				code = http.StatusNotFound
-			}
+			code := pageStatus(err)
 			if code == http.StatusInternalServerError {
 				s.log.Warn("dashboard page", zap.String("path", r.URL.Path), zap.Error(err))
 			}
@@ -110,17 +115,12 @@ func (s *Server) page(render func(*bytes.Buffer, *http.Request) error) http.Hand
 // shows them, each with what it spends against its budget and its last
 // event, and the runs.
 func (s *Server) sessionsView(ctx context.Context) (dashboard.SessionsView, error) {
-	st, err := s.statusResponse(ctx)
-	if err != nil {
-		return dashboard.SessionsView{}, err
-	}
-	runs, err := s.runs(ctx)
-	if err != nil {
-		return dashboard.SessionsView{}, err
-	}
-	// The project's folder name, not its path: the page is shown and
-	// screenshotted, and a path names the machine.
-	v := dashboard.SessionsView{Project: filepath.Base(st.Project), Runs: runs}
+	// The events are read before the state: the page's script follows the
+	// stream after the newest of them, so a change committed while the
+	// state is gathered comes as an event and reloads the page. Read
+	// after, its event would be counted as shown while the page shows the
+	// state before it.
+	var v dashboard.SessionsView
 	last := map[string]*api.Event{}
 	if s.events != nil {
 		backlog, sub, _ := s.events.Subscribe(0)
@@ -133,6 +133,16 @@ func (s *Server) sessionsView(ctx context.Context) (dashboard.SessionsView, erro
 			}
 		}
 	}
+	st, err := s.statusResponse(ctx)
+	if err != nil {
+		return dashboard.SessionsView{}, err
+	}
+	if v.Runs, err = s.runs(ctx); err != nil {
+		return dashboard.SessionsView{}, err
+	}
+	// The project's folder name, not its path: the page is shown and
+	// screenshotted, and a path names the machine.
+	v.Project = filepath.Base(st.Project)
 	for _, ss := range st.Sessions {
 		row := dashboard.SessionRow{SessionStatus: ss, CostUSD: ss.CostUSD, LastEvent: last[ss.ID]}
 		switch ss.Workflow {
@@ -150,20 +160,6 @@ func (s *Server) sessionsView(ctx context.Context) (dashboard.SessionsView, erro
 		v.Sessions = append(v.Sessions, row)
 	}
 	return v, nil
-}
-
-// runs lists the stored runs, newest first, each marked active while a
-// run actor works it.
-func (s *Server) runs(ctx context.Context) ([]api.Run, error) {
-	runs, err := s.store.ListRuns(ctx)
-	if err != nil {
-		return nil, err
-	}
-	live := s.liveRuns()
-	for i := range runs {
-		runs[i].Active = live[runs[i].ID]
-	}
-	return runs, nil
 }
 
 // workflowStatus asks session id's actor for its workflow's status (the
@@ -286,7 +282,9 @@ func (s *Server) planView(ctx context.Context, id string) (dashboard.PlanView, s
 }
 
 // serveReviewFile serves review n of a plan's timeline (1 is the first)
-// as plain text: the file the reviewer's answer was written to.
+// as plain text: the file the reviewer's answer was written to. It is
+// streamed from the file, not read whole: a file in the project's plan
+// folder may be of any size.
 func (s *Server) serveReviewFile(w http.ResponseWriter, r *http.Request) {
 	n, err := strconv.Atoi(r.PathValue("n"))
 	if err != nil || n < 1 {
@@ -295,25 +293,27 @@ func (s *Server) serveReviewFile(w http.ResponseWriter, r *http.Request) {
 	}
 	v, dir, err := s.planView(r.Context(), r.PathValue("session"))
 	if err != nil {
-		code := statusFor(err)
-		if errors.Is(err, errNotFound) {
-			code = http.StatusNotFound
-		}
-		http.Error(w, err.Error(), code)
+		http.Error(w, err.Error(), pageStatus(err))
 		return
 	}
 	if n > len(v.Reviews) || v.Reviews[n-1].File == "" {
 		http.Error(w, fmt.Sprintf("no review file for review %d", n), http.StatusNotFound)
 		return
 	}
-	data, err := os.ReadFile(filepath.Join(dir, v.Reviews[n-1].File))
+	f, err := os.Open(filepath.Join(dir, v.Reviews[n-1].File))
 	if err != nil {
-		http.Error(w, fmt.Sprintf("reading review %d: %v", n, err), http.StatusInternalServerError)
+		http.Error(w, fmt.Sprintf("opening review %d: %v", n, err), http.StatusInternalServerError)
+		return
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		http.Error(w, fmt.Sprintf("review %d is not a regular file", n), http.StatusNotFound)
 		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "text/plain; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
-	_, _ = w.Write(data)
+	http.ServeContent(w, r, "", fi.ModTime(), f)
 }

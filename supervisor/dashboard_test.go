@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -85,6 +86,10 @@ func TestDashboardPages(t *testing.T) {
 		{"no token", "/", "", http.StatusUnauthorized, []string{"401 unauthorized"}, []string{"s-loop", "<table"}},
 		{"a wrong token", "/loop/s-loop", "Bearer nope", http.StatusUnauthorized, nil, []string{"loop-chart"}},
 		{"a wrong token in the query", "/run/r-1?token=nope", "", http.StatusUnauthorized, nil, []string{"run-waves"}},
+		{"the event stream without the token", "/events?follow=false", "", http.StatusUnauthorized, nil, []string{"event:", "s-loop"}},
+		{"the script without the token", "/static/app.js", "", http.StatusUnauthorized, nil, []string{"EventSource"}},
+		{"a review file without the token", "/plan/s-plan/review/1", "", http.StatusUnauthorized, nil, []string{"# review"}},
+		{"a path no route serves, without the token", "/nothing-here", "", http.StatusUnauthorized, nil, nil},
 		{"sessions", "/", bearer, http.StatusOK, []string{
 			`<tr data-session="s-loop" data-workflow="loop" data-state="on" data-health="working">`,
 			`<a class="session-link" href="/loop/s-loop">`, `<a class="session-link" href="/plan/s-plan">`,
@@ -110,6 +115,9 @@ func TestDashboardPages(t *testing.T) {
 		{"a run that is not there", "/run/r-9", bearer, http.StatusNotFound, nil, nil},
 		{"a session that is not there", "/loop/nobody", bearer, http.StatusNotFound, nil, nil},
 		{"the script", "/static/app.js", bearer, http.StatusOK, []string{"new EventSource(\"/events"}, nil},
+		{"the style sheet", "/static/style.css", bearer, http.StatusOK, []string{"font-family"}, nil},
+		{"a page template", "/static/sessions.html", bearer, http.StatusNotFound, nil, []string{"{{"}},
+		{"the assets folder", "/static/", bearer, http.StatusOK, []string{"app.js"}, []string{".html"}},
 		{"the event history", "/events?follow=false", bearer, http.StatusOK, []string{"event: session.started"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -129,6 +137,28 @@ func TestDashboardPages(t *testing.T) {
 			}
 		})
 	}
+	// A review file is served from the file as it is, not read whole
+	// first: a Range request gets its part, as from any file server.
+	t.Run("part of a review file", func(t *testing.T) {
+		req, err := http.NewRequest(http.MethodGet, "http://"+addr+"/plan/s-plan/review/1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", bearer)
+		req.Header.Set("Range", "bytes=2-7")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		body, err := io.ReadAll(res.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.StatusCode != http.StatusPartialContent || string(body) != "review" || res.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Errorf("GET review 1, bytes 2-7 = %d %q (%s), want 206 %q as text/plain", res.StatusCode, body, res.Header.Get("Content-Type"), "review")
+		}
+	})
 }
 
 // TestDashboardTokenCookie: a request with ?token= gets the token back as
@@ -210,5 +240,26 @@ func TestPostUIStartsTheListener(t *testing.T) {
 	a.srv.closeUI(context.Background())
 	if _, err := os.Stat(filepath.Join(a.paths.StateDir, uiAddrFile)); !os.IsNotExist(err) {
 		t.Errorf("ui-addr after the listener stopped: %v, want it removed", err)
+	}
+}
+
+// TestUIURLHoldsTheListenersToken: the token file removed while the
+// dashboard listener runs (a user rotating it by hand), a later POST
+// /v1/ui still answers a URL that the running listener lets in, not one
+// with a token made anew that only a restarted listener would check.
+func TestUIURLHoldsTheListenersToken(t *testing.T) {
+	a := newAPIServer(t)
+	t.Cleanup(func() { a.srv.closeUI(context.Background()) })
+	var first, second api.UIResponse
+	a.decode(http.MethodPost, api.PathUI, nil, &first)
+	if err := os.Remove(filepath.Join(a.paths.StateDir, uiTokenFile)); err != nil {
+		t.Fatal(err)
+	}
+	a.decode(http.MethodPost, api.PathUI, nil, &second)
+	if second != first {
+		t.Errorf("POST /v1/ui = %+v after the token file went, want %+v (the running listener's)", second, first)
+	}
+	if code, body := uiGet(t, second.Addr, strings.TrimPrefix(second.URL, "http://"+second.Addr), ""); code != http.StatusOK {
+		t.Errorf("GET the URL = %d, want 200\n%s", code, body)
 	}
 }

@@ -50,7 +50,7 @@ func uiGet(t *testing.T, addr, path, auth string) (int, string) {
 // the test's end, and returns its address and the token its file holds.
 func startMetricsUI(t testing.TB, a *apiServer) (addr, tok string) {
 	t.Helper()
-	addr, stop, err := a.srv.startUI(0)
+	addr, _, stop, err := a.srv.startUI(0)
 	if err != nil {
 		t.Fatalf("startUI: %v", err)
 	}
@@ -117,7 +117,7 @@ func TestMetricsCountWhatTheHooksDecided(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.Metrics.Enabled = true
 	a := newAPIServerConfig(t, cfg)
-	addr, stop, err := a.srv.startUI(0)
+	addr, _, stop, err := a.srv.startUI(0)
 	if err != nil {
 		t.Fatalf("startUI: %v", err)
 	}

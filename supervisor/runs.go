@@ -1,6 +1,7 @@
 package supervisor
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -134,15 +135,36 @@ func (s *Server) serveRunCancel(w http.ResponseWriter, r *http.Request) {
 	s.writeRunReply(w, res, err, "run cancelled")
 }
 
-func (s *Server) serveRunList(w http.ResponseWriter, r *http.Request) {
-	runs, err := s.store.ListRuns(r.Context())
+// runs lists the stored runs, newest first, each marked active while a
+// run actor works it (drover run list, and the dashboard's).
+func (s *Server) runs(ctx context.Context) ([]api.Run, error) {
+	runs, err := s.store.ListRuns(ctx)
 	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
-		return
+		return nil, err
 	}
 	live := s.liveRuns()
 	for i := range runs {
 		runs[i].Active = live[runs[i].ID]
+	}
+	return runs, nil
+}
+
+// loadRun returns run id from the store, marked active while a run actor
+// works it (drover run status, and the dashboard's run page).
+func (s *Server) loadRun(ctx context.Context, id string) (run api.Run, found bool, err error) {
+	run, found, err = s.store.LoadRun(ctx, id)
+	if err != nil || !found {
+		return run, found, err
+	}
+	run.Active = s.liveRuns()[id]
+	return run, true, nil
+}
+
+func (s *Server) serveRunList(w http.ResponseWriter, r *http.Request) {
+	runs, err := s.runs(r.Context())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, err)
+		return
 	}
 	if runs == nil {
 		runs = []api.Run{}
@@ -156,7 +178,7 @@ func (s *Server) serveRunGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err)
 		return
 	}
-	run, found, err := s.store.LoadRun(r.Context(), id)
+	run, found, err := s.loadRun(r.Context(), id)
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, err)
 		return
@@ -165,7 +187,6 @@ func (s *Server) serveRunGet(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, errors.New("no run "+id))
 		return
 	}
-	run.Active = s.liveRuns()[id]
 	writeJSON(w, http.StatusOK, run)
 }
 

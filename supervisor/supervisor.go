@@ -195,7 +195,7 @@ func Run(ctx context.Context, opts Options) (err error) {
 	if c := s.cfg.Load(); c.UI.Enabled || c.Metrics.Enabled {
 		// A dashboard that cannot listen (ui.port taken) is said in the
 		// log; the supervisor still answers hooks, which matter more.
-		if _, uerr := s.openUI(); uerr != nil {
+		if _, _, uerr := s.openUI(); uerr != nil {
 			s.log.Warn("no dashboard listener", zap.Error(uerr))
 		}
 	} else if err := os.Remove(filepath.Join(p.StateDir, uiAddrFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {

@@ -138,30 +138,30 @@ func (s *Server) uiRoutes(tok string, pages *dashboard.Renderer) http.Handler {
 
 // startUI starts the dashboard listener on 127.0.0.1:port, writes its
 // address (host:port) to the state folder's ui-addr, and returns the
-// address and the function that stops it, which waits for the requests
-// in flight up to ctx's end.
-func (s *Server) startUI(port int) (addr string, stop func(context.Context), err error) {
+// address, the token it checks, and the function that stops it, which
+// waits for the requests in flight up to ctx's end.
+func (s *Server) startUI(port int) (addr, tok string, stop func(context.Context), err error) {
 	dir := s.opts.Paths.StateDir
-	tok, err := uiToken(dir)
+	tok, err = uiToken(dir)
 	if err != nil {
-		return "", nil, err
+		return "", "", nil, err
 	}
 	addrFile := filepath.Join(dir, uiAddrFile)
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 	if err != nil {
 		// The address a supervisor that died left is no listener of ours.
 		_ = os.Remove(addrFile)
-		return "", nil, fmt.Errorf("listening on 127.0.0.1:%d (ui.port): %w", port, err)
+		return "", "", nil, fmt.Errorf("listening on 127.0.0.1:%d (ui.port): %w", port, err)
 	}
 	addr = ln.Addr().String()
 	if err := atomicfile.Write(addrFile, []byte(addr+"\n"), 0o600); err != nil {
 		_ = ln.Close()
-		return "", nil, fmt.Errorf("writing the dashboard address: %w", err)
+		return "", "", nil, fmt.Errorf("writing the dashboard address: %w", err)
 	}
 	pages, err := dashboard.NewRenderer()
 	if err != nil {
 		_ = ln.Close()
-		return "", nil, err
+		return "", "", nil, err
 	}
 	srv := &http.Server{
 		Handler:           s.uiRoutes(tok, pages),
@@ -176,7 +176,7 @@ func (s *Server) startUI(port int) (addr string, stop func(context.Context), err
 		}
 	}()
 	s.log.Info("dashboard listening", zap.String("addr", addr), zap.Bool("metrics", s.metrics != nil))
-	return addr, func(ctx context.Context) {
+	return addr, tok, func(ctx context.Context) {
 		if err := srv.Shutdown(ctx); err != nil {
 			_ = srv.Close()
 		}
@@ -190,32 +190,35 @@ func (s *Server) startUI(port int) (addr string, stop func(context.Context), err
 
 // uiListener is the dashboard listener while it runs: started with the
 // supervisor when ui.enabled or metrics.enabled, or later by drover ui
-// (POST /v1/ui), and stopped with the supervisor.
+// (POST /v1/ui), and stopped with the supervisor. tok is the token it
+// checks, read once at its start: the URL drover ui prints must hold that
+// one, even if the file changed since.
 type uiListener struct {
 	mu   sync.Mutex
 	addr string
+	tok  string
 	stop func(context.Context)
 }
 
 // openUI starts the dashboard listener on ui.port unless it runs, and
-// returns its address.
-func (s *Server) openUI() (string, error) {
+// returns its address and token.
+func (s *Server) openUI() (addr, tok string, err error) {
 	s.ui.mu.Lock()
 	defer s.ui.mu.Unlock()
 	if s.ui.stop != nil {
-		return s.ui.addr, nil
+		return s.ui.addr, s.ui.tok, nil
 	}
 	select {
 	case <-s.draining:
-		return "", errors.New("the supervisor is stopping")
+		return "", "", errors.New("the supervisor is stopping")
 	default:
 	}
-	addr, stop, err := s.startUI(s.cfg.Load().UI.Port)
+	addr, tok, stop, err := s.startUI(s.cfg.Load().UI.Port)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	s.ui.addr, s.ui.stop = addr, stop
-	return addr, nil
+	s.ui.addr, s.ui.tok, s.ui.stop = addr, tok, stop
+	return addr, tok, nil
 }
 
 // closeUI stops the dashboard listener if it runs, waiting for its
@@ -223,7 +226,7 @@ func (s *Server) openUI() (string, error) {
 func (s *Server) closeUI(ctx context.Context) {
 	s.ui.mu.Lock()
 	stop := s.ui.stop
-	s.ui.addr, s.ui.stop = "", nil
+	s.ui.addr, s.ui.tok, s.ui.stop = "", "", nil
 	s.ui.mu.Unlock()
 	if stop != nil {
 		stop(ctx)
@@ -234,14 +237,9 @@ func (s *Server) closeUI(ctx context.Context) {
 // answers its URL with the token: the socket is the owner's only, as the
 // token file is.
 func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
-	addr, err := s.openUI()
+	addr, tok, err := s.openUI()
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, fmt.Errorf("starting the dashboard: %w", err))
-		return
-	}
-	tok, err := uiToken(s.opts.Paths.StateDir)
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, err)
 		return
 	}
 	s.log.Info("dashboard asked for", zap.String("addr", addr))

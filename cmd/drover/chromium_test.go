@@ -58,24 +58,28 @@ func (b *lockedBuffer) String() string {
 
 // newBrowser starts a headless Chromium with a fresh profile and returns a
 // tab's context. The test's cleanup ends the browser and checks that no
-// process of it is left: every Chromium process (browser, zygote,
-// renderers) carries the profile's folder on its command line.
+// process of it is left. Chromium's home is a folder of the test's, with
+// the profile in it: every Chromium process carries that folder on its
+// command line (the browser, zygotes and renderers by the profile, the
+// crash handlers by their database under $HOME/.config), and nothing is
+// written to the user's home.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		t.Fatalf("no Chromium at %s (make chromium installs it): %v", chromiumPath, err)
 	}
-	profile := t.TempDir()
+	home := t.TempDir()
 	var out lockedBuffer
 	opts := append(append([]chromedp.ExecAllocatorOption(nil), chromiumFlags...),
-		chromedp.UserDataDir(profile), chromedp.CombinedOutput(&out))
+		chromedp.UserDataDir(filepath.Join(home, "profile")), chromedp.CombinedOutput(&out),
+		chromedp.Env("HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, ".config"), "XDG_CACHE_HOME="+filepath.Join(home, ".cache")))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelTab := chromedp.NewContext(actx)
 	t.Cleanup(func() {
 		cancelTab()
 		cancelAlloc()
 		var left []int
-		if !eventually.Holds(30*time.Second, func() bool { left = processesWith(profile); return len(left) == 0 }) {
+		if !eventually.Holds(30*time.Second, func() bool { left = processesWith(home); return len(left) == 0 }) {
 			t.Errorf("Chromium processes left behind: %v", left)
 		}
 		if t.Failed() {

@@ -329,6 +329,17 @@ func TestDashboardInABrowser(t *testing.T) {
 			}
 		}
 		shot(t, "sessions")
+
+		// Live: the page follows the event stream, so a session started
+		// after it was rendered comes into its table without a reload by
+		// hand.
+		f.must("", "do", "--session", "dash-live", "write the lexer")
+		if !eventually.Holds(30*time.Second, func() bool {
+			return evaluate[bool](ctx, t, `!!document.querySelector('table#sessions tr[data-session="dash-live"]')`)
+		}) {
+			t.Errorf("the open sessions page has no row for a session started after it was rendered (%q)",
+				evaluate[string](ctx, t, `document.getElementById('live')?.textContent || ""`))
+		}
 	})
 
 	t.Run("loop", func(t *testing.T) {

@@ -57,9 +57,10 @@ import (
 var assets embed.FS
 
 // Assets returns the page's embedded script and style sheet, at their
-// file names (app.js, style.css), for GET /static/{file}.
+// file names (app.js, style.css), for GET /static/{file}: the files of
+// assets/static only, not the page templates beside them.
 func Assets() fs.FS {
-	sub, err := fs.Sub(assets, "assets")
+	sub, err := fs.Sub(assets, "assets/static")
 	if err != nil {
 		// The folder is embedded above: a missing one is a build error.
 		return assets
