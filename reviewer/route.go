@@ -29,7 +29,7 @@ func ModelCLI(m, def string) (cli, model string, err error) {
 			return "", "", fmt.Errorf("model %q names the CLI %q: want %s:MODEL, %s:MODEL or %s:MODEL", m, prefix, CLIClaude, CLICodex, CLIGemini)
 		}
 		if strings.TrimSpace(rest) == "" {
-			return "", "", fmt.Errorf("model %q names no model after %s:", m, prefix)
+			return "", "", fmt.Errorf("model %q names no model after its CLI %q", m, prefix)
 		}
 		return prefix, rest, nil
 	}
