@@ -39,7 +39,13 @@ func sessionEvents(old session.Record, found bool, next session.Record) []events
 	add := func(k api.EventKind, data any) {
 		out = append(out, events.Draft{Kind: k, Session: id, Data: data})
 	}
-	if !found {
+	// A session starts with its first record, and again when a hook of a
+	// resumed session clears the end time its SessionEnd saved. It ends
+	// when the end time is saved, whatever else the commit changed: most
+	// SessionEnds decide nothing new (an idle session's, a loop's that
+	// already ended), and only the time is committed.
+	ended, wasEnded := !next.EndedAt.IsZero(), found && !old.EndedAt.IsZero()
+	if !found || wasEnded && !ended {
 		add(api.EventSessionStarted, api.SessionData{Workflow: string(next.Workflow)})
 	}
 	d, decided := newDecision(old, next)
@@ -53,9 +59,9 @@ func sessionEvents(old session.Record, found bool, next session.Record) []events
 			decision = "block"
 		}
 		add(api.EventHookDecided, api.DecisionData{Event: string(d.Event), Request: d.RequestID, Decision: decision, Reason: reason})
-		if d.Event == hook.SessionEnd {
-			add(api.EventSessionEnded, api.SessionData{Workflow: string(next.Workflow)})
-		}
+	}
+	if ended && !wasEnded {
+		add(api.EventSessionEnded, api.SessionData{Workflow: string(next.Workflow)})
 	}
 	out = append(out, queueEvents(id, old, next, d, decided)...)
 	out = append(out, loopEvents(id, old, next)...)

@@ -1,8 +1,12 @@
 package actors
 
 import (
+	"context"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/events"
@@ -41,6 +45,15 @@ func TestSessionEvents(t *testing.T) {
 	finished.Plan.Review = nil
 	finished.Plan.LastRun = &api.PlanReviewRun{Plan: "p", Kind: "plan", Iteration: 1, Verdict: "fail", Findings: 3, Blocking: 1, CostUSD: 0.2}
 
+	endedAt := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	end := decided(base, "r2", hook.SessionEnd, hook.Output{})
+	end.EndedAt = endedAt
+	// Most SessionEnds decide nothing new: only the end time is saved.
+	endOnly := base
+	endOnly.EndedAt = endedAt
+	endAgain := endOnly
+	endAgain.LastHookAt = endedAt.Add(time.Minute)
+
 	inReview := session.Record{ID: "s1", Workflow: session.Queue, Queue: queue.Session{State: queue.Review, Iteration: 4}}
 	queueDone := decided(inReview, "r3", hook.Stop, hook.Output{})
 	queueDone.Queue = queue.Session{State: queue.Off, Iteration: 5}
@@ -60,7 +73,10 @@ func TestSessionEvents(t *testing.T) {
 		{"nothing of note", base, true, base, []api.EventKind{}},
 		{"a stop and an iteration", base, true, iter, []api.EventKind{api.EventHookDecided, api.EventLoopIteration}},
 		{"a loop out of budget", base, true, ended, []api.EventKind{api.EventHookDecided, api.EventLoopEnded, api.EventBudgetReached}},
-		{"session end", base, true, decided(base, "r2", hook.SessionEnd, hook.Output{}), []api.EventKind{api.EventHookDecided, api.EventSessionEnded}},
+		{"session end", base, true, end, []api.EventKind{api.EventHookDecided, api.EventSessionEnded}},
+		{"a session end that decides nothing", base, true, endOnly, []api.EventKind{api.EventSessionEnded}},
+		{"a session end after the end", endOnly, true, endAgain, []api.EventKind{}},
+		{"a resumed session", endOnly, true, base, []api.EventKind{api.EventSessionStarted}},
 		{"a review starts", base, true, review, []api.EventKind{api.EventReviewStarted}},
 		{"a review finishes", review, true, finished, []api.EventKind{api.EventReviewFinished}},
 		{"a queue's review finds nothing more", inReview, true, queueDone, []api.EventKind{api.EventHookDecided, api.EventTaskDone}},
@@ -120,5 +136,82 @@ func TestRunEvents(t *testing.T) {
 	// The task event names the worker.
 	if evs := runEvents(runCommit{Run: old}, runCommit{Run: worker}); len(evs) != 1 || evs[0].Data.(api.TaskData).Worker != "w2" {
 		t.Errorf("the worker's task event: %+v, want worker w2", evs)
+	}
+}
+
+// TestSessionEndPublishesEnded: every SessionEnd of a session with a
+// record publishes session.ended once it is committed, though most decide
+// nothing new (an idle session's, an active queue's), and the first hook
+// of the resumed session publishes session.started: the stream, the live
+// sessions page and notifications see every end and every resume.
+func TestSessionEndPublishesEnded(t *testing.T) {
+	var (
+		mu        sync.Mutex
+		published []events.Draft
+	)
+	f := newFixture(t, SessionsOptions{}, func(env *Env) {
+		env.Events = func(_ context.Context, evs ...events.Draft) {
+			mu.Lock()
+			defer mu.Unlock()
+			published = append(published, evs...)
+		}
+	})
+	send := func(id string, e hook.Event, in hook.Input) {
+		t.Helper()
+		in.SessionID = id
+		if res := f.ask(id, &HandleHook{Event: e, Input: in}).(*HookResult); res.Err != nil {
+			t.Fatalf("%s: %v", e, res.Err)
+		}
+	}
+	// What session id published since the last call, but its decisions.
+	lifecycle := func(id string) []api.EventKind {
+		mu.Lock()
+		defer mu.Unlock()
+		out := []api.EventKind{}
+		for _, e := range published {
+			if e.Session == id && (e.Kind == api.EventSessionStarted || e.Kind == api.EventSessionEnded) {
+				out = append(out, e.Kind)
+			}
+		}
+		published = slices.DeleteFunc(published, func(e events.Draft) bool { return e.Session == id })
+		return out
+	}
+	for _, tc := range []struct {
+		name  string
+		setup func(id string)
+	}{
+		{"an idle session", func(id string) { f.add(id, "never started"); send(id, hook.Stop, hook.Input{}) }},
+		{"an active queue", func(id string) {
+			f.add(id, "a task")
+			if r := f.command(id, "start"); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := strings.ReplaceAll(tc.name, " ", "-")
+			tc.setup(id)
+			if got := lifecycle(id); !slices.Equal(got, []api.EventKind{api.EventSessionStarted}) {
+				t.Fatalf("before SessionEnd: %v, want one session.started", got)
+			}
+			steps := []struct {
+				what string
+				e    hook.Event
+				in   hook.Input
+				want []api.EventKind
+			}{
+				{"SessionEnd", hook.SessionEnd, hook.Input{}, []api.EventKind{api.EventSessionEnded}},
+				{"a second SessionEnd", hook.SessionEnd, hook.Input{}, []api.EventKind{}},
+				{"resumed", hook.SessionStart, hook.Input{Source: "resume"}, []api.EventKind{api.EventSessionStarted}},
+				{"a prompt", hook.UserPromptSubmit, hook.Input{Prompt: "go on"}, []api.EventKind{}},
+				{"SessionEnd again", hook.SessionEnd, hook.Input{}, []api.EventKind{api.EventSessionEnded}},
+			}
+			for _, s := range steps {
+				send(id, s.e, s.in)
+				if got := lifecycle(id); !slices.Equal(got, s.want) {
+					t.Errorf("after %s: %v, want %v", s.what, got, s.want)
+				}
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -424,5 +425,28 @@ func TestIdleEventStreamSendsHeartbeats(t *testing.T) {
 
 	if r := a.do(http.MethodGet, api.PathEvents+"?since=x", nil); r.status != http.StatusBadRequest {
 		t.Errorf("?since=x = %d, want 400", r.status)
+	}
+}
+
+// TestEventStreamSaysEverySessionEnd: a SessionEnd that decides nothing
+// new (an active queue's) is on the stream as session.ended, and the
+// first hook of the resumed session as session.started, in that order.
+func TestEventStreamSaysEverySessionEnd(t *testing.T) {
+	a := newAPIServerConfig(t, eventsConfig())
+	a.startQueue("s1")
+	s := a.follow(a.srv.events.LastID())
+	defer s.close()
+	a.hook(hook.SessionEnd, "end-1", "s1")
+	a.hook(hook.SessionEnd, "end-2", "s1")
+	a.hook(hook.SessionStart, "resume", "s1")
+	mark := a.marker()
+	var got []api.EventKind
+	for _, e := range s.until(t, func(e api.Event) bool { return e.ID == mark }) {
+		if e.Session == "s1" && (e.Kind == api.EventSessionEnded || e.Kind == api.EventSessionStarted) {
+			got = append(got, e.Kind)
+		}
+	}
+	if want := []api.EventKind{api.EventSessionEnded, api.EventSessionStarted}; !slices.Equal(got, want) {
+		t.Errorf("session events of s1 = %v, want %v", got, want)
 	}
 }
