@@ -34,7 +34,8 @@ func (a *sessionActor) status() *StatusResult {
 
 // sessionStatus is what status shows of rec: its workflow's state and
 // iteration, its health at env's now by status.stale_after, what its
-// plan's reviews or its loop cost, and the task files in dir.
+// plan's reviews or its loop cost against which budget, and the task
+// files in dir.
 func sessionStatus(rec session.Record, env Env, dir string) api.SessionStatus {
 	root := env.Root
 	state, iteration := SessionState(rec)
@@ -43,9 +44,10 @@ func sessionStatus(rec session.Record, env Env, dir string) api.SessionStatus {
 	// the plans folder.
 	switch {
 	case rec.Workflow == session.Loop:
-		st.CostUSD = rec.Loop.CostUSD
+		st.CostUSD, st.SpentUSD, st.BudgetUSD = rec.Loop.CostUSD, rec.Loop.CostUSD, rec.Loop.MaxUSD
 	case rec.Workflow == session.Plan && plan.ValidPlanID(rec.Plan.PlanID):
-		st.CostUSD = ReadPlanTotals(planDirAt(root, rec.Plan.PlanID), rec.ID).SessionCostUSD
+		t := ReadPlanTotals(planDirAt(root, rec.Plan.PlanID), rec.ID)
+		st.CostUSD, st.SpentUSD, st.BudgetUSD = t.SessionCostUSD, t.CostUSD, rec.Plan.BudgetUSD
 	}
 	st.Health = string(rec.Health(env.now(), env.Config().Status.StaleAfter))
 	if list, err := tasks.Scan(dir); err == nil {

@@ -112,8 +112,8 @@ func (s *Server) page(render func(*bytes.Buffer, *http.Request) error) http.Hand
 }
 
 // sessionsView is the sessions page: the sessions as `drover status`
-// shows them, each with what it spends against its budget and its last
-// event, and the runs.
+// shows them (with what each spent against its budget), each with its
+// last event, and the runs.
 func (s *Server) sessionsView(ctx context.Context) (dashboard.SessionsView, error) {
 	// The events are read before the state: the page's script follows the
 	// stream after the newest of them, so a change committed while the
@@ -144,19 +144,9 @@ func (s *Server) sessionsView(ctx context.Context) (dashboard.SessionsView, erro
 	// screenshotted, and a path names the machine.
 	v.Project = filepath.Base(st.Project)
 	for _, ss := range st.Sessions {
-		row := dashboard.SessionRow{SessionStatus: ss, CostUSD: ss.CostUSD, LastEvent: last[ss.ID]}
-		switch ss.Workflow {
-		case "loop":
-			var ls api.LoopStatus
-			if err := s.workflowStatus(ss.ID, "loop", &ls); err == nil {
-				row.CostUSD, row.BudgetUSD = ls.CostUSD, ls.MaxUSD
-			}
-		case "plan":
-			var ps api.PlanStatus
-			if err := s.workflowStatus(ss.ID, "plan", &ps); err == nil {
-				row.CostUSD, row.BudgetUSD = ps.Totals.CostUSD, ps.BudgetUSD
-			}
-		}
+		// The status has what each spent against its budget: one ask of
+		// each session's actor per page.
+		row := dashboard.SessionRow{SessionStatus: ss, LastEvent: last[ss.ID]}
 		v.Sessions = append(v.Sessions, row)
 	}
 	return v, nil

@@ -38,7 +38,7 @@ func dashboardFixture(t *testing.T, a *apiServer) {
 	}
 
 	var ps api.PlanStatus
-	a.decode(http.MethodPost, api.WorkflowPath("s-plan", "plan", "new"), api.PlanArgs{PlanID: "demo"}, &ps)
+	a.decode(http.MethodPost, api.WorkflowPath("s-plan", "plan", "new"), api.PlanArgs{PlanID: "demo", BudgetUSD: 0.5}, &ps)
 	dir := filepath.Join(a.paths.Root, filepath.FromSlash(plan.PlansDir), "demo")
 	var runs []byte
 	for i, verdict := range []string{"fail", "pass"} {
@@ -68,6 +68,37 @@ func dashboardFixture(t *testing.T, a *apiServer) {
 	}
 }
 
+// TestStatusSaysTheBudget: GET /v1/status (drover status --json) has
+// the budget each loop or plan session spends against and what it spent,
+// so the dashboard's sessions page asks each session's actor once.
+func TestStatusSaysTheBudget(t *testing.T) {
+	a := newAPIServer(t)
+	dashboardFixture(t, a)
+	r := a.do(http.MethodGet, api.PathStatus, nil)
+	var st struct {
+		Sessions []map[string]any `json:"sessions"`
+	}
+	if err := json.Unmarshal(r.body, &st); err != nil {
+		t.Fatalf("GET %s = %d %s: %v", api.PathStatus, r.status, r.body, err)
+	}
+	got := map[string][2]any{}
+	for _, s := range st.Sessions {
+		got[s["id"].(string)] = [2]any{s["budget_usd"], s["spent_usd"]}
+	}
+	for _, tc := range []struct {
+		id            string
+		budget, spent any
+	}{
+		{"s-loop", 2.0, nil},
+		// The two reviews of the fixture cost $0.05 each.
+		{"s-plan", 0.5, 0.1},
+	} {
+		if g, want := got[tc.id], [2]any{tc.budget, tc.spent}; g != want {
+			t.Errorf("session %s: budget_usd, spent_usd = %v, want %v", tc.id, g, want)
+		}
+	}
+}
+
 // TestDashboardPages reads each page of the dashboard listener from a
 // real supervisor over fixture state: the token refused, the pages'
 // selectors (internal/dashboard's doc) holding what the state says.
@@ -93,7 +124,7 @@ func TestDashboardPages(t *testing.T) {
 		{"sessions", "/", bearer, http.StatusOK, []string{
 			`<tr data-session="s-loop" data-workflow="loop" data-state="on" data-health="working">`,
 			`<a class="session-link" href="/loop/s-loop">`, `<a class="session-link" href="/plan/s-plan">`,
-			`<td class="cost">$0.00 / $2.00</td>`,
+			`<td class="cost">$0.00 / $2.00</td>`, `<td class="cost">$0.10 / $0.50</td>`,
 			`<tr data-run="r-1" data-state="done">`, `src="/static/app.js"`,
 		}, nil},
 		{"sessions with the token in the query", "/?token=" + tok, "", http.StatusOK, []string{`table id="sessions"`}, nil},

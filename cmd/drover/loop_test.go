@@ -442,6 +442,17 @@ func TestLoopStatusShowsTheBudgets(t *testing.T) {
 	if st.MaxIterations != 7 || st.MaxMinutes != 90 || st.MaxUSD != 12.5 || st.CheckpointEvery != 3 || !st.RequireChecks {
 		t.Errorf("status --json: %+v", st)
 	}
+	// drover status --json has the dollar budget too, with what the loop
+	// spent against it (nothing yet: omitted).
+	var all struct {
+		Sessions []map[string]any `json:"sessions"`
+	}
+	if err := json.Unmarshal([]byte(p.must("", "status", "--json")), &all); err != nil {
+		t.Fatalf("drover status --json: %v", err)
+	}
+	if len(all.Sessions) != 1 || all.Sessions[0]["budget_usd"] != 12.5 || all.Sessions[0]["spent_usd"] != nil {
+		t.Errorf("drover status --json sessions = %v, want b with budget_usd 12.5 and no spent_usd", all.Sessions)
+	}
 	out := p.must("", "loop", "status", "--session", "b")
 	for _, want := range []string{"iteration 1 of 7", "budget: 90 min, $12.50; spent unknown", "checkpoint review: every 3 iteration(s)", "checks: required"} {
 		if !strings.Contains(out, want) {

@@ -118,7 +118,15 @@ type SessionStatus struct {
 	// CostUSD is what this session's reviewer runs have cost (plan
 	// sessions), or a loop's spend as its transcript reports it (loop
 	// sessions); 0 for the others.
-	CostUSD   float64   `json:"cost_usd"`
+	CostUSD float64 `json:"cost_usd"`
+	// BudgetUSD is the dollar budget the session spends against: a loop's
+	// max_usd, or its plan's reviewer budget (shared by every session of
+	// the plan); 0 for none. SpentUSD is what counts against it: the
+	// loop's spend, or what every session's reviews of the plan cost
+	// (CostUSD is this session's part). Both are 0 for the other
+	// workflows.
+	BudgetUSD float64   `json:"budget_usd,omitempty"`
+	SpentUSD  float64   `json:"spent_usd,omitempty"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// Health is whether the session's agent is still there: idle,
 	// working, stale or ended (the words of session.Health).

@@ -79,13 +79,10 @@ type SessionsView struct {
 	LastEventID uint64
 }
 
-// SessionRow is one session: its status as `drover status` shows it,
-// the budget it spends against (0: none), what it has cost, and the last
-// event it had.
+// SessionRow is one session: its status as `drover status` shows it
+// (with what it spent against which budget), and the last event it had.
 type SessionRow struct {
 	api.SessionStatus
-	CostUSD   float64
-	BudgetUSD float64
 	LastEvent *api.Event
 }
 

@@ -69,8 +69,8 @@ func TestPages(t *testing.T) {
 	}{
 		{"sessions.html", func(b *bytes.Buffer) error {
 			return r.Sessions(b, SessionsView{Project: "demo", LastEventID: 7, Runs: []api.Run{twoWaveRun()}, Sessions: []SessionRow{
-				{SessionStatus: api.SessionStatus{ID: "s-loop", Workflow: "loop", State: "active", Health: "working", Iteration: 3}, CostUSD: 0.4, BudgetUSD: 2, LastEvent: ev},
-				{SessionStatus: api.SessionStatus{ID: "s-plan", Workflow: "plan", State: "active", Health: "stale", Iteration: 1}, CostUSD: 0.3},
+				{SessionStatus: api.SessionStatus{ID: "s-loop", Workflow: "loop", State: "active", Health: "working", Iteration: 3, CostUSD: 0.4, SpentUSD: 0.4, BudgetUSD: 2}, LastEvent: ev},
+				{SessionStatus: api.SessionStatus{ID: "s-plan", Workflow: "plan", State: "active", Health: "stale", Iteration: 1, CostUSD: 0.1, SpentUSD: 0.3}},
 				{SessionStatus: api.SessionStatus{ID: "s-q", Workflow: "queue", State: "stopped", Health: "idle"}},
 			}})
 		}},
