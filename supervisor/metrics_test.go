@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +25,9 @@ import (
 )
 
 // uiGet sends GET path to the dashboard listener at addr, with the
-// Authorization header auth when it is not "".
+// Authorization header auth when it is not "", as a browser does: it
+// keeps the cookies it is given and follows redirects (a ?token= is
+// answered with the cookie and sent on to the URL without it).
 func uiGet(t *testing.T, addr, path, auth string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
@@ -34,7 +37,11 @@ func uiGet(t *testing.T, addr, path, auth string) (int, string) {
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	res, err := http.DefaultClient.Do(req)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&http.Client{Jar: jar}).Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", path, err)
 	}

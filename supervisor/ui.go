@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -107,12 +108,34 @@ func uiCredential(r *http.Request, tok string) string {
 	return ""
 }
 
+// withoutToken is the path and query of u with every token parameter
+// taken out, the others kept as they came: where a GET that brought the
+// token in its URL is sent on. A path that begins with // keeps one
+// slash, or a browser would read it as another host.
+func withoutToken(u *url.URL) string {
+	var keep []string
+	for _, part := range strings.Split(u.RawQuery, "&") {
+		key, _, _ := strings.Cut(part, "=")
+		if k, err := url.QueryUnescape(key); part == "" || err == nil && k == "token" {
+			continue
+		}
+		keep = append(keep, part)
+	}
+	loc := "/" + strings.TrimLeft(u.EscapedPath(), "/")
+	if len(keep) > 0 {
+		loc += "?" + strings.Join(keep, "&")
+	}
+	return loc
+}
+
 // uiRoutes is the dashboard listener's handler: a request without the
 // token gets 401 and nothing else; the pages (internal/dashboard) and the
 // event stream are served, and /metrics when metrics are on. A request
 // that brought the token as ?token= gets it back as an HttpOnly,
 // SameSite=Strict cookie for this listener, so that the page's links and
-// its event stream work without it in every URL.
+// its event stream work without it in every URL; a GET is answered with
+// a redirect (303) to its URL without the token, so that the token stays
+// out of the address bar and the browser's history.
 func (s *Server) uiRoutes(tok string, pages *dashboard.Renderer) http.Handler {
 	mux := http.NewServeMux()
 	if s.metrics != nil {
@@ -131,6 +154,10 @@ func (s *Server) uiRoutes(tok string, pages *dashboard.Renderer) http.Handler {
 				Name: uiCookieName(r.Host), Value: tok, Path: "/",
 				HttpOnly: true, SameSite: http.SameSiteStrictMode,
 			})
+			if r.Method == http.MethodGet {
+				http.Redirect(w, r, withoutToken(r.URL), http.StatusSeeOther)
+				return
+			}
 		}
 		mux.ServeHTTP(w, r)
 	})

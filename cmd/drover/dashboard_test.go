@@ -278,7 +278,8 @@ func TestDashboardInABrowser(t *testing.T) {
 	ctx := newBrowser(t)
 	dir := screenshotDir(t)
 	// open loads path; the URL drover ui printed comes first, and its
-	// token's cookie lets every later page in.
+	// token's cookie lets every later page in. The token stays out of the
+	// address bar: the printed URL is sent on to the page without it.
 	open := func(t *testing.T, name, path string) {
 		t.Helper()
 		target := base + path
@@ -291,6 +292,9 @@ func TestDashboardInABrowser(t *testing.T) {
 		}
 		if resp.Status != http.StatusOK {
 			t.Fatalf("the %s page: status %d", name, resp.Status)
+		}
+		if at := evaluate[string](ctx, t, `location.href`); at != base+path {
+			t.Errorf("the %s page is at %s, want %s (no token in the address bar)", name, strings.ReplaceAll(at, tok, "TOKEN"), base+path)
 		}
 	}
 	shot := func(t *testing.T, name string) {

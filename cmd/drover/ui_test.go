@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"net/url"
 	"strings"
 	"testing"
@@ -10,9 +11,10 @@ import (
 
 // TestUIPrintsAURLThatAnswers: drover ui --print starts the supervisor
 // and its dashboard (ui.enabled is off) and prints a 127.0.0.1 URL with
-// the token: it answers 200 with the sessions page, and the same address
-// without the token answers 401. A second drover ui finds the same
-// listener.
+// the token: a browser that opens it is given the token's cookie and
+// sent on to the sessions page at the address without the token (200),
+// and the same address without the token nor the cookie answers 401. A
+// second drover ui finds the same listener.
 func TestUIPrintsAURLThatAnswers(t *testing.T) {
 	p := newProj(t)
 	p.must("", "do", "--session", "ui-session", "write the parser")
@@ -33,7 +35,11 @@ func TestUIPrintsAURLThatAnswers(t *testing.T) {
 		{"without the token", "http://" + u.Host + "/", http.StatusUnauthorized, "401 unauthorized"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, err := http.Get(tc.url)
+			jar, err := cookiejar.New(nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := (&http.Client{Jar: jar}).Get(tc.url)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -44,6 +50,9 @@ func TestUIPrintsAURLThatAnswers(t *testing.T) {
 			}
 			if res.StatusCode != tc.code || !strings.Contains(string(body), tc.want) {
 				t.Errorf("GET %s = %d\n%s\nwant %d with %q", tc.name, res.StatusCode, body, tc.code, tc.want)
+			}
+			if res.Request.URL.Query().Has("token") {
+				t.Errorf("GET %s ended at %s with the token in its query, want the address without it", tc.name, res.Request.URL.Path)
 			}
 		})
 	}
