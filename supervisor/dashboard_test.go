@@ -205,7 +205,7 @@ func TestDashboardTokenCookie(t *testing.T) {
 	for _, tc := range []struct{ path, location string }{
 		{"/runs?token=" + tok, "/runs"},
 		{"/?token=" + tok, "/"},
-		{"/events?since=3&token=" + tok + "&follow=false", "/events?since=3&follow=false"},
+		{"/runs?since=3&token=" + tok + "&follow=false", "/runs?since=3&follow=false"},
 		{"/plan/s%2Fx/review/1?token=" + tok, "/plan/s%2Fx/review/1"},
 		{"//elsewhere.example/?token=" + tok, "/elsewhere.example/"},
 	} {

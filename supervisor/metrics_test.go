@@ -76,6 +76,16 @@ func scrape(t *testing.T, addr, tok string) map[string]*dto.MetricFamily {
 	if code != http.StatusOK {
 		t.Fatalf("GET /metrics with the token = %d %s", code, body)
 	}
+	// A scraper that keeps no cookies and follows no redirects may bring
+	// the token as ?token= too: /metrics is not sent on like a page.
+	res, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Get("http://" + addr + "/metrics?token=" + tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("GET /metrics?token= by a scraper = %d, want 200", res.StatusCode)
+	}
 	var p expfmt.TextParser
 	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
 	if err != nil {

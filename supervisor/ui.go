@@ -135,7 +135,8 @@ func withoutToken(u *url.URL) string {
 // SameSite=Strict cookie for this listener, so that the page's links and
 // its event stream work without it in every URL; a GET is answered with
 // a redirect (303) to its URL without the token, so that the token stays
-// out of the address bar and the browser's history.
+// out of the address bar and the browser's history (a page's: not
+// /metrics or /events, whose clients are programs).
 func (s *Server) uiRoutes(tok string, pages *dashboard.Renderer) http.Handler {
 	mux := http.NewServeMux()
 	if s.metrics != nil {
@@ -154,7 +155,9 @@ func (s *Server) uiRoutes(tok string, pages *dashboard.Renderer) http.Handler {
 				Name: uiCookieName(r.Host), Value: tok, Path: "/",
 				HttpOnly: true, SameSite: http.SameSiteStrictMode,
 			})
-			if r.Method == http.MethodGet {
+			// Not /metrics nor /events: scrapers and stream clients
+			// keep no cookies, and a redirect would leave them at 401.
+			if r.Method == http.MethodGet && r.URL.Path != "/metrics" && r.URL.Path != "/events" {
 				http.Redirect(w, r, withoutToken(r.URL), http.StatusSeeOther)
 				return
 			}
