@@ -26,8 +26,8 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		}
 	}
 	walk((&app{}).rootCmd())
-	if n != 5 {
-		t.Errorf("walked %d commands, want serve, config, reflect, converge and route", n)
+	if n != 6 {
+		t.Errorf("walked %d commands, want serve, config, reflect, converge, route and worker", n)
 	}
 }
 
