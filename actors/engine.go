@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strconv"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -113,11 +114,28 @@ func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string
 			changed = true
 		}
 	}
-	// Counted only for a CLI whose flag cannot be trusted: every event of
-	// such a CLI says so.
-	if n := res.rec.Continued(m.Event, m.Input, res.Output); m.Input.ReentryUntrusted && n != res.rec.Continuations {
-		res.rec.Continuations = n
-		changed = true
+	// Counted only for a CLI whose flag cannot be trusted (at every
+	// event: a prompt of the user's ends the count), and at the Stops of
+	// a CLI with a block cap, whose trusted flag says when a run of
+	// blocks starts (so its prompts cost no save): every event of such a
+	// CLI says so.
+	if m.Input.ReentryUntrusted || (!m.Input.Uncapped && m.Event == hook.Stop) {
+		prev := res.rec
+		if m.Event == hook.Stop && !m.Input.StopHookActive {
+			prev.Continuations = 0
+		}
+		if n := prev.Continued(m.Event, m.Input, res.Output); n != res.rec.Continuations {
+			res.rec.Continuations = n
+			changed = true
+			if m.Event == hook.Stop && !m.Input.Uncapped && n == hook.BlockCap+1 {
+				// A capped CLI may not honour this block: drover counted
+				// it, so the user must hear that the agent may stop here
+				// while the session goes on. Said once per run of blocks.
+				res.Output.SystemMessage = joinLines(res.Output.SystemMessage, a.text(templates.BlockCap, map[string]string{
+					"blocks": strconv.Itoa(n), "cap": strconv.Itoa(hook.BlockCap), "session_id": a.id,
+				}))
+			}
+		}
 	}
 	// The warnings are said once, with this answer whatever it is: a
 	// failed commit must not swallow them.

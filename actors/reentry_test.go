@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +17,7 @@ import (
 // continuations counted by the session: each blocked Stop counts one, the
 // continuation arriving again as a prompt (Gemini's BeforeAgent) keeps the
 // count, and a prompt of the user's ends it. A CLI whose flag is trusted
-// costs no count.
+// and no block cap costs no count.
 func TestUntrustedReentryIsCounted(t *testing.T) {
 	f := newFixture(t, SessionsOptions{RestartMax: 3, RestartWindow: time.Minute})
 	for _, id := range []string{"gem", "cc"} {
@@ -35,7 +37,7 @@ func TestUntrustedReentryIsCounted(t *testing.T) {
 	}
 	hookOf := func(id, req string, e hook.Event, prompt string, untrusted bool) *HookResult {
 		t.Helper()
-		in := hook.Input{SessionID: id, Prompt: prompt, ReentryUntrusted: untrusted}
+		in := hook.Input{SessionID: id, Prompt: prompt, ReentryUntrusted: untrusted, Uncapped: true}
 		r := f.ask(id, &HandleHook{RequestID: req, Event: e, Input: in}).(*HookResult)
 		if r.Err != nil {
 			t.Fatalf("%s %s: %v", id, e, r.Err)
@@ -63,7 +65,7 @@ func TestUntrustedReentryIsCounted(t *testing.T) {
 		t.Fatalf("claude Stop not blocked: %+v", r.Output)
 	}
 	if n := stored("cc"); n != 0 {
-		t.Errorf("a trusted flag's session counted %d continuations, want none", n)
+		t.Errorf("an uncapped trusted flag's session counted %d continuations, want none", n)
 	}
 }
 
@@ -93,5 +95,65 @@ func TestUntrustedReentryKeepsValidationFromBlockingTwice(t *testing.T) {
 	second := stop("2")
 	if second.Output.IsBlock() || !strings.Contains(second.Output.SystemMessage, "Bad Name.md") {
 		t.Errorf("second Stop in a row: %+v; want the violations as a warning, not a second block", second.Output)
+	}
+}
+
+// A CLI with a block cap (hook.Input.Uncapped false: Claude Code with its
+// cap on) may end the turn at the Stop after hook.BlockCap blocks in a
+// row while drover counts that block: the user hears it once, at that
+// Stop, and a Stop whose stop_hook_active is false (the first after a
+// prompt of the user's) starts the count over. An uncapped CLI
+// (Codex, Gemini, Claude Code with the cap off) never hears it, whatever
+// the facts' source: the actor reads Uncapped, not the CLI.
+func TestBlockCapNoticeOnlyForACappedCLI(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		in       hook.Input
+		noticeAt int // 0: never
+	}{
+		{"capped", hook.Input{TranscriptFormat: hook.TranscriptClaude}, hook.BlockCap + 1},
+		{"capped with untrusted re-entry", hook.Input{ReentryUntrusted: true}, hook.BlockCap + 1},
+		{"uncapped", hook.Input{TranscriptFormat: hook.TranscriptCodex, Uncapped: true}, 0},
+		{"uncapped with untrusted re-entry", hook.Input{TranscriptFormat: hook.TranscriptGemini, Uncapped: true, ReentryUntrusted: true}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFixture(t, SessionsOptions{RestartMax: 3, RestartWindow: time.Minute})
+			for i := range 2*hook.BlockCap + 4 {
+				f.add("s", fmt.Sprintf("task-%02d", i))
+			}
+			if r := f.command("s", "start"); r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			req := 0
+			ask := func(e hook.Event, prompt string, active bool) hook.Output {
+				t.Helper()
+				req++
+				in := tc.in
+				in.SessionID, in.Prompt, in.StopHookActive = "s", prompt, active
+				r := f.ask("s", &HandleHook{RequestID: strconv.Itoa(req), Event: e, Input: in}).(*HookResult)
+				if r.Err != nil {
+					t.Fatalf("%s %d: %v", e, req, r.Err)
+				}
+				return r.Output
+			}
+			check := func(round string) {
+				t.Helper()
+				for i := 1; i <= hook.BlockCap+2; i++ {
+					// As Claude Code and Codex say it: false at the first
+					// Stop of a run of blocks only.
+					out := ask(hook.Stop, "", i > 1)
+					if !out.IsBlock() {
+						t.Fatalf("%s: Stop %d not blocked: %+v", round, i, out)
+					}
+					said := strings.Contains(out.SystemMessage, "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP=0")
+					if want := i == tc.noticeAt; said != want {
+						t.Errorf("%s: Stop %d: cap notice %v, want %v (systemMessage %q)", round, i, said, want, out.SystemMessage)
+					}
+				}
+			}
+			check("first run of blocks")
+			ask(hook.UserPromptSubmit, "go on", false)
+			check("after the user's prompt")
+		})
 	}
 }

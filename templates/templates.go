@@ -45,6 +45,10 @@ const (
 	// saved, so drover let the agent stop rather than decide on state it
 	// did not keep.
 	SaveFailed = "save_failed"
+	// BlockCap tells the user, at the Stop past a capped CLI's block cap
+	// (hook.BlockCap), that the CLI may have ended the turn while the
+	// session goes on, and how to lift the cap.
+	BlockCap = "block_cap"
 	// SessionHeldQueue, SessionHeldLoop and SessionHeldPlan refuse to
 	// start a {{workflow}} in a session that another workflow holds (see
 	// internal/session.Record.Holder).

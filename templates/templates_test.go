@@ -11,7 +11,7 @@ import (
 var allNames = []string{
 	Compact, Context, Loop, MaxIterations, Review, ReviewContext,
 	ReviewFound, ReviewStart, Start, StuckReminder, Uncommitted,
-	Stopped, Quarantined, SaveFailed, SessionHeldQueue, SessionHeldLoop, SessionHeldPlan,
+	Stopped, Quarantined, SaveFailed, BlockCap, SessionHeldQueue, SessionHeldLoop, SessionHeldPlan,
 }
 
 func TestNames(t *testing.T) {
@@ -45,6 +45,7 @@ func TestDefaultsContent(t *testing.T) {
 		{SessionHeldQueue, []string{"session {{session_id}} has an active queue", "a task queue in state {{state}}", "drover stop", "{{workflow}}"}},
 		{SessionHeldLoop, []string{"session {{session_id}} runs a loop (iteration {{iteration}})", "drover loop cancel", "{{workflow}}"}},
 		{SessionHeldPlan, []string{"session {{session_id}} works on plan {{plan_id}}", "a {{workflow}} needs its own session"}},
+		{BlockCap, []string{"[drover]", "{{blocks}}", "{{cap}}", "{{session_id}}", "drover init", "CLAUDE_CODE_STOP_HOOK_BLOCK_CAP=0"}},
 		{SaveFailed, []string{"drover: could not save the state of session {{session_id}} ({{error}}); letting the agent stop."}},
 	}
 	d := Defaults()

@@ -164,6 +164,10 @@ func (w *wire) normalize(cli CLI, e Event) Input {
 		in.Uncapped = true
 	case Gemini:
 		in.TranscriptFormat = TranscriptGemini
+		// No AfterAgent cap is known: the reference measured 150 blocks
+		// in a row all honoured (its loop detector and maxSessionTurns
+		// stop model calls, not the hook). Treated as uncapped until a
+		// version is measured with one.
 		in.Uncapped = true
 		in.ReentryUntrusted = true
 		if e == Stop {

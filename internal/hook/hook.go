@@ -119,7 +119,8 @@ type Input struct {
 	ReentryUntrusted bool `json:"reentry_untrusted,omitempty"`
 	// Uncapped says the CLI never ends a run of Stop blocks by itself
 	// (Codex, Gemini, Claude Code with its cap off): drover's own limits
-	// are the only brake.
+	// are the only brake. A capped CLI may end the run after BlockCap
+	// blocks in a row.
 	Uncapped bool `json:"uncapped,omitempty"`
 	// CumulativeMessage says LastAssistantMessage holds every answer
 	// since the user's prompt, those to drover's continuations included
@@ -127,6 +128,13 @@ type Input struct {
 	// message of the Stop it last blocked.
 	CumulativeMessage bool `json:"cumulative_message,omitempty"`
 }
+
+// BlockCap is how many Stop blocks in a row a capped CLI (Input.Uncapped
+// false: Claude Code unless CLAUDE_CODE_STOP_HOOK_BLOCK_CAP is 0) honours
+// while its model answers with text only: it ends the run at the next
+// Stop, whatever the hook says. Tool use resets the CLI's count, which
+// the hook does not see, so past it drover only knows the run may end.
+const BlockCap = 8
 
 // ErrTooLarge is returned by Read when stdin holds more than MaxInputBytes.
 var ErrTooLarge = errors.New("hook: input larger than the size cap")
