@@ -2,7 +2,10 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"runtime/debug"
 	"strconv"
 	"time"
@@ -14,6 +17,7 @@ import (
 	"github.com/drover-dev/drover/internal/proc"
 	"github.com/drover-dev/drover/internal/session"
 	"github.com/drover-dev/drover/internal/tracker"
+	"github.com/drover-dev/drover/internal/transcript"
 	"github.com/drover-dev/drover/internal/workflow/loop"
 	"github.com/drover-dev/drover/internal/workflow/plan"
 	"github.com/drover-dev/drover/templates"
@@ -88,6 +92,16 @@ func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string
 		in := *m
 		in.Input.StopHookActive = a.rec.Continuations > 0
 		m = &in
+	}
+	if m.Event == hook.Stop && m.Input.LastAssistantMessage == nil && m.Input.TranscriptFormat == transcript.FormatCodex && m.Input.TranscriptPath != "" {
+		// Codex's Stop may give last_assistant_message null: the
+		// workflows read the message from its rollout instead, here
+		// rather than in the hook client, which must stay fast.
+		if msg, ok := a.codexLastMessage(ctx, m.Input.TranscriptPath); ok {
+			in := *m
+			in.Input.LastAssistantMessage = &msg
+			m = &in
+		}
 	}
 	var full *string
 	if m.Event == hook.Stop && m.Input.CumulativeMessage && m.Input.LastAssistantMessage != nil {
@@ -170,6 +184,26 @@ func (a *sessionActor) decideHook(actx actor.Context, m *HandleHook, warn string
 		}
 	}
 	return &HookResult{Output: res.Output, Text: res.Text}, res.effects
+}
+
+// codexLastMessage reads the last assistant message of the Codex rollout
+// at path; false when it has none or cannot be read (logged), which
+// leaves the message unknown, as the payload did.
+func (a *sessionActor) codexLastMessage(ctx context.Context, path string) (string, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			a.log.Warn("opening the rollout for the last message", zap.String("path", path), zap.Error(err))
+		}
+		return "", false
+	}
+	defer func() { _ = f.Close() }()
+	msg, ok, err := transcript.CodexLastMessage(ctx, f)
+	if err != nil {
+		a.log.Warn("reading the rollout for the last message", zap.String("path", path), zap.Error(err))
+		return "", false
+	}
+	return msg, ok
 }
 
 // heardRecently reports whether the time-only save of hook event e at now

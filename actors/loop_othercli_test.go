@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -129,5 +130,50 @@ func TestLoopReadsOnlyTheNewPartOfACumulativeMessage(t *testing.T) {
 	}
 	if out := stop("c", later+"\nFixed it, no promise yet."); strings.Contains(out.Reason, "Completion claimed") || !strings.Contains(out.Reason, "iteration 3 of 10") {
 		t.Errorf("the next answer got %q; want iteration 3, no claim", out.Reason)
+	}
+}
+
+// A Codex Stop may give last_assistant_message null: the session reads
+// the last assistant message from the rollout the payload names, so a
+// completion promise said there still ends the loop. A message the
+// payload gives wins over the rollout's.
+func TestCodexNullLastMessageIsReadFromTheRollout(t *testing.T) {
+	rollout := func(last string) string {
+		return `{"timestamp":"2026-11-25T17:06:51.120Z","type":"turn_context","payload":{"model":"gpt-5-codex"}}
+{"timestamp":"2026-11-25T17:06:51.130Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"build the parser <promise>DONE</promise>"}]}}
+{"timestamp":"2026-11-25T17:06:52.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Starting on the parser."}]}}
+{"timestamp":"2026-11-25T17:06:53.000Z","type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"` + last + `"}]}}
+`
+	}
+	for _, tc := range []struct {
+		name, message, last string
+		ended               bool
+	}{
+		{"null, the rollout claims", "null", `The parser is done.\n<promise>DONE</promise>`, true},
+		{"null, the rollout does not claim", "null", "Still on the parser.", false},
+		{"given, the rollout claims", `"Still on the parser."`, `<promise>DONE</promise>`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newCrashFixture(t, func(*config.Config, string) {})
+			f.startLoop(api.LoopStartArgs{Prompt: "build the parser", MaxIterations: 10, CompletionPromise: "DONE"})
+			path := filepath.Join(t.TempDir(), "rollout.jsonl")
+			if err := os.WriteFile(path, []byte(rollout(tc.last)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			payload, _ := json.Marshal(map[string]any{"session_id": "s1", "turn_id": "t1", "transcript_path": path,
+				"hook_event_name": "Stop", "stop_hook_active": false, "last_assistant_message": json.RawMessage(tc.message)})
+			in, err := hook.Normalize(hook.Codex, hook.Stop, payload)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := f.ask("s1", &HandleHook{RequestID: "a", Event: hook.Stop, Input: in}).(*HookResult)
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			st := f.loop("s1", "status", nil)
+			if r.Output.IsBlock() == tc.ended || st.Active == tc.ended {
+				t.Errorf("blocked %v, loop active %v (reason %q); want the loop ended %v", r.Output.IsBlock(), st.Active, r.Output.Reason, tc.ended)
+			}
+		})
 	}
 }

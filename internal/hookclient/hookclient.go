@@ -49,13 +49,6 @@ type Options struct {
 	Spawn func(root string, p project.Paths) error
 	// Now and NewRequestID are for tests.
 	NewRequestID func() string
-	// LastMessage, when set, reads the final assistant text of a Stop
-	// from the transcript at path in format (hook.TranscriptCodex, ...)
-	// when the CLI's payload gave none (Codex's last_assistant_message is
-	// nullable). Claude Code's transcript is the supervisor's to read, so
-	// it is never asked for it; nil, or an error, leaves the message
-	// unknown, as a payload without it does.
-	LastMessage func(format, path string) (string, error)
 }
 
 // Result is what the hook prints: Stdout (JSON, plain text, or empty for a
@@ -100,11 +93,6 @@ func run(ctx context.Context, o Options) Result {
 	in, cli, err := hook.ReadFrom(o.Stdin, hook.MaxInputBytes, o.CLI, o.Event)
 	if err != nil {
 		return failOpen(fmt.Sprintf("could not read the %s hook input: %v", o.Event, err))
-	}
-	if o.Event == hook.Stop && in.LastAssistantMessage == nil && o.LastMessage != nil && in.ClaudeTranscript() == "" && in.TranscriptPath != "" {
-		if msg, err := o.LastMessage(in.TranscriptFormat, in.TranscriptPath); err == nil {
-			in.LastAssistantMessage = &msg
-		}
 	}
 	if cli == hook.Claude && o.Getenv("CLAUDE_CODE_STOP_HOOK_BLOCK_CAP") == "0" {
 		// drover init turns Claude Code's cap off in the settings' env,

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -216,6 +217,47 @@ func ReadCodex(ctx context.Context, c CodexCursor, r io.Reader, fn func(Usage) e
 		n.Offset = lr.off
 		n.Tail = append(n.Tail[:0], lr.last...)
 	}
+}
+
+// CodexLastMessage returns the text of the last assistant message of the
+// Codex rollout r (its output_text parts joined), and false when r has
+// none: what a Stop whose payload gives last_assistant_message null
+// leaves to the transcript. Lines that are not JSON or not messages are
+// skipped, as ScanUsage does.
+func CodexLastMessage(ctx context.Context, r io.Reader) (string, bool, error) {
+	var last string
+	found := false
+	err := eachLine(ctx, r, func(line []byte) error {
+		if !bytes.Contains(line, []byte(`"assistant"`)) {
+			return nil // not a message of the model's: no decoding
+		}
+		var rec struct {
+			Type    string `json:"type"`
+			Payload struct {
+				Type    string `json:"type"`
+				Role    string `json:"role"`
+				Content []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"payload"`
+		}
+		if json.Unmarshal(line, &rec) != nil || rec.Type != "response_item" || rec.Payload.Type != "message" || rec.Payload.Role != "assistant" {
+			return nil
+		}
+		var b strings.Builder
+		for _, c := range rec.Payload.Content {
+			if c.Type == "output_text" {
+				b.WriteString(c.Text)
+			}
+		}
+		last, found = b.String(), true
+		return nil
+	})
+	if err != nil {
+		return "", false, err
+	}
+	return last, found, nil
 }
 
 // geminiMessage is a message of a Gemini chat file, with what the usage

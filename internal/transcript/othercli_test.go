@@ -128,3 +128,31 @@ func TestReadCodexResumes(t *testing.T) {
 		}
 	}
 }
+
+// CodexLastMessage gives the text of a rollout's last assistant message,
+// not a user's, and says when there is none.
+func TestCodexLastMessage(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("testdata", "othercli", "codex-rollout.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, rollout, want string
+		found               bool
+	}{
+		{"the testdata rollout", string(golden), "ok", true},
+		{"two parts, then a user's message", `{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"first"}]}}
+{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done "},{"type":"output_text","text":"<promise>X</promise>"}]}}
+{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"assistant"}]}}
+not json "assistant"
+`, "done <promise>X</promise>", true},
+		{"no assistant message", `{"type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}}` + "\n", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, found, err := CodexLastMessage(context.Background(), strings.NewReader(tc.rollout))
+			if err != nil || got != tc.want || found != tc.found {
+				t.Errorf("CodexLastMessage = %q, %v, %v; want %q, %v", got, found, err, tc.want, tc.found)
+			}
+		})
+	}
+}
