@@ -167,7 +167,7 @@ to ~/.gemini/trustedFolders.json (or run with GEMINI_CLI_TRUST_WORKSPACE=true). 
 warns that project hooks were detected and records them in ~/.gemini/trusted_hooks.json.
 [drover] Gemini CLI gives the commands its tools run no session id: start it with one, so that
 drover commands find their session without --session:
-  export GEMINI_SESSION_ID=$(uuidgen); gemini --session-id "$GEMINI_SESSION_ID"
+  export GEMINI_SESSION_ID=$(cat /proc/sys/kernel/random/uuid 2>/dev/null || uuidgen); gemini --session-id "$GEMINI_SESSION_ID"
 `, root)
 	return nil
 }

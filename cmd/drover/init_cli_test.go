@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -95,5 +97,46 @@ func TestInitCLI(t *testing.T) {
 				t.Errorf("a second init changed %s", settings)
 			}
 		})
+	}
+}
+
+// The session id line drover init --cli gemini prints (and the README
+// gives) works in a plain sh where uuidgen is missing, as on Debian
+// without uuid-runtime: it exports a UUID that gemini --session-id takes.
+func TestInitGeminiSessionIDLineNeedsNoUUIDGen(t *testing.T) {
+	p := newProj(t)
+	out := p.must("", "init", "--cli", "gemini")
+	var line string
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "export GEMINI_SESSION_ID=") {
+			line = l
+		}
+	}
+	export, _, ok := strings.Cut(line, "; gemini --session-id")
+	if !ok {
+		t.Fatalf("init prints no session id line:\n%s", out)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil || !strings.Contains(string(readme), line) {
+		t.Errorf("README.md does not give the line init prints (%v): %s", err, line)
+	}
+	// A PATH of cat alone: no uuidgen, whatever this machine has.
+	bin := t.TempDir()
+	cat, err := exec.LookPath("cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(cat, filepath.Join(bin, "cat")); err != nil {
+		t.Fatal(err)
+	}
+	sh, err := exec.LookPath("sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(sh, "-c", export+`; printf %s "$GEMINI_SESSION_ID"`)
+	cmd.Env = []string{"PATH=" + bin}
+	got, err := cmd.Output()
+	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`).Match(got) {
+		t.Errorf("%s exported %q (%v); want a UUID", export, got, err)
 	}
 }
