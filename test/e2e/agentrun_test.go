@@ -20,31 +20,56 @@ import (
 // the cost drover priced from the tokens Codex reported.
 func TestRunAgentCodex(t *testing.T) {
 	t.Parallel()
+	testRunAgent(t, codexAgent)
+}
+
+// TestRunAgentGemini is TestRunAgentCodex with the real Gemini CLI
+// (`drover run --agent gemini`, its stream-json read for the tool calls
+// and the tokens), its shell tool run_shell_command.
+func TestRunAgentGemini(t *testing.T) {
+	t.Parallel()
+	testRunAgent(t, geminiAgent)
+}
+
+// testRunAgent runs `drover run --agent a` on a two-task graph (b after
+// a): see TestRunAgentCodex.
+func testRunAgent(t *testing.T, a agentCLI) {
 	yes, no := true, false
 	sc := &fakemodel.Scenario{Rules: []fakemodel.Rule{
 		{Name: "work", When: fakemodel.Match{LastUserMatches: `Write (?P<f>[a-z]+\.txt)\.`, LastIsToolResult: &no},
-			Answer: fakemodel.Answer{Text: "Writing {{f}}.", ToolCalls: codexAgent.shell(
+			Answer: fakemodel.Answer{Text: "Writing {{f}}.", ToolCalls: a.shell(
 				`echo done > {{f}} && git add {{f}} && git commit -qm 'task {{f}}' && echo committed-{{f}}`)}},
 		{Name: "done", When: fakemodel.Match{LastUserMatches: `committed-[a-z]+\.txt`, LastIsToolResult: &yes},
 			Answer: fakemodel.Answer{Text: "Done."}},
 	}}
-	p := newProjectFor(t, codexAgent.bin(t), sc)
-	if err := othercli.SetupCodex(p.home, p.model.ResponsesURL()); err != nil {
-		t.Fatal(err)
-	}
+	p := newProjectFor(t, a.bin(t), sc)
 	// The supervisor the run starts inherits this environment, and the
-	// agents it runs with it: codex on PATH, its scratch CODEX_HOME.
+	// agents it runs with it: the CLI on PATH, its scratch home and the
+	// fake model's address.
 	for i, kv := range p.env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			p.env[i] = "PATH=" + filepath.Dir(p.cliBin) + string(os.PathListSeparator) + v
 		}
 	}
-	p.env = append(p.env, "CODEX_HOME="+othercli.CodexHome(p.home), "FAKE_OPENAI_KEY=sk-fake-offline-key", "TMPDIR="+t.TempDir())
+	var err error
+	switch a.cli.Name {
+	case "codex":
+		err = othercli.SetupCodex(p.home, p.model.ResponsesURL())
+		p.env = append(p.env, "CODEX_HOME="+othercli.CodexHome(p.home), "FAKE_OPENAI_KEY=sk-fake-offline-key")
+	case "gemini":
+		err = othercli.SetupGemini(p.home)
+		p.env = append(p.env, "GEMINI_CLI_HOME="+p.home, "GEMINI_API_KEY=fake-offline-key",
+			"GOOGLE_GEMINI_BASE_URL="+p.model.URL(), "GEMINI_TELEMETRY_ENABLED=false")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.env = append(p.env, "TMPDIR="+t.TempDir())
 	graph := filepath.Join(t.TempDir(), "tasks.yaml")
 	if err := os.WriteFile(graph, []byte("tasks:\n  - id: a\n    description: Write a.txt.\n    tests: [a.txt]\n  - id: b\n    description: Write b.txt.\n    tests: [b.txt]\n    depends-on: [a]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, errs, code := p.droverRun("", "run", graph, "--agent", "codex", "--test-command", "test -f {{packages}}", "--suite-command", "true", "--no-review")
+	out, errs, code := p.droverRun("", "run", graph, "--agent", a.cli.Name, "--test-command", "test -f {{packages}}", "--suite-command", "true", "--no-review")
 	if code != 0 || !strings.Contains(out, " done") {
 		t.Fatalf("drover run exited %d\nstdout:\n%s\nstderr:\n%s\nmodel requests: %d", code, out, errs, len(p.model.Requests()))
 	}
