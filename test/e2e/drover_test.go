@@ -211,14 +211,18 @@ type statusJSON struct {
 }
 
 type sessionStatus struct {
-	ID        string    `json:"id"`
-	Workflow  string    `json:"workflow"`
-	State     string    `json:"state"`
-	Iteration int       `json:"iteration"`
-	Pending   int       `json:"pending"`
-	Done      int       `json:"done"`
-	Stuck     int       `json:"stuck"`
-	CostUSD   float64   `json:"cost_usd"`
+	ID        string  `json:"id"`
+	Workflow  string  `json:"workflow"`
+	State     string  `json:"state"`
+	Iteration int     `json:"iteration"`
+	Pending   int     `json:"pending"`
+	Done      int     `json:"done"`
+	Stuck     int     `json:"stuck"`
+	CostUSD   float64 `json:"cost_usd"`
+	// BudgetUSD and SpentUSD are a loop's or a plan's budget and what
+	// counts against it (a plan's: every session's reviews).
+	BudgetUSD float64   `json:"budget_usd"`
+	SpentUSD  float64   `json:"spent_usd"`
 	NextTask  string    `json:"next_task"`
 	UpdatedAt time.Time `json:"updated_at"`
 	// Health is idle, working, stale or ended; LastHookAt is the time of
