@@ -27,7 +27,7 @@ import (
 func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 	gt, _ := a.graph.Task(e.Task)
 	it := executor.Iteration{
-		RunID: a.s.Run.ID, Task: gt, Iteration: e.Iteration, Base: e.Base, Branch: e.Branch, Fresh: e.Fresh,
+		RunID: a.s.Run.ID, Task: gt, Iteration: e.Iteration, Attempt: e.Attempt, Base: e.Base, Branch: e.Branch, Fresh: e.Fresh,
 		Role: e.Role, Options: a.s.Run.Options, Deadline: e.Deadline,
 	}
 	tmpl, err := a.env.templates()

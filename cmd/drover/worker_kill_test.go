@@ -208,3 +208,51 @@ func TestRunOnNATSWorkersSurvivesKill9(t *testing.T) {
 		t.Errorf("the run cost $%v, want $3 (six agents that finished)", final.CostUSD)
 	}
 }
+
+// TestRunOnNATSResumeAdoptsJobsInFlight: the supervisor of a run on a
+// NATS worker is killed with -9 while a1's agent works on the worker; the
+// resumed run adopts a1's job in flight (the job's id is kept in the
+// run's state) rather than publishing it again: every agent runs once,
+// every task is merged once, and a1 counts one iteration.
+func TestRunOnNATSResumeAdoptsJobsInFlight(t *testing.T) {
+	f, _ := newClusterFixture(t)
+	f.touch("block-a1")
+	url := startNATS(t)
+	w := startClusterWorker(t, f, url, "w1")
+	id := runIDFrom(t, f.must("", append(slices.Clone(f.args), "--executor", "nats", "--nats", url, "--detach")...))
+	if !eventually.Holds(45*time.Second, func() bool { return f.read("agent-pid-a1") != "" }) {
+		t.Fatalf("a1's agent never started: %+v", f.runStatus(id))
+	}
+	pid := f.supervisorPID()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	agent, err := strconv.Atoi(f.read("agent-pid-a1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if syscall.Kill(agent, 0) != nil {
+		t.Fatalf("a1's agent on the worker ended with the supervisor")
+	}
+	f.must("", "run", "resume", id, "--detach")
+	if !eventually.Holds(30*time.Second, func() bool {
+		r := f.runStatus(id)
+		return r.State == api.RunRunning && taskByID(r, "a1").State == api.TaskRunning
+	}) {
+		t.Fatalf("the resumed run does not work a1: %+v", f.runStatus(id))
+	}
+	f.touch("release")
+	final := f.waitRun(id)
+	if final.State != api.RunDone || final.Merged != 2 {
+		t.Fatalf("the resumed run: %s, %d waves merged: %s", final.State, final.Merged, final.Report)
+	}
+	for _, task := range clusterTasks {
+		rt := taskByID(final, task)
+		if n := f.count(task); n != 1 || rt.Iteration != 1 || f.mergesOf(id, task) != 1 || rt.Worker != w.name {
+			t.Errorf("task %s: %d agents, iteration %d, %d merges, on %q; want 1, 1, 1, on %s",
+				task, n, rt.Iteration, f.mergesOf(id, task), rt.Worker, w.name)
+		}
+	}
+}

@@ -183,6 +183,11 @@ type RunTask struct {
 	// supervisor (a crash), or on a usage or rate limit (LimitUntil): the
 	// run works that iteration again, under the same number and role.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Attempt is Runs when the current iteration's work began: an
+	// iteration a crash cut short and worked again keeps it, so that an
+	// executor of other machines adopts the work still in flight there
+	// (StartIteration.Attempt).
+	Attempt int `json:"attempt,omitempty"`
 	// Feedback is what the task's next iteration is told about its last
 	// one; it is kept so that a resumed run tells it too.
 	Feedback string `json:"feedback,omitempty"`

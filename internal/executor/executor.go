@@ -44,6 +44,11 @@ type Iteration struct {
 	RunID     string        `json:"run_id"`
 	Task      rungraph.Task `json:"task"`
 	Iteration int           `json:"iteration"`
+	// Attempt names this start of the iteration's work
+	// (run.StartIteration.Attempt): the same after a crash of the
+	// supervisor, so that an executor of other machines adopts the work
+	// in flight rather than starting it twice.
+	Attempt int `json:"attempt,omitempty"`
 	// Base is the commit the task's branch began from, or begins from
 	// when its work tree is made (empty: the target's head).
 	Base   string `json:"base,omitempty"`

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/nats-io/nuid"
-
 	"github.com/drover-dev/drover/internal/executor"
 )
 
@@ -36,9 +34,10 @@ func (x Executor) Run(ctx context.Context, it executor.Iteration, report func(ex
 		return executor.Failed(fmt.Errorf("encoding iteration %d of task %s: %w", it.Iteration, it.Task.ID, err))
 	}
 	job := Job{
-		// A new id per attempt: an iteration worked again (after a
-		// usage limit) is a new job, not a duplicate of the first.
-		ID:    fmt.Sprintf("%s-%s-%d-%s", it.RunID, it.Task.ID, it.Iteration, nuid.Next()),
+		// One id per attempt, kept in the run's state: an iteration
+		// worked again after a usage limit is a new job, and after a
+		// crash of the supervisor the same job, adopted.
+		ID:    fmt.Sprintf("%s-%s-%d-%d", it.RunID, it.Task.ID, it.Iteration, it.Attempt),
 		RunID: it.RunID, Task: it.Task.ID, Iteration: it.Iteration, Base: commit, Branch: it.Branch, Iter: data,
 	}
 	res, err := x.D.Do(ctx, job, func(p Progress) {

@@ -90,6 +90,16 @@ func (s Streams) workers(ctx context.Context, repo Identity) (jetstream.Consumer
 	return c, nil
 }
 
+// hasResult says whether the job of id, of repository repo, has a result.
+func (s Streams) hasResult(ctx context.Context, repo Identity, id string) bool {
+	st, err := s.JS.Stream(ctx, ResultsStream)
+	if err != nil {
+		return false
+	}
+	_, err = st.GetLastMsgForSubject(ctx, resultSubject(repo, id))
+	return err == nil
+}
+
 func jobSubject(repo Identity, runID string) string {
 	return jobsPrefix + repo.Key() + "." + token(runID)
 }

@@ -180,12 +180,7 @@ func (w *Worker) heartbeat(ctx context.Context, msg jetstream.Msg) {
 }
 
 func (w *Worker) hasResult(ctx context.Context, job Job) bool {
-	s, err := w.Streams.JS.Stream(ctx, ResultsStream)
-	if err != nil {
-		return false
-	}
-	_, err = s.GetLastMsgForSubject(ctx, resultSubject(w.Identity, job.ID))
-	return err == nil
+	return w.Streams.hasResult(ctx, w.Identity, job.ID)
 }
 
 func (w *Worker) publish(ctx context.Context, job Job, res Result) error {

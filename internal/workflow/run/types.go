@@ -276,6 +276,11 @@ type StartIteration struct {
 	Fresh bool
 	// Feedback is what the iteration is told of the last one.
 	Feedback string
+	// Attempt names this start of the iteration's work with Task and
+	// Iteration: the same after a crash (the work may still be in flight
+	// on another machine), another after a usage limit or a resume of a
+	// failed task (api.RunTask.Attempt).
+	Attempt int
 	// Deadline ends the iteration with the task's or the run's time budget
 	// (zero: none).
 	Deadline time.Time
