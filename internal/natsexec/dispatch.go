@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -30,10 +31,11 @@ type Dispatcher struct {
 // A job of the same ID that an earlier supervisor published (it was
 // killed, the run resumed) is adopted: its bundle and job stay as they
 // are, and Do waits for the result of the job in flight, or takes the one
-// it already has, so that the iteration runs once.
+// it already has, so that the iteration runs once. A job whose Do ends
+// with ctx is cancelled (Result.Cancelled); the same job asked for again
+// goes under a new id.
 func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Result, error) {
 	job.Repo = d.Identity
-	job.Bundle = "job/" + job.ID
 	if err := job.check(); err != nil {
 		return Result{}, err
 	}
@@ -42,7 +44,9 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 		return Result{}, fmt.Errorf("the branch of job %s: %w", job.ID, err)
 	}
 	job.Head = head
-	done := d.hasResult(ctx, job.ID)
+	var done bool
+	job.ID, done = d.liveID(ctx, job.ID)
+	job.Bundle = "job/" + job.ID
 	if !done && !d.hasBundle(ctx, job.Bundle) {
 		if err := d.putJobBundle(ctx, &job); err != nil {
 			return Result{}, err
@@ -77,9 +81,46 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 	}
 	res, err := d.Wait(ctx, job)
 	if err != nil {
+		if ctx.Err() != nil {
+			d.cancel(context.WithoutCancel(ctx), job)
+		}
 		return res, err
 	}
 	return res, d.apply(ctx, job, res)
+}
+
+// liveID returns the id the job of id goes under, and whether it has a
+// result already: id itself, unless a supervisor cancelled the job of id,
+// when it is the id after the cancellation's. It is the same for every
+// supervisor of the run (the results stream keeps the cancellations).
+func (d Dispatcher) liveID(ctx context.Context, id string) (string, bool) {
+	st, err := d.Streams.JS.Stream(ctx, ResultsStream)
+	if err != nil {
+		return id, false
+	}
+	for {
+		m, err := st.GetLastMsgForSubject(ctx, resultSubject(d.Identity, id))
+		if err != nil {
+			return id, false
+		}
+		var res Result
+		if json.Unmarshal(m.Data, &res) != nil || !res.Cancelled {
+			return id, true
+		}
+		id = fmt.Sprintf("%s-c%d", id, m.Sequence)
+	}
+}
+
+// cancel tells the workers that the supervisor gave up on job: the worker
+// running it ends it, and no worker starts it. A result already out stays
+// the job's (one result per job id).
+func (d Dispatcher) cancel(ctx context.Context, job Job) {
+	ctx, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	data, err := json.Marshal(Result{JobID: job.ID, Err: "cancelled by its supervisor", Cancelled: true})
+	if err == nil {
+		_, _ = d.Streams.JS.Publish(ctx, resultSubject(d.Identity, job.ID), data, jetstream.WithMsgID(job.ID))
+	}
 }
 
 // putJobBundle bundles job's base and branch and stores the bundle.
@@ -101,11 +142,6 @@ func (d Dispatcher) putJobBundle(ctx context.Context, job *Job) error {
 func (d Dispatcher) hasBundle(ctx context.Context, name string) bool {
 	_, err := d.Streams.Bundles.GetInfo(ctx, name)
 	return err == nil
-}
-
-// hasResult says whether the job of id has a result.
-func (d Dispatcher) hasResult(ctx context.Context, id string) bool {
-	return d.Streams.hasResult(ctx, d.Identity, id)
 }
 
 // Wait returns the first result of job: a job delivered twice has one.

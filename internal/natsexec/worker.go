@@ -50,6 +50,11 @@ type Worker struct {
 	// git serializes the changes to the worker's repository: fetching a
 	// job's bundle, bundling a result.
 	git sync.Mutex
+	// running has the jobs at work here, each with a channel closed once
+	// it is done: a job delivered again to this worker while it runs it
+	// (its heartbeat was late) waits for it rather than running twice.
+	mu      sync.Mutex
+	running map[string]chan struct{}
 }
 
 // Repo is the worker's repository.
@@ -133,18 +138,41 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.TermWithReason("repository identity")
 		return
 	}
+	done, dup := w.start(job.ID)
+	if dup {
+		w.await(ctx, msg, job, done)
+		return
+	}
+	defer w.finish(job.ID)
+	// Any result of the job ends it here: its supervisor's cancellation,
+	// or another worker's run of it. Subscribed before the result is
+	// looked for, so that none is missed.
+	jobCtx, endJob := context.WithCancel(ctx)
+	defer endJob()
+	sub, err := w.NC.Subscribe(resultSubject(w.Identity, job.ID), func(*nats.Msg) { endJob() })
+	if err != nil {
+		log.Warn("watching the job's results", zap.Error(err))
+		_ = msg.Nak()
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
 	if w.hasResult(ctx, job) {
-		// Run before, by a worker that died between its result and
-		// its ack: counted once.
+		// Cancelled before it began, or run before by a worker that
+		// died between its result and its ack: counted once.
 		_ = msg.DoubleAck(ctx)
 		return
 	}
 	hbCtx, stopHB := context.WithCancel(ctx)
 	var hb sync.WaitGroup
 	hb.Go(func() { w.heartbeat(hbCtx, msg) })
-	res := w.work(ctx, job)
+	res := w.work(jobCtx, job)
 	stopHB()
 	hb.Wait()
+	if ctx.Err() == nil && jobCtx.Err() != nil {
+		log.Info("job ended: it has a result (cancelled by its supervisor, or run elsewhere)")
+		_ = msg.DoubleAck(ctx)
+		return
+	}
 	if ctx.Err() != nil {
 		// Stopping: another worker takes it now, not after the ack wait.
 		log.Info("job handed back")
@@ -160,6 +188,49 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		log.Warn("acknowledging a job", zap.Error(err))
 	}
 	log.Info("job done", zap.String("head", res.Head), zap.String("err", res.Err))
+}
+
+// start marks the job of id at work here; when it is already, it returns
+// the channel closed once that run is done, and true.
+func (w *Worker) start(id string) (chan struct{}, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if done, ok := w.running[id]; ok {
+		return done, true
+	}
+	if w.running == nil {
+		w.running = map[string]chan struct{}{}
+	}
+	w.running[id] = make(chan struct{})
+	return nil, false
+}
+
+// finish marks the job of id done here.
+func (w *Worker) finish(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.running[id])
+	delete(w.running, id)
+}
+
+// await holds msg, a second delivery of job that this worker runs, until
+// that run is done: acknowledged when it left a result, handed back when
+// it did not.
+func (w *Worker) await(ctx context.Context, msg jetstream.Msg, job Job, done <-chan struct{}) {
+	hbCtx, stopHB := context.WithCancel(ctx)
+	var hb sync.WaitGroup
+	hb.Go(func() { w.heartbeat(hbCtx, msg) })
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	stopHB()
+	hb.Wait()
+	if ctx.Err() == nil && w.hasResult(ctx, job) {
+		_ = msg.DoubleAck(ctx)
+		return
+	}
+	_ = msg.Nak()
 }
 
 // heartbeat tells NATS the job is at work, three times per ack wait: a
