@@ -188,20 +188,23 @@ func TestRunOnNATSWorkersSurvivesKill9(t *testing.T) {
 	for _, task := range clusterTasks {
 		rt := taskByID(final, task)
 		where := strings.Fields(f.read("where-" + task))
+		// a1's agent, and any other the killed worker had at work, ran
+		// twice: killed there, and again on another worker. One the
+		// killed worker finished before stays its.
 		agents := 1
-		if task == "a1" {
-			agents = 2 // the killed one and the one that finished
+		if task == "a1" || (len(where) > 0 && workerOf(workers, where[0]) == victim.name && rt.Worker != victim.name) {
+			agents = 2
 		}
 		if len(where) != agents || rt.Iteration != 1 || rt.Runs != 1 || f.mergesOf(id, task) != 1 {
 			t.Errorf("task %s: %d agents (want %d), iteration %d, runs %d, %d merges; want iteration 1, 1 run, 1 merge",
 				task, len(where), agents, rt.Iteration, rt.Runs, f.mergesOf(id, task))
 			continue
 		}
+		if agents == 2 && workerOf(workers, where[1]) == victim.name {
+			t.Errorf("task %s ran again on %s, the worker killed", task, victim.name)
+		}
 		if ran := workerOf(workers, where[len(where)-1]); rt.Worker != ran {
 			t.Errorf("task %s ran on %s, its status says %q", task, ran, rt.Worker)
-		}
-		if task == "a1" && rt.Worker == victim.name {
-			t.Errorf("task a1 finished on %s, the worker killed", victim.name)
 		}
 	}
 	if final.CostUSD != 3 {
@@ -253,6 +256,47 @@ func TestRunOnNATSResumeAdoptsJobsInFlight(t *testing.T) {
 		if n := f.count(task); n != 1 || rt.Iteration != 1 || f.mergesOf(id, task) != 1 || rt.Worker != w.name {
 			t.Errorf("task %s: %d agents, iteration %d, %d merges, on %q; want 1, 1, 1, on %s",
 				task, n, rt.Iteration, f.mergesOf(id, task), rt.Worker, w.name)
+		}
+	}
+}
+
+// TestRunOnNATSCancelEndsWorkerAgents: drover run cancel of a run on a
+// NATS worker ends the agent at work on the worker, which goes on serving;
+// the run resumed works the task again on it and finishes.
+func TestRunOnNATSCancelEndsWorkerAgents(t *testing.T) {
+	f, _ := newClusterFixture(t)
+	f.touch("block-a1")
+	url := startNATS(t)
+	w := startClusterWorker(t, f, url, "w1")
+	id := runIDFrom(t, f.must("", append(slices.Clone(f.args), "--executor", "nats", "--nats", url, "--detach")...))
+	if !eventually.Holds(45*time.Second, func() bool { return f.read("agent-pid-a1") != "" }) {
+		t.Fatalf("a1's agent never started: %+v", f.runStatus(id))
+	}
+	agent, err := strconv.Atoi(f.read("agent-pid-a1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := f.must("", "run", "cancel", id); !strings.Contains(out, "run "+id+" cancelled") {
+		t.Errorf("cancel did not report the run cancelled:\n%s", out)
+	}
+	if !gone(agent, 30*time.Second) {
+		t.Fatalf("a1's agent (pid %d) on the worker still runs after the cancel", agent)
+	}
+	f.must("", "run", "resume", id, "--detach")
+	final := f.waitRun(id)
+	if final.State != api.RunDone || final.Merged != 2 {
+		t.Fatalf("the resumed run: %s, %d waves merged: %s", final.State, final.Merged, final.Report)
+	}
+	for _, task := range clusterTasks {
+		// a1's agent ran twice: cancelled, and resumed. a2's and a3's
+		// may have been at work on the worker too when the run was
+		// cancelled.
+		agents := 1
+		if task == "a1" || (task != "b1" && task != "b2" && task != "b3" && f.count(task) == 2) {
+			agents = 2
+		}
+		if n := f.count(task); n != agents || f.mergesOf(id, task) != 1 || taskByID(final, task).Worker != w.name {
+			t.Errorf("task %s: %d agents (want %d), %d merges, on %q", task, n, agents, f.mergesOf(id, task), taskByID(final, task).Worker)
 		}
 	}
 }
