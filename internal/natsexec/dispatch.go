@@ -75,7 +75,10 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 		// Published already (an adopted job): the stream's duplicate
 		// window drops it, and a worker that gets it anyway after the
 		// window finds its result and does not run it again.
-		if _, err := d.Streams.JS.Publish(ctx, jobSubject(d.Identity, job.RunID), data, jetstream.WithMsgID(job.ID)); err != nil {
+		if err := d.retry(ctx, func() error {
+			_, err := d.Streams.JS.Publish(ctx, jobSubject(d.Identity, job.RunID), data, jetstream.WithMsgID(job.ID))
+			return err
+		}); err != nil {
 			return Result{}, fmt.Errorf("publishing job %s: %w", job.ID, err)
 		}
 	}
@@ -145,7 +148,47 @@ func (d Dispatcher) hasBundle(ctx context.Context, name string) bool {
 }
 
 // Wait returns the first result of job: a job delivered twice has one.
+// NATS lost while it waits is waited for: the result waits in its stream.
 func (d Dispatcher) Wait(ctx context.Context, job Job) (Result, error) {
+	var res Result
+	err := d.retry(ctx, func() error {
+		var err error
+		res, err = d.waitOnce(ctx, job)
+		return err
+	})
+	return res, err
+}
+
+func (d Dispatcher) retry(ctx context.Context, f func() error) error { return retryLost(ctx, d.NC, f) }
+
+// lost says whether err may be NATS away for a while (a server restarting,
+// a network down) rather than a failure: the connection is not up, or the
+// server went or has no JetStream yet.
+func lost(nc *nats.Conn, err error) bool {
+	return !nc.IsConnected() || errors.Is(err, jetstream.ErrServerShutdown) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoHeartbeat)
+}
+
+// retryLost runs f until it succeeds, fails otherwise than by NATS lost
+// (lost), or ctx ends: NATS away pauses the work rather than failing it. A
+// closed connection does not come back: its error is returned.
+func retryLost(ctx context.Context, nc *nats.Conn, f func() error) error {
+	for {
+		err := f()
+		if err == nil || ctx.Err() != nil || nc.IsClosed() || !lost(nc, err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// waitOnce is Wait on one consumer.
+func (d Dispatcher) waitOnce(ctx context.Context, job Job) (Result, error) {
 	cons, err := d.Streams.JS.OrderedConsumer(ctx, ResultsStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{resultSubject(d.Identity, job.ID)},
 	})

@@ -259,8 +259,12 @@ func (w *Worker) publish(ctx context.Context, job Job, res Result) error {
 	if err != nil {
 		return fmt.Errorf("encoding the result of job %s: %w", job.ID, err)
 	}
-	// One result per job, whichever worker sends it first.
-	if _, err := w.Streams.JS.Publish(ctx, resultSubject(w.Identity, job.ID), data, jetstream.WithMsgID(job.ID)); err != nil {
+	// One result per job, whichever worker sends it first. NATS lost is
+	// waited for: a job run is not thrown away for it.
+	if err := retryLost(ctx, w.NC, func() error {
+		_, err := w.Streams.JS.Publish(ctx, resultSubject(w.Identity, job.ID), data, jetstream.WithMsgID(job.ID))
+		return err
+	}); err != nil {
 		return fmt.Errorf("publishing the result of job %s: %w", job.ID, err)
 	}
 	return nil
@@ -392,7 +396,7 @@ func (w *Worker) bundleResult(ctx context.Context, job Job, file string, res *Re
 		return fmt.Errorf("bundling the result of job %s: %w", job.ID, err)
 	}
 	name := "result/" + token(job.ID) + "/" + nuid.Next()
-	if err := putBundle(ctx, w.Streams.Bundles, file, name); err != nil {
+	if err := retryLost(ctx, w.NC, func() error { return putBundle(ctx, w.Streams.Bundles, file, name) }); err != nil {
 		return err
 	}
 	res.Head, res.Bundle = head, name
