@@ -50,7 +50,7 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 	system, self := ctx.ActorSystem(), ctx.Self()
 	report := func(p executor.Progress) {
 		// Send does not wait: the mailbox is unbounded.
-		system.Root.Send(self, run.AgentProgress{Task: e.Task, Iteration: e.Iteration, Progress: runProgress(p), Worker: p.Worker})
+		system.Root.Send(self, run.AgentProgress{Task: e.Task, Iteration: e.Iteration, Progress: runProgress(p), Worker: p.Worker, Paused: p.Paused})
 	}
 	exec := a.executor()
 	a.log.Info("task iteration started", zap.String("task", e.Task), zap.Int("iteration", e.Iteration), zap.String("role", string(e.Role)))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/eventually"
@@ -297,6 +300,70 @@ func TestRunOnNATSCancelEndsWorkerAgents(t *testing.T) {
 		}
 		if n := f.count(task); n != agents || f.mergesOf(id, task) != 1 || taskByID(final, task).Worker != w.name {
 			t.Errorf("task %s: %d agents (want %d), %d merges, on %q", task, n, agents, f.mergesOf(id, task), taskByID(final, task).Worker)
+		}
+	}
+}
+
+// natsAt runs a NATS server with JetStream on loopback at port (-1: any)
+// with its store in dir, until the test ends or it is shut down.
+func natsAt(t *testing.T, port int, dir string) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{
+		Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("the NATS server did not start")
+	}
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// TestRunOnNATSPausesWhileNATSIsLost: NATS goes away while a1's agent
+// works on a worker: the run's status says a1 is paused, naming the NATS
+// URL; NATS comes back on its port with its store, and the run goes on
+// and finishes, losing nothing: every agent ran once, every task merged
+// once in one iteration.
+func TestRunOnNATSPausesWhileNATSIsLost(t *testing.T) {
+	f, _ := newClusterFixture(t)
+	f.touch("block-a1")
+	store := t.TempDir()
+	s := natsAt(t, -1, store)
+	url, port := s.ClientURL(), s.Addr().(*net.TCPAddr).Port
+	w := startClusterWorker(t, f, url, "w1")
+	id := runIDFrom(t, f.must("", append(slices.Clone(f.args), "--executor", "nats", "--nats", url, "--detach")...))
+	if !eventually.Holds(45*time.Second, func() bool { return f.read("agent-pid-a1") != "" }) {
+		t.Fatalf("a1's agent never started: %+v", f.runStatus(id))
+	}
+	s.Shutdown()
+	s.WaitForShutdown()
+	hostPort := "127.0.0.1:" + strconv.Itoa(port)
+	if !eventually.Holds(30*time.Second, func() bool { return strings.Contains(taskByID(f.runStatus(id), "a1").Paused, hostPort) }) {
+		t.Fatalf("a1 is not told paused on NATS at %s: %+v", hostPort, taskByID(f.runStatus(id), "a1"))
+	}
+	if out := f.must("", "run", "status", id); !strings.Contains(out, "task a1: paused: NATS at nats://"+hostPort+" is unreachable") {
+		t.Errorf("drover run status does not say a1 is paused on NATS at %s:\n%s", hostPort, out)
+	}
+	natsAt(t, port, store)
+	if !eventually.Holds(30*time.Second, func() bool { return taskByID(f.runStatus(id), "a1").Paused == "" }) {
+		t.Fatalf("a1 still paused with NATS back: %+v", taskByID(f.runStatus(id), "a1"))
+	}
+	f.touch("release")
+	final := f.waitRun(id)
+	if final.State != api.RunDone || final.Merged != 2 {
+		t.Fatalf("the run: %s, %d waves merged: %s", final.State, final.Merged, final.Report)
+	}
+	for _, task := range clusterTasks {
+		rt := taskByID(final, task)
+		if n := f.count(task); n != 1 || rt.Iteration != 1 || f.mergesOf(id, task) != 1 || rt.Worker != w.name || rt.Paused != "" {
+			t.Errorf("task %s: %d agents, iteration %d, %d merges, on %q, paused %q; want 1, 1, 1, on %s, not paused",
+				task, n, rt.Iteration, f.mergesOf(id, task), rt.Worker, rt.Paused, w.name)
 		}
 	}
 }

@@ -162,6 +162,9 @@ type RunTask struct {
 	// Worker names where the current or last iteration runs or ran: "local"
 	// for the local executor, a worker's name for the NATS one.
 	Worker string `json:"worker,omitempty"`
+	// Paused says why the running iteration waits on its executor (NATS
+	// lost, naming its URL); empty while it works.
+	Paused string `json:"paused,omitempty"`
 	// Status is the convergence status after the last iteration, and
 	// StatusReason why.
 	Status       string `json:"status,omitempty"`

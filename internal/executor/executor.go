@@ -114,6 +114,9 @@ type Progress struct {
 	ToolCalls int     `json:"tool_calls"`
 	// Finished is set once the agent printed its result line.
 	Finished bool `json:"finished,omitempty"`
+	// Paused says why the iteration waits on its executor (NATS lost,
+	// naming its URL); empty while it works.
+	Paused string `json:"paused,omitempty"`
 }
 
 // Result is what an iteration produced.

@@ -335,6 +335,7 @@ func (st *stepper) progress(m AgentProgress) {
 	if m.Worker != "" {
 		t.Worker = m.Worker
 	}
+	t.Paused = m.Paused
 	st.count(t, m.Progress)
 	if m.Progress.Finished {
 		// The agent is done: its iteration goes on to its tests, and
@@ -364,6 +365,7 @@ func (st *stepper) iterationDone(m IterationDone) {
 	if m.Worker != "" {
 		t.Worker = m.Worker
 	}
+	t.Paused = ""
 	// The agent's progress is counted already, up to its last report.
 	st.count(t, m.Progress)
 	delete(st.s.Live, t.ID)

@@ -169,6 +169,9 @@ type AgentProgress struct {
 	Progress  Progress
 	// Worker names where the iteration runs (empty: not said).
 	Worker string
+	// Paused says why the iteration waits on its executor (empty: it
+	// works); api.RunTask.Paused.
+	Paused string
 }
 
 // IterationDone: an iteration of a task ended, with what it found.
