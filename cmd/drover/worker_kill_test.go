@@ -134,6 +134,39 @@ func processesUnder(dir string) []string {
 	return out
 }
 
+// descendants lists the live processes under pid.
+func descendants(pid int) []int {
+	parents := map[int]int{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) > 1 {
+			parents[p], _ = strconv.Atoi(fields[1])
+		}
+	}
+	var out []int
+	under := map[int]bool{pid: true}
+	for changed := true; changed; {
+		changed = false
+		for p, pp := range parents {
+			if under[pp] && !under[p] {
+				under[p], changed = true, true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
 // TestRunOnNATSWorkersSurvivesKill9: three drover workers on an embedded
 // NATS server work a two-wave run of six tasks to the same merged result
 // as the local executor, each task on the worker its status names. The
@@ -170,8 +203,20 @@ func TestRunOnNATSWorkersSurvivesKill9(t *testing.T) {
 	victim := workers[slices.IndexFunc(workers, func(w *clusterWorker) bool {
 		return w.name == workerOf(workers, f.read("where-a1"))
 	})]
+	// What the worker started (its watchdog, a1's agent): none may
+	// outlive it.
+	children := descendants(victim.cmd.Process.Pid)
+	if len(children) < 2 {
+		t.Fatalf("worker %s runs %v; want its watchdog and a1's agent at least", victim.name, children)
+	}
 	if err := syscall.Kill(victim.cmd.Process.Pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
+	}
+	_ = victim.cmd.Wait() // killed: reaped
+	for _, pid := range children {
+		if !gone(pid, 30*time.Second) {
+			t.Errorf("process %d of the killed worker %s outlived it", pid, victim.name)
+		}
 	}
 	if !gone(agent, 30*time.Second) {
 		t.Errorf("a1's agent (pid %d) outlived its killed worker", agent)
