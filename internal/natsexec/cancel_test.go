@@ -133,3 +133,74 @@ func pendingOf(t *testing.T, st Streams, repo Identity) uint64 {
 	}
 	return info.NumPending
 }
+
+// A supervisor that dies while its job is at work, and one that adopts
+// the job after the jobs stream's duplicate window: the job is not
+// published again (another worker would run it), its result is the
+// adopter's, the job ran once.
+func TestJobAdoptedAfterTheDuplicateWindowRunsOnce(t *testing.T) {
+	s := startServer(t)
+	repo, base, id := project(t)
+	_, st := connect(t, s, 0)
+	started := make(chan struct{}, 2)
+	release := make(chan struct{})
+	var runs atomic.Int32
+	commit := committer(t)
+	runner := RunnerFunc(func(ctx context.Context, repo string, job Job, report func(json.RawMessage)) (json.RawMessage, error) {
+		runs.Add(1)
+		started <- struct{}{}
+		<-release
+		return commit(ctx, repo, job, report)
+	})
+	for _, name := range []string{"w1", "w2"} {
+		wnc, wst := connect(t, s, 0)
+		runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: name, Dir: t.TempDir(), Runner: runner})
+	}
+	job := Job{ID: "r1-a-1-1", RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a"}
+
+	// The first supervisor: its connection goes with it.
+	nc1, st1 := connect(t, s, 0)
+	ctx1, end1 := context.WithCancel(testCtx(t))
+	gone1 := make(chan struct{})
+	go func() {
+		defer close(gone1)
+		_, _ = Dispatcher{NC: nc1, Streams: st1, Repo: repo, Identity: id}.Do(ctx1, job, nil)
+	}()
+	<-started
+	nc1.Close() // it can tell no one: its cancellation is lost
+	end1()
+	<-gone1
+	nc2, st2 := connect(t, s, 0)
+	// A short duplicate window (Setup, in connect, sets the default),
+	// and past it.
+	js, err := st.JS.Stream(testCtx(t), JobsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := js.CachedInfo().Config
+	cfg.Duplicates = 100 * time.Millisecond
+	if _, err := st.JS.UpdateStream(testCtx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	out := make(chan error, 1)
+	var res Result
+	go func() {
+		var err error
+		res, err = Dispatcher{NC: nc2, Streams: st2, Repo: repo, Identity: id}.Do(testCtx(t), job, nil)
+		out <- err
+	}()
+	// Time for a job published again to reach the idle worker (only the
+	// failure's detection depends on it, not the test's success).
+	time.Sleep(300 * time.Millisecond)
+	if n := jobsLeft(t, st); n != 1 {
+		t.Errorf("the jobs stream holds %d jobs, want the adopted one", n)
+	}
+	close(release)
+	if err := <-out; err != nil || res.Head == "" {
+		t.Fatalf("the adopted job: %+v, %v", res, err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the job ran %d times, want 1", n)
+	}
+}

@@ -67,16 +67,18 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 		}
 		defer func() { _ = sub.Unsubscribe() }()
 	}
-	if !done {
+	// A job still queued or at work (adopted after the stream's
+	// duplicate window) is not published twice.
+	if !done && !d.Streams.hasJob(ctx, d.Identity, job.RunID, job.ID) {
 		data, err := json.Marshal(job)
 		if err != nil {
 			return Result{}, fmt.Errorf("encoding job %s: %w", job.ID, err)
 		}
-		// Published already (an adopted job): the stream's duplicate
-		// window drops it, and a worker that gets it anyway after the
-		// window finds its result and does not run it again.
+		// Acknowledged since the checks: the stream's duplicate window
+		// drops it, and a worker that gets it anyway finds its result
+		// and does not run it again.
 		if err := d.retry(ctx, func() error {
-			_, err := d.Streams.JS.Publish(ctx, jobSubject(d.Identity, job.RunID), data, jetstream.WithMsgID(job.ID))
+			_, err := d.Streams.JS.Publish(ctx, jobOf(d.Identity, job.RunID, job.ID), data, jetstream.WithMsgID(job.ID))
 			return err
 		}); err != nil {
 			return Result{}, fmt.Errorf("publishing job %s: %w", job.ID, err)
