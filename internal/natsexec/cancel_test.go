@@ -8,6 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
 	"github.com/drover-dev/drover/internal/eventually"
 )
 
@@ -142,6 +146,18 @@ func TestJobAdoptedAfterTheDuplicateWindowRunsOnce(t *testing.T) {
 	s := startServer(t)
 	repo, base, id := project(t)
 	_, st := connect(t, s, 0)
+	// A short duplicate window, set before any consumer is (the server
+	// races a stream's update with a consumer's creation); the other
+	// connections attach to the streams without setting them up again.
+	js, err := st.JS.Stream(testCtx(t), JobsStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := js.CachedInfo().Config
+	cfg.Duplicates = 100 * time.Millisecond
+	if _, err := st.JS.UpdateStream(testCtx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
 	started := make(chan struct{}, 2)
 	release := make(chan struct{})
 	var runs atomic.Int32
@@ -153,13 +169,13 @@ func TestJobAdoptedAfterTheDuplicateWindowRunsOnce(t *testing.T) {
 		return commit(ctx, repo, job, report)
 	})
 	for _, name := range []string{"w1", "w2"} {
-		wnc, wst := connect(t, s, 0)
+		wnc, wst := attach(t, s)
 		runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: name, Dir: t.TempDir(), Runner: runner})
 	}
 	job := Job{ID: "r1-a-1-1", RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a"}
 
 	// The first supervisor: its connection goes with it.
-	nc1, st1 := connect(t, s, 0)
+	nc1, st1 := attach(t, s)
 	ctx1, end1 := context.WithCancel(testCtx(t))
 	gone1 := make(chan struct{})
 	go func() {
@@ -170,19 +186,8 @@ func TestJobAdoptedAfterTheDuplicateWindowRunsOnce(t *testing.T) {
 	nc1.Close() // it can tell no one: its cancellation is lost
 	end1()
 	<-gone1
-	nc2, st2 := connect(t, s, 0)
-	// A short duplicate window (Setup, in connect, sets the default),
-	// and past it.
-	js, err := st.JS.Stream(testCtx(t), JobsStream)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := js.CachedInfo().Config
-	cfg.Duplicates = 100 * time.Millisecond
-	if _, err := st.JS.UpdateStream(testCtx(t), cfg); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(time.Second)
+	time.Sleep(time.Second) // past the duplicate window
+	nc2, st2 := attach(t, s)
 	out := make(chan error, 1)
 	var res Result
 	go func() {
@@ -203,4 +208,23 @@ func TestJobAdoptedAfterTheDuplicateWindowRunsOnce(t *testing.T) {
 	if n := runs.Load(); n != 1 {
 		t.Fatalf("the job ran %d times, want 1", n)
 	}
+}
+
+// attach connects to s, whose streams are set up, without setting them up.
+func attach(t *testing.T, s *server.Server) (*nats.Conn, Streams) {
+	t.Helper()
+	nc, err := Connect(context.Background(), Config{URL: s.ClientURL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := js.ObjectStore(testCtx(t), BundleBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return nc, Streams{JS: js, Bundles: obs, AckWait: DefaultAckWait}
 }

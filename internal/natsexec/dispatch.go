@@ -120,6 +120,11 @@ func (d Dispatcher) liveID(ctx context.Context, id string) (string, bool) {
 // running it ends it, and no worker starts it. A result already out stays
 // the job's (one result per job id).
 func (d Dispatcher) cancel(ctx context.Context, job Job) {
+	if d.NC.IsClosed() {
+		// No one to tell (and jetstream would leave a publisher's
+		// goroutine behind on a closed connection).
+		return
+	}
 	ctx, stop := context.WithTimeout(ctx, 5*time.Second)
 	defer stop()
 	data, err := json.Marshal(Result{JobID: job.ID, Err: "cancelled by its supervisor", Cancelled: true})
