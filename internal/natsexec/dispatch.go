@@ -145,7 +145,7 @@ func (d Dispatcher) putJobBundle(ctx context.Context, job *Job) error {
 	if err != nil {
 		return fmt.Errorf("the bundle of job %s: %w", job.ID, err)
 	}
-	return putBundle(ctx, d.Streams.Bundles, file, job.Bundle)
+	return d.retry(ctx, func() error { return putBundle(ctx, d.Streams.Bundles, file, job.Bundle) })
 }
 
 // hasBundle says whether the object store has the bundle name.
@@ -235,7 +235,7 @@ func (d Dispatcher) apply(ctx context.Context, job Job, res Result) error {
 	}
 	defer os.RemoveAll(tmp)
 	file := filepath.Join(tmp, "result.bundle")
-	if err := d.Streams.Bundles.GetFile(ctx, res.Bundle, file); err != nil {
+	if err := d.retry(ctx, func() error { return d.Streams.Bundles.GetFile(ctx, res.Bundle, file) }); err != nil {
 		return fmt.Errorf("fetching the result bundle of job %s: %w", job.ID, err)
 	}
 	ref := "refs/drover/nats/result-" + token(job.ID)

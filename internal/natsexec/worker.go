@@ -310,7 +310,7 @@ func (w *Worker) work(ctx context.Context, job Job) Result {
 // since (its uncommitted changes with it, as on one machine), and goes
 // when it has.
 func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
-	if err := w.Streams.Bundles.GetFile(ctx, job.Bundle, file); err != nil {
+	if err := retryLost(ctx, w.NC, func() error { return w.Streams.Bundles.GetFile(ctx, job.Bundle, file) }); err != nil {
 		return fmt.Errorf("fetching the bundle of job %s: %w", job.ID, err)
 	}
 	w.git.Lock()
