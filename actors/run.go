@@ -332,9 +332,13 @@ func (r *runsActor) resume(ctx actor.Context, id string) (*actor.PID, *RunReply)
 	// A supervisor that died (kill -9) took its agents with it, and its
 	// watchdog the tool calls they ran in sessions of their own; without
 	// a watchdog (it failed to start) those would go on in the run's work
-	// trees next to the new agents.
-	if n, err := proctag.Kill("DROVER_RUN_ID=" + id); err != nil || n > 0 {
-		r.env.Log.Warn("killed processes left by the run's last supervisor", zap.String("run", id), zap.Int("count", n), zap.Error(err))
+	// trees next to the new agents. The agents of another executor are
+	// its workers', which may share this machine: a job in flight there
+	// is adopted, not killed.
+	if local := rec.Options.Executor == "" || rec.Options.Executor == executor.Local; local {
+		if n, err := proctag.Kill("DROVER_RUN_ID=" + id); err != nil || n > 0 {
+			r.env.Log.Warn("killed processes left by the run's last supervisor", zap.String("run", id), zap.Int("count", n), zap.Error(err))
+		}
 	}
 	rec = run.Resume(rec, r.env.now())
 	rec.Reviewer = set.describeReviewer()

@@ -27,7 +27,7 @@ import (
 func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 	gt, _ := a.graph.Task(e.Task)
 	it := executor.Iteration{
-		RunID: a.s.Run.ID, Task: gt, Iteration: e.Iteration, Base: e.Base, Branch: e.Branch, Fresh: e.Fresh,
+		RunID: a.s.Run.ID, Task: gt, Iteration: e.Iteration, Attempt: e.Attempt, Base: e.Base, Branch: e.Branch, Fresh: e.Fresh,
 		Role: e.Role, Options: a.s.Run.Options, Deadline: e.Deadline,
 	}
 	tmpl, err := a.env.templates()
@@ -50,7 +50,7 @@ func (a *runActor) startIteration(ctx actor.Context, e run.StartIteration) {
 	system, self := ctx.ActorSystem(), ctx.Self()
 	report := func(p executor.Progress) {
 		// Send does not wait: the mailbox is unbounded.
-		system.Root.Send(self, run.AgentProgress{Task: e.Task, Iteration: e.Iteration, Progress: runProgress(p), Worker: p.Worker})
+		system.Root.Send(self, run.AgentProgress{Task: e.Task, Iteration: e.Iteration, Progress: runProgress(p), Worker: p.Worker, Paused: p.Paused})
 	}
 	exec := a.executor()
 	a.log.Info("task iteration started", zap.String("task", e.Task), zap.Int("iteration", e.Iteration), zap.String("role", string(e.Role)))

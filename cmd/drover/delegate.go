@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"syscall"
 	"time"
@@ -44,6 +45,26 @@ func (a *app) serveCmd() *cobra.Command {
 // droverd.
 func (a *app) delegated(cmd *cobra.Command) *cobra.Command {
 	cmd.RunE = a.delegate
+	return cmd
+}
+
+// execDelegated is cmd run by droverd in this process's place (exec): a
+// long-lived command whose pid the user may signal or kill -9, as a worker
+// on a machine of its own is, must leave no droverd child behind. Streams
+// other than the process's own (an in-process test's) get a child instead.
+func (a *app) execDelegated(cmd *cobra.Command) *cobra.Command {
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if a.stdin != os.Stdin || a.stdout != os.Stdout || a.stderr != os.Stderr {
+			return a.delegate(cmd, args)
+		}
+		exe, err := client.Daemon(a.getenv)
+		if err != nil {
+			return fmt.Errorf("%s runs in droverd: %w", cmd.CommandPath(), err)
+		}
+		// Only returns on failure.
+		err = syscall.Exec(exe, append([]string{exe}, a.args...), a.environ)
+		return fmt.Errorf("running %s in place of drover: %w", exe, err)
+	}
 	return cmd
 }
 

@@ -583,6 +583,9 @@ func printRun(w io.Writer, run api.Run) {
 		if r := t.LastReview; r != nil && len(r.Denied) > 0 {
 			fmt.Fprintf(w, "task %s: the reviewer's CLI refused it %d tool call(s) in the review of iteration %d, so the review may rest on checks it could not make: %s\n", t.ID, len(r.Denied), r.Iteration, strings.Join(r.Denied, "; "))
 		}
+		if t.Paused != "" && t.State == api.TaskRunning {
+			fmt.Fprintf(w, "task %s: paused: %s\n", t.ID, t.Paused)
+		}
 		if waiting(run, t) {
 			fmt.Fprintf(w, "task %s: waiting for the usage limit until %s (wait %d of %d): %s\n", t.ID, limitClock(t.LimitUntil, now), t.LimitRetries, run.Options.LimitRetries, t.Limit)
 		}

@@ -162,6 +162,9 @@ type RunTask struct {
 	// Worker names where the current or last iteration runs or ran: "local"
 	// for the local executor, a worker's name for the NATS one.
 	Worker string `json:"worker,omitempty"`
+	// Paused says why the running iteration waits on its executor (NATS
+	// lost, naming its URL); empty while it works.
+	Paused string `json:"paused,omitempty"`
 	// Status is the convergence status after the last iteration, and
 	// StatusReason why.
 	Status       string `json:"status,omitempty"`
@@ -183,6 +186,11 @@ type RunTask struct {
 	// supervisor (a crash), or on a usage or rate limit (LimitUntil): the
 	// run works that iteration again, under the same number and role.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Attempt is Runs when the current iteration's work began: an
+	// iteration a crash cut short and worked again keeps it, so that an
+	// executor of other machines adopts the work still in flight there
+	// (StartIteration.Attempt).
+	Attempt int `json:"attempt,omitempty"`
 	// Feedback is what the task's next iteration is told about its last
 	// one; it is kept so that a resumed run tells it too.
 	Feedback string `json:"feedback,omitempty"`

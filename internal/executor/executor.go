@@ -44,6 +44,11 @@ type Iteration struct {
 	RunID     string        `json:"run_id"`
 	Task      rungraph.Task `json:"task"`
 	Iteration int           `json:"iteration"`
+	// Attempt names this start of the iteration's work
+	// (run.StartIteration.Attempt): the same after a crash of the
+	// supervisor, so that an executor of other machines adopts the work
+	// in flight rather than starting it twice.
+	Attempt int `json:"attempt,omitempty"`
 	// Base is the commit the task's branch began from, or begins from
 	// when its work tree is made (empty: the target's head).
 	Base   string `json:"base,omitempty"`
@@ -109,6 +114,9 @@ type Progress struct {
 	ToolCalls int     `json:"tool_calls"`
 	// Finished is set once the agent printed its result line.
 	Finished bool `json:"finished,omitempty"`
+	// Paused says why the iteration waits on its executor (NATS lost,
+	// naming its URL); empty while it works.
+	Paused string `json:"paused,omitempty"`
 }
 
 // Result is what an iteration produced.

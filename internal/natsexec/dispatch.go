@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -26,24 +27,30 @@ type Dispatcher struct {
 // the job, relays its progress to report, waits for its result and fetches
 // the branch's new commits into the project's task branch. The job's Base,
 // Branch, ID, RunID and Task are the caller's; Do fills in the rest.
+//
+// A job of the same ID that an earlier supervisor published (it was
+// killed, the run resumed) is adopted: its bundle and job stay as they
+// are, and Do waits for the result of the job in flight, or takes the one
+// it already has, so that the iteration runs once. A job whose Do ends
+// with ctx is cancelled (Result.Cancelled); the same job asked for again
+// goes under a new id.
 func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Result, error) {
 	job.Repo = d.Identity
-	job.Bundle = "job/" + job.ID
 	if err := job.check(); err != nil {
 		return Result{}, err
 	}
-	tmp, err := os.MkdirTemp("", "drover-bundle-")
+	head, err := refHead(ctx, d.Repo, "refs/heads/"+job.Branch)
 	if err != nil {
-		return Result{}, fmt.Errorf("a directory for the bundle of job %s: %w", job.ID, err)
+		return Result{}, fmt.Errorf("the branch of job %s: %w", job.ID, err)
 	}
-	defer os.RemoveAll(tmp)
-	file := filepath.Join(tmp, "job.bundle")
-	job.Head, err = bundleJob(ctx, d.Repo, file, "refs/drover/nats/base-"+token(job.ID), job.Base, job.Branch)
-	if err != nil {
-		return Result{}, fmt.Errorf("the bundle of job %s: %w", job.ID, err)
-	}
-	if err := putBundle(ctx, d.Streams.Bundles, file, job.Bundle); err != nil {
-		return Result{}, err
+	job.Head = head
+	var done bool
+	job.ID, done = d.liveID(ctx, job.ID)
+	job.Bundle = "job/" + job.ID
+	if !done && !d.hasBundle(ctx, job.Bundle) {
+		if err := d.putJobBundle(ctx, &job); err != nil {
+			return Result{}, err
+		}
 	}
 	defer func() { _ = d.Streams.Bundles.Delete(context.WithoutCancel(ctx), job.Bundle) }()
 
@@ -60,22 +67,135 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 		}
 		defer func() { _ = sub.Unsubscribe() }()
 	}
-	data, err := json.Marshal(job)
-	if err != nil {
-		return Result{}, fmt.Errorf("encoding job %s: %w", job.ID, err)
-	}
-	if _, err := d.Streams.JS.Publish(ctx, jobSubject(d.Identity, job.RunID), data, jetstream.WithMsgID(job.ID)); err != nil {
-		return Result{}, fmt.Errorf("publishing job %s: %w", job.ID, err)
+	// A job still queued or at work (adopted after the stream's
+	// duplicate window) is not published twice.
+	if !done && !d.Streams.hasJob(ctx, d.Identity, job.RunID, job.ID) {
+		data, err := json.Marshal(job)
+		if err != nil {
+			return Result{}, fmt.Errorf("encoding job %s: %w", job.ID, err)
+		}
+		// Acknowledged since the checks: the stream's duplicate window
+		// drops it, and a worker that gets it anyway finds its result
+		// and does not run it again.
+		if err := d.retry(ctx, func() error {
+			_, err := d.Streams.JS.Publish(ctx, jobOf(d.Identity, job.RunID, job.ID), data, jetstream.WithMsgID(job.ID))
+			return err
+		}); err != nil {
+			return Result{}, fmt.Errorf("publishing job %s: %w", job.ID, err)
+		}
 	}
 	res, err := d.Wait(ctx, job)
 	if err != nil {
+		if ctx.Err() != nil {
+			d.cancel(context.WithoutCancel(ctx), job)
+		}
 		return res, err
 	}
 	return res, d.apply(ctx, job, res)
 }
 
+// liveID returns the id the job of id goes under, and whether it has a
+// result already: id itself, unless a supervisor cancelled the job of id,
+// when it is the id after the cancellation's. It is the same for every
+// supervisor of the run (the results stream keeps the cancellations).
+func (d Dispatcher) liveID(ctx context.Context, id string) (string, bool) {
+	st, err := d.Streams.JS.Stream(ctx, ResultsStream)
+	if err != nil {
+		return id, false
+	}
+	for {
+		m, err := st.GetLastMsgForSubject(ctx, resultSubject(d.Identity, id))
+		if err != nil {
+			return id, false
+		}
+		var res Result
+		if json.Unmarshal(m.Data, &res) != nil || !res.Cancelled {
+			return id, true
+		}
+		id = fmt.Sprintf("%s-c%d", id, m.Sequence)
+	}
+}
+
+// cancel tells the workers that the supervisor gave up on job: the worker
+// running it ends it, and no worker starts it. A result already out stays
+// the job's (one result per job id).
+func (d Dispatcher) cancel(ctx context.Context, job Job) {
+	if d.NC.IsClosed() {
+		// No one to tell (and jetstream would leave a publisher's
+		// goroutine behind on a closed connection).
+		return
+	}
+	ctx, stop := context.WithTimeout(ctx, 5*time.Second)
+	defer stop()
+	data, err := json.Marshal(Result{JobID: job.ID, Err: "cancelled by its supervisor", Cancelled: true})
+	if err == nil {
+		_, _ = d.Streams.JS.Publish(ctx, resultSubject(d.Identity, job.ID), data, jetstream.WithMsgID(job.ID))
+	}
+}
+
+// putJobBundle bundles job's base and branch and stores the bundle.
+func (d Dispatcher) putJobBundle(ctx context.Context, job *Job) error {
+	tmp, err := os.MkdirTemp("", "drover-bundle-")
+	if err != nil {
+		return fmt.Errorf("a directory for the bundle of job %s: %w", job.ID, err)
+	}
+	defer os.RemoveAll(tmp)
+	file := filepath.Join(tmp, "job.bundle")
+	job.Head, err = bundleJob(ctx, d.Repo, file, "refs/drover/nats/base-"+token(job.ID), job.Base, job.Branch)
+	if err != nil {
+		return fmt.Errorf("the bundle of job %s: %w", job.ID, err)
+	}
+	return d.retry(ctx, func() error { return putBundle(ctx, d.Streams.Bundles, file, job.Bundle) })
+}
+
+// hasBundle says whether the object store has the bundle name.
+func (d Dispatcher) hasBundle(ctx context.Context, name string) bool {
+	_, err := d.Streams.Bundles.GetInfo(ctx, name)
+	return err == nil
+}
+
 // Wait returns the first result of job: a job delivered twice has one.
+// NATS lost while it waits is waited for: the result waits in its stream.
 func (d Dispatcher) Wait(ctx context.Context, job Job) (Result, error) {
+	var res Result
+	err := d.retry(ctx, func() error {
+		var err error
+		res, err = d.waitOnce(ctx, job)
+		return err
+	})
+	return res, err
+}
+
+func (d Dispatcher) retry(ctx context.Context, f func() error) error { return retryLost(ctx, d.NC, f) }
+
+// lost says whether err may be NATS away for a while (a server restarting,
+// a network down) rather than a failure: the connection is not up, or the
+// server went or has no JetStream yet.
+func lost(nc *nats.Conn, err error) bool {
+	return !nc.IsConnected() || errors.Is(err, jetstream.ErrServerShutdown) ||
+		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoHeartbeat)
+}
+
+// retryLost runs f until it succeeds, fails otherwise than by NATS lost
+// (lost), or ctx ends: NATS away pauses the work rather than failing it. A
+// closed connection does not come back: its error is returned.
+func retryLost(ctx context.Context, nc *nats.Conn, f func() error) error {
+	for {
+		err := f()
+		if err == nil || ctx.Err() != nil || nc.IsClosed() || !lost(nc, err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// waitOnce is Wait on one consumer.
+func (d Dispatcher) waitOnce(ctx context.Context, job Job) (Result, error) {
 	cons, err := d.Streams.JS.OrderedConsumer(ctx, ResultsStream, jetstream.OrderedConsumerConfig{
 		FilterSubjects: []string{resultSubject(d.Identity, job.ID)},
 	})
@@ -99,9 +219,10 @@ func (d Dispatcher) Wait(ctx context.Context, job Job) (Result, error) {
 }
 
 // apply fetches a result's commits into the project's task branch, if it
-// is where the job left it.
+// is where the job left it. A result the branch has already (an adopted
+// job's, applied before a crash) is not fetched again.
 func (d Dispatcher) apply(ctx context.Context, job Job, res Result) error {
-	if res.Bundle == "" {
+	if res.Bundle == "" || (res.Head == job.Head && res.Err == "") {
 		if res.Err != "" {
 			return fmt.Errorf("job %s on worker %s: %s", job.ID, res.Worker, res.Err)
 		}
@@ -114,7 +235,7 @@ func (d Dispatcher) apply(ctx context.Context, job Job, res Result) error {
 	}
 	defer os.RemoveAll(tmp)
 	file := filepath.Join(tmp, "result.bundle")
-	if err := d.Streams.Bundles.GetFile(ctx, res.Bundle, file); err != nil {
+	if err := d.retry(ctx, func() error { return d.Streams.Bundles.GetFile(ctx, res.Bundle, file) }); err != nil {
 		return fmt.Errorf("fetching the result bundle of job %s: %w", job.ID, err)
 	}
 	ref := "refs/drover/nats/result-" + token(job.ID)

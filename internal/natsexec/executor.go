@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
+	"sync"
 
-	"github.com/nats-io/nuid"
+	"github.com/nats-io/nats.go"
 
 	"github.com/drover-dev/drover/internal/executor"
 )
@@ -36,16 +38,23 @@ func (x Executor) Run(ctx context.Context, it executor.Iteration, report func(ex
 		return executor.Failed(fmt.Errorf("encoding iteration %d of task %s: %w", it.Iteration, it.Task.ID, err))
 	}
 	job := Job{
-		// A new id per attempt: an iteration worked again (after a
-		// usage limit) is a new job, not a duplicate of the first.
-		ID:    fmt.Sprintf("%s-%s-%d-%s", it.RunID, it.Task.ID, it.Iteration, nuid.Next()),
+		// One id per attempt, kept in the run's state: an iteration
+		// worked again after a usage limit is a new job, and after a
+		// crash of the supervisor the same job, adopted.
+		ID:    fmt.Sprintf("%s-%s-%d-%d", it.RunID, it.Task.ID, it.Iteration, it.Attempt),
 		RunID: it.RunID, Task: it.Task.ID, Iteration: it.Iteration, Base: commit, Branch: it.Branch, Iter: data,
+	}
+	var pr pauseReporter
+	if report != nil {
+		pr.report = report
+		stop := pr.watch(x.D.NC)
+		defer stop()
 	}
 	res, err := x.D.Do(ctx, job, func(p Progress) {
 		var ep executor.Progress
 		if report != nil && json.Unmarshal(p.Data, &ep) == nil {
 			ep.Worker = p.Worker
-			report(ep)
+			pr.progress(ep)
 		}
 	})
 	out := executor.Result{}
@@ -88,4 +97,71 @@ func ExecutorRunner(x executor.Executor, agent string) Runner {
 		}
 		return data, nil
 	})
+}
+
+// pauseReporter relays an iteration's progress, and tells the run when
+// NATS is lost (the iteration is paused: its job and result wait in
+// JetStream) and back, with the last progress so that nothing is counted
+// twice or lost.
+type pauseReporter struct {
+	report func(executor.Progress)
+	mu     sync.Mutex
+	last   executor.Progress
+}
+
+func (r *pauseReporter) progress(p executor.Progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.last = p
+	r.report(p)
+}
+
+func (r *pauseReporter) paused(why string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.last.Paused == why {
+		return
+	}
+	r.last.Paused = why
+	r.report(r.last)
+}
+
+// watch reports the pauses of nc's connection until the function it
+// returns is called.
+func (r *pauseReporter) watch(nc *nats.Conn) func() {
+	ch := nc.StatusChanged(nats.DISCONNECTED, nats.RECONNECTING, nats.CONNECTED)
+	why := fmt.Sprintf("NATS at %s is unreachable: the iteration goes on when it is back", serversOf(nc))
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if !nc.IsConnected() {
+			r.paused(why)
+		}
+		for {
+			select {
+			case <-done:
+				return
+			case s := <-ch:
+				if s == nats.CONNECTED {
+					r.paused("")
+				} else {
+					r.paused(why)
+				}
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+		nc.RemoveStatusListener(ch)
+	}
+}
+
+// serversOf is the server list nc was configured with, passwords hidden.
+func serversOf(nc *nats.Conn) string {
+	list := make([]string, 0, len(nc.Opts.Servers))
+	for _, s := range nc.Opts.Servers {
+		list = append(list, redact(s))
+	}
+	return strings.Join(list, ",")
 }

@@ -44,6 +44,10 @@ type Result struct {
 	Err string `json:"err,omitempty"`
 	// Refused is set when the worker would not run the job.
 	Refused bool `json:"refused,omitempty"`
+	// Cancelled is the supervisor's result of a job it gave up on (its
+	// run was cancelled or stopped): a worker running it ends it, and no
+	// worker starts it.
+	Cancelled bool `json:"cancelled,omitempty"`
 }
 
 // Progress is a report of a job at work, on the progress subject.

@@ -90,8 +90,36 @@ func (s Streams) workers(ctx context.Context, repo Identity) (jetstream.Consumer
 	return c, nil
 }
 
+// hasResult says whether the job of id, of repository repo, has a result.
+func (s Streams) hasResult(ctx context.Context, repo Identity, id string) bool {
+	st, err := s.JS.Stream(ctx, ResultsStream)
+	if err != nil {
+		return false
+	}
+	_, err = st.GetLastMsgForSubject(ctx, resultSubject(repo, id))
+	return err == nil
+}
+
 func jobSubject(repo Identity, runID string) string {
 	return jobsPrefix + repo.Key() + "." + token(runID)
+}
+
+// jobOf is the subject of the job of id: one of its run's, its own so that
+// a supervisor can tell the job is still queued or at work (the work
+// queue holds it until it is acknowledged).
+func jobOf(repo Identity, runID, id string) string {
+	return jobSubject(repo, runID) + "." + token(id)
+}
+
+// hasJob says whether the jobs stream still holds the job of id (queued
+// or at work).
+func (s Streams) hasJob(ctx context.Context, repo Identity, runID, id string) bool {
+	st, err := s.JS.Stream(ctx, JobsStream)
+	if err != nil {
+		return false
+	}
+	_, err = st.GetLastMsgForSubject(ctx, jobOf(repo, runID, id))
+	return err == nil
 }
 
 func resultSubject(repo Identity, jobID string) string {

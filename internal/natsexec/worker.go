@@ -50,6 +50,11 @@ type Worker struct {
 	// git serializes the changes to the worker's repository: fetching a
 	// job's bundle, bundling a result.
 	git sync.Mutex
+	// running has the jobs at work here, each with a channel closed once
+	// it is done: a job delivered again to this worker while it runs it
+	// (its heartbeat was late) waits for it rather than running twice.
+	mu      sync.Mutex
+	running map[string]chan struct{}
 }
 
 // Repo is the worker's repository.
@@ -133,18 +138,41 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		_ = msg.TermWithReason("repository identity")
 		return
 	}
+	done, dup := w.start(job.ID)
+	if dup {
+		w.await(ctx, msg, job, done)
+		return
+	}
+	defer w.finish(job.ID)
+	// Any result of the job ends it here: its supervisor's cancellation,
+	// or another worker's run of it. Subscribed before the result is
+	// looked for, so that none is missed.
+	jobCtx, endJob := context.WithCancel(ctx)
+	defer endJob()
+	sub, err := w.NC.Subscribe(resultSubject(w.Identity, job.ID), func(*nats.Msg) { endJob() })
+	if err != nil {
+		log.Warn("watching the job's results", zap.Error(err))
+		_ = msg.Nak()
+		return
+	}
+	defer func() { _ = sub.Unsubscribe() }()
 	if w.hasResult(ctx, job) {
-		// Run before, by a worker that died between its result and
-		// its ack: counted once.
+		// Cancelled before it began, or run before by a worker that
+		// died between its result and its ack: counted once.
 		_ = msg.DoubleAck(ctx)
 		return
 	}
 	hbCtx, stopHB := context.WithCancel(ctx)
 	var hb sync.WaitGroup
 	hb.Go(func() { w.heartbeat(hbCtx, msg) })
-	res := w.work(ctx, job)
+	res := w.work(jobCtx, job)
 	stopHB()
 	hb.Wait()
+	if ctx.Err() == nil && jobCtx.Err() != nil {
+		log.Info("job ended: it has a result (cancelled by its supervisor, or run elsewhere)")
+		_ = msg.DoubleAck(ctx)
+		return
+	}
 	if ctx.Err() != nil {
 		// Stopping: another worker takes it now, not after the ack wait.
 		log.Info("job handed back")
@@ -160,6 +188,49 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		log.Warn("acknowledging a job", zap.Error(err))
 	}
 	log.Info("job done", zap.String("head", res.Head), zap.String("err", res.Err))
+}
+
+// start marks the job of id at work here; when it is already, it returns
+// the channel closed once that run is done, and true.
+func (w *Worker) start(id string) (chan struct{}, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if done, ok := w.running[id]; ok {
+		return done, true
+	}
+	if w.running == nil {
+		w.running = map[string]chan struct{}{}
+	}
+	w.running[id] = make(chan struct{})
+	return nil, false
+}
+
+// finish marks the job of id done here.
+func (w *Worker) finish(id string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	close(w.running[id])
+	delete(w.running, id)
+}
+
+// await holds msg, a second delivery of job that this worker runs, until
+// that run is done: acknowledged when it left a result, handed back when
+// it did not.
+func (w *Worker) await(ctx context.Context, msg jetstream.Msg, job Job, done <-chan struct{}) {
+	hbCtx, stopHB := context.WithCancel(ctx)
+	var hb sync.WaitGroup
+	hb.Go(func() { w.heartbeat(hbCtx, msg) })
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	stopHB()
+	hb.Wait()
+	if ctx.Err() == nil && w.hasResult(ctx, job) {
+		_ = msg.DoubleAck(ctx)
+		return
+	}
+	_ = msg.Nak()
 }
 
 // heartbeat tells NATS the job is at work, three times per ack wait: a
@@ -180,12 +251,7 @@ func (w *Worker) heartbeat(ctx context.Context, msg jetstream.Msg) {
 }
 
 func (w *Worker) hasResult(ctx context.Context, job Job) bool {
-	s, err := w.Streams.JS.Stream(ctx, ResultsStream)
-	if err != nil {
-		return false
-	}
-	_, err = s.GetLastMsgForSubject(ctx, resultSubject(w.Identity, job.ID))
-	return err == nil
+	return w.Streams.hasResult(ctx, w.Identity, job.ID)
 }
 
 func (w *Worker) publish(ctx context.Context, job Job, res Result) error {
@@ -193,8 +259,12 @@ func (w *Worker) publish(ctx context.Context, job Job, res Result) error {
 	if err != nil {
 		return fmt.Errorf("encoding the result of job %s: %w", job.ID, err)
 	}
-	// One result per job, whichever worker sends it first.
-	if _, err := w.Streams.JS.Publish(ctx, resultSubject(w.Identity, job.ID), data, jetstream.WithMsgID(job.ID)); err != nil {
+	// One result per job, whichever worker sends it first. NATS lost is
+	// waited for: a job run is not thrown away for it.
+	if err := retryLost(ctx, w.NC, func() error {
+		_, err := w.Streams.JS.Publish(ctx, resultSubject(w.Identity, job.ID), data, jetstream.WithMsgID(job.ID))
+		return err
+	}); err != nil {
 		return fmt.Errorf("publishing the result of job %s: %w", job.ID, err)
 	}
 	return nil
@@ -240,7 +310,7 @@ func (w *Worker) work(ctx context.Context, job Job) Result {
 // since (its uncommitted changes with it, as on one machine), and goes
 // when it has.
 func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
-	if err := w.Streams.Bundles.GetFile(ctx, job.Bundle, file); err != nil {
+	if err := retryLost(ctx, w.NC, func() error { return w.Streams.Bundles.GetFile(ctx, job.Bundle, file) }); err != nil {
 		return fmt.Errorf("fetching the bundle of job %s: %w", job.ID, err)
 	}
 	w.git.Lock()
@@ -326,7 +396,7 @@ func (w *Worker) bundleResult(ctx context.Context, job Job, file string, res *Re
 		return fmt.Errorf("bundling the result of job %s: %w", job.ID, err)
 	}
 	name := "result/" + token(job.ID) + "/" + nuid.Next()
-	if err := putBundle(ctx, w.Streams.Bundles, file, name); err != nil {
+	if err := retryLost(ctx, w.NC, func() error { return putBundle(ctx, w.Streams.Bundles, file, name) }); err != nil {
 		return err
 	}
 	res.Head, res.Bundle = head, name

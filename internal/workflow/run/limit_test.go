@@ -65,7 +65,9 @@ func TestStepWaitsForTheLimitsReset(t *testing.T) {
 		t.Fatalf("early wake: %v", eff)
 	}
 	s, _, eff = step(t, s, Wake{}, f, reset)
-	want := StartIteration{Task: "c", Iteration: 1, Role: "developer", Base: "base0", Branch: "drover/run-1/c", Fresh: true}
+	// Another attempt at the same iteration (c's second start): a job
+	// of its own, not the limited one.
+	want := StartIteration{Task: "c", Iteration: 1, Role: "developer", Base: "base0", Branch: "drover/run-1/c", Fresh: true, Attempt: 2}
 	if len(eff) != 1 || !reflect.DeepEqual(eff[0], want) {
 		t.Fatalf("wake at the reset: %v, want %+v", eff, want)
 	}

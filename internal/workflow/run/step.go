@@ -294,9 +294,15 @@ func (st *stepper) startIteration(t *api.RunTask) {
 	if !t.Interrupted || t.Role == "" {
 		t.Role = string(RouteIteration(st.f.Settings.Rules, t.Iteration, st.s.History[t.ID], t.Status))
 	}
+	// A crash's iteration is the same work; a limit's is new work
+	// (limited clears Attempt).
+	if !t.Interrupted || t.Attempt == 0 {
+		t.Attempt = t.Runs
+	}
 	t.Interrupted = false
 	e := StartIteration{
 		Task: t.ID, Iteration: t.Iteration, Role: router.Role(t.Role), Base: t.Base, Branch: t.Branch, Feedback: t.Feedback, Fresh: fresh,
+		Attempt:  t.Attempt,
 		Deadline: IterationDeadline(r.Options, TaskClock(*t, r.ResumedAt), RunClock(r)),
 	}
 	if st.f.Settings.Review {
@@ -329,6 +335,7 @@ func (st *stepper) progress(m AgentProgress) {
 	if m.Worker != "" {
 		t.Worker = m.Worker
 	}
+	t.Paused = m.Paused
 	st.count(t, m.Progress)
 	if m.Progress.Finished {
 		// The agent is done: its iteration goes on to its tests, and
@@ -358,6 +365,7 @@ func (st *stepper) iterationDone(m IterationDone) {
 	if m.Worker != "" {
 		t.Worker = m.Worker
 	}
+	t.Paused = ""
 	// The agent's progress is counted already, up to its last report.
 	st.count(t, m.Progress)
 	delete(st.s.Live, t.ID)
@@ -423,7 +431,7 @@ func (st *stepper) limited(t *api.RunTask, l agentrun.Limit) {
 		return
 	}
 	t.LimitRetries++
-	t.State, t.Interrupted = api.TaskPending, true
+	t.State, t.Interrupted, t.Attempt = api.TaskPending, true, 0
 	t.LimitSince, t.LimitUntil, t.Limit = st.now, LimitUntil(l, t.LimitRetries, st.now), firstLine(l.Message)
 }
 

@@ -163,7 +163,7 @@ func TestStepIterationOutcomes(t *testing.T) {
 				if c.done.Test != nil && !c.done.Test.Passed {
 					role = router.Debugger
 				}
-				want := StartIteration{Task: "c", Iteration: 2, Role: role, Base: task.Base, Branch: "drover/run-1/c", Feedback: task.Feedback}
+				want := StartIteration{Task: "c", Iteration: 2, Role: role, Base: task.Base, Branch: "drover/run-1/c", Feedback: task.Feedback, Attempt: 2}
 				if len(eff) != 1 || !reflect.DeepEqual(eff[0], want) {
 					t.Errorf("the next iteration: %+v, want %+v", eff, want)
 				}
@@ -336,8 +336,10 @@ func TestStepRederivesEffectsAfterRestart(t *testing.T) {
 	rs := Restore(Resume(stored, t0.Add(time.Hour)), t0.Add(time.Hour))
 	rs, _, eff = step(t, rs, Begin{}, f, t0.Add(time.Hour))
 	// Its work tree starts from the branch's last commit, without what
-	// the killed agent left (Fresh).
-	want := StartIteration{Task: "a", Iteration: 2, Role: router.Debugger, Base: "base0", Branch: "drover/run-1/a", Fresh: true, Feedback: stored.Tasks[1].Feedback, Review: true, ReviewModel: "opus"}
+	// the killed agent left (Fresh); it is the same attempt as the one
+	// cut short (2, a's second start), which an executor of other
+	// machines adopts.
+	want := StartIteration{Task: "a", Iteration: 2, Role: router.Debugger, Base: "base0", Branch: "drover/run-1/a", Fresh: true, Feedback: stored.Tasks[1].Feedback, Review: true, ReviewModel: "opus", Attempt: 2}
 	if len(eff) != 1 || !reflect.DeepEqual(eff[0], want) || rs.Task("a").Runs != 3 {
 		t.Fatalf("after the restart: %+v, want %+v (runs %d)", eff, want, rs.Task("a").Runs)
 	}

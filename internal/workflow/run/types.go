@@ -169,6 +169,9 @@ type AgentProgress struct {
 	Progress  Progress
 	// Worker names where the iteration runs (empty: not said).
 	Worker string
+	// Paused says why the iteration waits on its executor (empty: it
+	// works); api.RunTask.Paused.
+	Paused string
 }
 
 // IterationDone: an iteration of a task ended, with what it found.
@@ -276,6 +279,11 @@ type StartIteration struct {
 	Fresh bool
 	// Feedback is what the iteration is told of the last one.
 	Feedback string
+	// Attempt names this start of the iteration's work with Task and
+	// Iteration: the same after a crash (the work may still be in flight
+	// on another machine), another after a usage limit or a resume of a
+	// failed task (api.RunTask.Attempt).
+	Attempt int
 	// Deadline ends the iteration with the task's or the run's time budget
 	// (zero: none).
 	Deadline time.Time
