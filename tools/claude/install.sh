@@ -1,15 +1,11 @@
 #!/bin/sh
 # Installs the pinned Claude Code CLI (see package.json and
-# package-lock.json) into tools/claude/node_modules. Does nothing when that
-# version is already there, so `make test` can call it every time.
+# package-lock.json) into tools/claude/node_modules (tools/pinned.sh).
 set -eu
 
 dir=$(cd "$(dirname "$0")" && pwd)
-want=$(sed -n 's/.*"@anthropic-ai\/claude-code": *"\([^"]*\)".*/\1/p' "$dir/package.json" | head -n 1)
-if [ -z "$want" ]; then
-	echo "install.sh: no @anthropic-ai/claude-code version in $dir/package.json" >&2
-	exit 1
-fi
+pkg=@anthropic-ai/claude-code
+name="Claude Code"
 
 # installed_version prints the version of the installed CLI, or nothing.
 # It asks the package's bin link first, then the platform package's native
@@ -27,23 +23,5 @@ installed_version() {
 	done
 }
 
-have=$(installed_version)
-if [ "$have" = "$want" ]; then
-	exit 0
-fi
-if [ -n "$have" ]; then
-	echo "install.sh: found Claude Code $have, want $want; reinstalling" >&2
-fi
-
-command -v npm >/dev/null 2>&1 || {
-	echo "install.sh: npm not found (run 'make node', or install nodejs and npm)" >&2
-	exit 1
-}
-npm ci --prefix "$dir" --no-audit --no-fund
-
-have=$(installed_version)
-if [ "$have" != "$want" ]; then
-	echo "install.sh: after npm ci, the installed Claude Code reports '$have', want $want" >&2
-	exit 1
-fi
-echo "install.sh: Claude Code $want installed in $dir/node_modules"
+. "$dir/../pinned.sh"
+install_pinned

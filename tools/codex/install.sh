@@ -1,15 +1,11 @@
 #!/bin/sh
 # Installs the pinned Codex CLI (see package.json and package-lock.json) into
-# tools/codex/node_modules. Does nothing when that version is already there,
-# so `make test` can call it every time.
+# tools/codex/node_modules (tools/pinned.sh).
 set -eu
 
 dir=$(cd "$(dirname "$0")" && pwd)
-want=$(sed -n 's/.*"@openai\/codex": *"\([^"]*\)".*/\1/p' "$dir/package.json" | head -n 1)
-if [ -z "$want" ]; then
-	echo "install.sh: no @openai/codex version in $dir/package.json" >&2
-	exit 1
-fi
+pkg=@openai/codex
+name=Codex
 
 # installed_version prints the version of the installed CLI, or nothing. It
 # asks the package's node launcher first, then the platform package's static
@@ -27,23 +23,5 @@ installed_version() {
 	done
 }
 
-have=$(installed_version)
-if [ "$have" = "$want" ]; then
-	exit 0
-fi
-if [ -n "$have" ]; then
-	echo "install.sh: found Codex $have, want $want; reinstalling" >&2
-fi
-
-command -v npm >/dev/null 2>&1 || {
-	echo "install.sh: npm not found (run 'make node', or install nodejs and npm)" >&2
-	exit 1
-}
-npm ci --prefix "$dir" --no-audit --no-fund
-
-have=$(installed_version)
-if [ "$have" != "$want" ]; then
-	echo "install.sh: after npm ci, the installed Codex reports '$have', want $want" >&2
-	exit 1
-fi
-echo "install.sh: Codex $want installed in $dir/node_modules"
+. "$dir/../pinned.sh"
+install_pinned
