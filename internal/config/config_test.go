@@ -504,3 +504,24 @@ func TestParseUSD(t *testing.T) {
 		t.Error("Run.TaskMax accepted x")
 	}
 }
+
+// The NATS credentials are shown hidden, set or not said: drover config
+// and the supervisor's config API print YAML.
+func TestYAMLHidesSecrets(t *testing.T) {
+	c := Defaults()
+	c.Run.NATS.User, c.Run.NATS.Password, c.Run.NATS.Token = "drover", "pw-s3cret", "tok-s3cret"
+	y, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"pw-s3cret", "tok-s3cret"} {
+		if bytes.Contains(y, []byte(secret)) {
+			t.Errorf("YAML() shows the secret %q:\n%s", secret, y)
+		}
+	}
+	for _, want := range []string{"password: " + HiddenSecret, "token: " + HiddenSecret, "user: drover"} {
+		if !bytes.Contains(y, []byte(want)) {
+			t.Errorf("YAML() lacks %q:\n%s", want, y)
+		}
+	}
+}
