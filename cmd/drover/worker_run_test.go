@@ -5,9 +5,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/drover-dev/drover/internal/api"
 )
@@ -16,21 +13,7 @@ import (
 // and returns its URL.
 func startNATS(t *testing.T) string {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s.ClientURL()
+	return natsAt(t, -1, t.TempDir()).ClientURL()
 }
 
 // startWorker runs `drover worker` named name in p's project until the
