@@ -95,8 +95,9 @@ func Resume(rec api.Run, now time.Time) api.Run {
 
 // Restore is the state a supervisor works a stored run from (after New or
 // Resume): what it knew only in memory starts empty, but the routing of a
-// resumed task's next iteration goes by how its last tests went. A run
-// that never began is taken to begin now.
+// resumed task's next iteration goes by how its last tests went, and the
+// agent of an iteration its executor adopts (AdoptsInFlight) is counted
+// from what it had reported. A run that never began is taken to begin now.
 func Restore(rec api.Run, now time.Time) State {
 	if rec.ResumedAt.IsZero() {
 		rec.ResumedAt = now
@@ -110,9 +111,18 @@ func Restore(rec api.Run, now time.Time) State {
 			}
 			s.History[t.ID] = []convergence.Metrics{IterationMetrics(n, t.LastTest)}
 		}
+		if t.Interrupted && AdoptsInFlight(rec.Options) && (t.AttemptCostUSD != 0 || t.AttemptToolCalls != 0) {
+			s.Live[t.ID] = Progress{CostUSD: t.AttemptCostUSD, ToolCalls: t.AttemptToolCalls}
+		}
 	}
 	return s
 }
+
+// AdoptsInFlight says whether the executor of a run with options o adopts
+// the iterations in flight when its supervisor died (nats: the workers'
+// agents live on and their jobs are taken up again), rather than losing
+// them with the supervisor (the local executor, the default).
+func AdoptsInFlight(o api.RunOptions) bool { return o.Executor != "" && o.Executor != "local" }
 
 func laterOf(a, b time.Time) time.Time {
 	if b.After(a) {
