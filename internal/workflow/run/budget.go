@@ -78,7 +78,8 @@ func Resume(rec api.Run, now time.Time) api.Run {
 		}
 		switch t.State {
 		case api.TaskRunning:
-			t.State, t.Interrupted = api.TaskPending, true
+			// Paused was the dead supervisor's view of its executor.
+			t.State, t.Interrupted, t.Paused = api.TaskPending, true, ""
 		case api.TaskFailed:
 			// Fresh budgets: iterations, minutes, dollars and
 			// convergence history start over.
