@@ -302,6 +302,8 @@ func TestValidate(t *testing.T) {
 		{"unknown executor", func(c *Config) { c.Run.Executor = "ssh" }, "run.executor"},
 		{"nats executor", func(c *Config) { c.Run.Executor, c.Run.NATS.URL = "nats", "nats://127.0.0.1:4222" }, ""},
 		{"nats executor without url", func(c *Config) { c.Run.Executor = "nats" }, "run.nats.url"},
+		{"nats url with a password", func(c *Config) { c.Run.NATS.URL = "nats://127.0.0.1:4222,nats://u:pw@h:4222" }, "run.nats.url"},
+		{"nats url with a token", func(c *Config) { c.Run.NATS.URL = "nats://tok@h:4222" }, "run.nats.url"},
 		{"nats user without password", func(c *Config) { c.Run.NATS.User = "drover" }, "run.nats.user"},
 		{"nats user and password", func(c *Config) { c.Run.NATS.User, c.Run.NATS.Password = "drover", "pw" }, ""},
 		{"nats token and nkey", func(c *Config) { c.Run.NATS.Token, c.Run.NATS.NKey = "t", "seed.nk" }, "run.nats.nkey"},

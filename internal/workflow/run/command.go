@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -130,16 +129,7 @@ func checkExecutor(o api.RunOptions) error {
 	if strings.TrimSpace(o.NATS) == "" {
 		return errors.New("executor nats: no NATS URL (drover run --nats URL, or run.nats.url)")
 	}
-	for _, one := range strings.Split(o.NATS, ",") {
-		u, err := url.Parse(strings.TrimSpace(one))
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("nats URL %q: not a URL with a host (nats://host:4222)", one)
-		}
-		if u.User != nil {
-			return fmt.Errorf("nats URL of host %s: holds credentials; they go in run.nats.user, run.nats.password, run.nats.token, run.nats.nkey or run.nats.creds", u.Host)
-		}
-	}
-	return nil
+	return config.CheckNATSURL(o.NATS)
 }
 
 // NewSettings reads a run's settings from the configuration and its
