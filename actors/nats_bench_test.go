@@ -90,25 +90,7 @@ func BenchmarkRunNATS(b *testing.B) {
 					Agent: "'" + agent + "'", TestCommand: "true {{packages}}", SuiteCommand: "true",
 				}}
 				start := time.Now()
-				res, err := system.Root.RequestFuture(pid, &StartRun{Request: req}, time.Minute).Result()
-				if err != nil {
-					b.Fatal(err)
-				}
-				rr := res.(*RunReply)
-				if rr.Err != nil {
-					b.Fatal(rr.Err)
-				}
-				var r api.Run
-				for {
-					var found bool
-					if r, found, err = db.LoadRun(context.Background(), rr.Run.ID); err != nil || !found {
-						b.Fatalf("loading run %s: %v (found %v)", rr.Run.ID, err, found)
-					}
-					if r.State != api.RunRunning {
-						break
-					}
-					time.Sleep(time.Millisecond)
-				}
+				r := runToEnd(b, system, pid, db, req)
 				took := time.Since(start)
 				if r.State != api.RunDone {
 					b.Fatalf("%s run %s: %s", exec, r.State, r.Report)
