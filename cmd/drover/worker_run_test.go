@@ -7,14 +7,8 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/test/natstest"
 )
-
-// startNATS runs a NATS server with JetStream on loopback for the test
-// and returns its URL.
-func startNATS(t *testing.T) string {
-	t.Helper()
-	return natsAt(t, -1, t.TempDir()).ClientURL()
-}
 
 // startWorker runs `drover worker` named name in p's project until the
 // test ends.
@@ -40,7 +34,7 @@ func startWorker(t *testing.T, p *proj, url, name string) {
 // executor, and its status names the worker of each task.
 func TestRunOnNATSWorkers(t *testing.T) {
 	f := newRunFixture(t)
-	url := startNATS(t)
+	url := natstest.URL(t)
 	startWorker(t, f.proj, url, "w1")
 	startWorker(t, f.proj, url, "w2")
 	out := f.must("", append(f.args, "--executor", "nats", "--nats", url)...)

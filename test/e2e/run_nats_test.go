@@ -8,12 +8,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/test/claudecli"
+	"github.com/drover-dev/drover/test/natstest"
 )
 
 // TestRunOnNATSWorkerWithCLI runs `drover run --executor nats` on a graph
@@ -25,7 +23,7 @@ import (
 // runs the suite.
 func TestRunOnNATSWorkerWithCLI(t *testing.T) {
 	p := newRunProject(t, "run-agent.yaml")
-	url := startE2ENATS(t)
+	url := natstest.URL(t)
 	startE2EWorker(t, p, url, "w1")
 
 	file, err := filepath.Abs(filepath.Join("testdata", "run-nats-graph.yaml"))
@@ -92,27 +90,6 @@ func TestRunOnNATSWorkerWithCLI(t *testing.T) {
 	if _, err := claudecli.Git(t.Context(), p.root, "merge-base", "--is-ancestor", branch["a"], branch["d"]); err != nil {
 		t.Errorf("task d's branch does not start from task a's work")
 	}
-}
-
-// startE2ENATS runs a NATS server with JetStream on loopback until the
-// test ends and returns its URL.
-func startE2ENATS(t *testing.T) string {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s.ClientURL()
 }
 
 // startE2EWorker runs `drover worker` named name for p's repository, with
