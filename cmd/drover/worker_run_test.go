@@ -1,33 +1,12 @@
 package main
 
 import (
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/test/natstest"
 )
-
-// startWorker runs `drover worker` named name in p's project until the
-// test ends.
-func startWorker(t *testing.T, p *proj, url, name string) {
-	t.Helper()
-	cmd := exec.Command(droverBin, "worker", "--nats", url, "--name", name, "--concurrency", "2", "--dir", t.TempDir())
-	cmd.Dir, cmd.Env = p.root, append(p.env, "CLAUDE_PROJECT_DIR="+p.root)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("drover worker %s: %v\n%s", name, err, stderr.String())
-		}
-	})
-}
 
 // TestRunOnNATSWorkers: drover run --executor nats works the fixture's
 // three waves on two drover workers with the same result as the local
@@ -35,8 +14,8 @@ func startWorker(t *testing.T, p *proj, url, name string) {
 func TestRunOnNATSWorkers(t *testing.T) {
 	f := newRunFixture(t)
 	url := natstest.URL(t)
-	startWorker(t, f.proj, url, "w1")
-	startWorker(t, f.proj, url, "w2")
+	startClusterWorker(t, f, url, "w1")
+	startClusterWorker(t, f, url, "w2")
 	out := f.must("", append(f.args, "--executor", "nats", "--nats", url)...)
 	id := runIDFrom(t, out)
 	if !strings.Contains(out, "run "+id+" done") {
