@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/test/claudecli"
@@ -106,6 +107,9 @@ func startE2EWorker(t *testing.T, p *runProject, url, name string) {
 		"GIT_COMMITTER_NAME=worker", "GIT_COMMITTER_EMAIL=worker@example.com")
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	// A child of the worker that lives on holds its output: the cleanup
+	// must not wait for it for ever.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
