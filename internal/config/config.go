@@ -28,6 +28,7 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/proctag"
 )
@@ -307,7 +308,7 @@ func Defaults() Config {
 			IterationTimeout: time.Hour,
 			LimitRetries:     5,
 			Review:           true,
-			Executor:         "local",
+			Executor:         executor.Local,
 		},
 		Log:    Log{Level: "info", MaxSizeMB: 10, MaxBackups: 3},
 		Status: Status{StaleAfter: 30 * time.Minute},

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/reviewer"
 )
@@ -188,11 +189,11 @@ func contains(list []string, s string) bool {
 // validateRunNATS checks run.executor and run.nats.*: one way to log in
 // to NATS at most, and a URL for the nats executor.
 func validateRunNATS(r Run, bad func(key, format string, args ...any)) {
-	if executors := []string{"local", "nats"}; !slices.Contains(executors, r.Executor) {
+	if executors := []string{executor.Local, executor.NATS}; !slices.Contains(executors, r.Executor) {
 		bad("run.executor", "%q is not one of %s", r.Executor, strings.Join(executors, ", "))
 	}
 	n := r.NATS
-	if r.Executor == "nats" && strings.TrimSpace(n.URL) == "" {
+	if r.Executor == executor.NATS && strings.TrimSpace(n.URL) == "" {
 		bad("run.nats.url", "must be set for run.executor nats")
 	}
 	if strings.TrimSpace(n.URL) != "" {

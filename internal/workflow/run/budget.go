@@ -7,6 +7,7 @@ import (
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/worktree"
 	"github.com/drover-dev/drover/templates"
@@ -123,7 +124,7 @@ func Restore(rec api.Run, now time.Time) State {
 // the iterations in flight when its supervisor died (nats: the workers'
 // agents live on and their jobs are taken up again), rather than losing
 // them with the supervisor (the local executor, the default).
-func AdoptsInFlight(o api.RunOptions) bool { return o.Executor != "" && o.Executor != "local" }
+func AdoptsInFlight(o api.RunOptions) bool { return o.Executor != "" && o.Executor != executor.Local }
 
 func laterOf(a, b time.Time) time.Time {
 	if b.After(a) {

@@ -16,6 +16,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/argsplit"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/reviewer"
@@ -56,10 +57,10 @@ func Options(o api.RunOptions, c config.Run, t templates.Set) (api.RunOptions, e
 	}
 	// A local run's options stay as they were before executors: only
 	// another executor is written down.
-	if o.Executor == "" && c.Executor != "local" {
+	if o.Executor == "" && c.Executor != executor.Local {
 		o.Executor = c.Executor
 	}
-	if o.Executor == "nats" && o.NATS == "" {
+	if o.Executor == executor.NATS && o.NATS == "" {
 		o.NATS = c.NATS.URL
 	}
 	if err := checkExecutor(o); err != nil {
@@ -120,9 +121,9 @@ func Options(o api.RunOptions, c config.Run, t templates.Set) (api.RunOptions, e
 // (run.nats.*): a run's options are stored with it.
 func checkExecutor(o api.RunOptions) error {
 	switch o.Executor {
-	case "", "local":
+	case "", executor.Local:
 		return nil
-	case "nats":
+	case executor.NATS:
 	default:
 		return fmt.Errorf("executor %q: not one of local, nats", o.Executor)
 	}
