@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/natsexec"
+	"github.com/drover-dev/drover/test/natstest"
 )
 
 // natsAgent is the agent of BenchmarkRunNATS: 200 ms of "work", then a
@@ -67,7 +67,7 @@ func BenchmarkRunNATS(b *testing.B) {
 			if err := os.WriteFile(agent, []byte(natsAgent), 0o755); err != nil {
 				b.Fatal(err)
 			}
-			url := benchNATS(b)
+			url := natstest.URL(b)
 			startBenchWorkers(b, root, url, 2, 2)
 			conns := natsexec.NewConnections(root)
 			b.Cleanup(conns.Close)
@@ -90,25 +90,7 @@ func BenchmarkRunNATS(b *testing.B) {
 					Agent: "'" + agent + "'", TestCommand: "true {{packages}}", SuiteCommand: "true",
 				}}
 				start := time.Now()
-				res, err := system.Root.RequestFuture(pid, &StartRun{Request: req}, time.Minute).Result()
-				if err != nil {
-					b.Fatal(err)
-				}
-				rr := res.(*RunReply)
-				if rr.Err != nil {
-					b.Fatal(rr.Err)
-				}
-				var r api.Run
-				for {
-					var found bool
-					if r, found, err = db.LoadRun(context.Background(), rr.Run.ID); err != nil || !found {
-						b.Fatalf("loading run %s: %v (found %v)", rr.Run.ID, err, found)
-					}
-					if r.State != api.RunRunning {
-						break
-					}
-					time.Sleep(time.Millisecond)
-				}
+				r := runToEnd(b, system, pid, db, req)
 				took := time.Since(start)
 				if r.State != api.RunDone {
 					b.Fatalf("%s run %s: %s", exec, r.State, r.Report)
@@ -144,27 +126,6 @@ func writeRandom(tb testing.TB, file string, size int64) {
 	if err := f.Close(); err != nil {
 		tb.Fatal(err)
 	}
-}
-
-// benchNATS runs a NATS server with JetStream on loopback until tb ends
-// and returns its URL.
-func benchNATS(tb testing.TB) string {
-	tb.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: tb.TempDir(), NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		tb.Fatal("the NATS server did not start")
-	}
-	tb.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s.ClientURL()
 }
 
 // startBenchWorkers runs count workers of concurrency conc for the

@@ -335,7 +335,7 @@ func (r *runsActor) resume(ctx actor.Context, id string) (*actor.PID, *RunReply)
 	// trees next to the new agents. The agents of another executor are
 	// its workers', which may share this machine: a job in flight there
 	// is adopted, not killed.
-	if local := rec.Options.Executor == "" || rec.Options.Executor == executor.Local; local {
+	if !run.AdoptsInFlight(rec.Options) {
 		if n, err := proctag.Kill("DROVER_RUN_ID=" + id); err != nil || n > 0 {
 			r.env.Log.Warn("killed processes left by the run's last supervisor", zap.String("run", id), zap.Int("count", n), zap.Error(err))
 		}

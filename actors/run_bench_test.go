@@ -199,26 +199,7 @@ func BenchmarkRunWave(b *testing.B) {
 			b.ResetTimer()
 			for op := range b.N {
 				start := time.Now()
-				res, err := system.Root.RequestFuture(pid, &StartRun{Request: req}, time.Minute).Result()
-				if err != nil {
-					b.Fatal(err)
-				}
-				rr := res.(*RunReply)
-				if rr.Err != nil {
-					b.Fatal(rr.Err)
-				}
-				var run api.Run
-				for {
-					// The run's saves are what tell it has ended.
-					var found bool
-					if run, found, err = db.LoadRun(context.Background(), rr.Run.ID); err != nil || !found {
-						b.Fatalf("loading run %s: %v (found %v)", rr.Run.ID, err, found)
-					}
-					if run.State != api.RunRunning {
-						break
-					}
-					time.Sleep(time.Millisecond)
-				}
+				run := runToEnd(b, system, pid, db, req)
 				wave += time.Since(start)
 				b.StopTimer()
 				if run.State != api.RunDone {
@@ -234,6 +215,30 @@ func BenchmarkRunWave(b *testing.B) {
 			b.ReportMetric(float64(wave)/float64(serial), "wave/serial")
 			b.ReportMetric(float64((c.n+c.conc-1)/c.conc)/float64(c.n), "ideal")
 		})
+	}
+}
+
+// runToEnd starts a run of req with the runs actor pid and returns it
+// once it ended, as db has it: the run's saves are what tell it ended.
+func runToEnd(b *testing.B, system *actor.ActorSystem, pid *actor.PID, db *store.Store, req api.StartRunRequest) api.Run {
+	b.Helper()
+	res, err := system.Root.RequestFuture(pid, &StartRun{Request: req}, time.Minute).Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	rr := res.(*RunReply)
+	if rr.Err != nil {
+		b.Fatal(rr.Err)
+	}
+	for {
+		run, found, err := db.LoadRun(context.Background(), rr.Run.ID)
+		if err != nil || !found {
+			b.Fatalf("loading run %s: %v (found %v)", rr.Run.ID, err, found)
+		}
+		if run.State != api.RunRunning {
+			return run
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -827,3 +827,13 @@ func TestRestartKeysDocumented(t *testing.T) {
 		}
 	}
 }
+
+// drover config does not print the NATS password it was given.
+func TestConfigHidesNATSCredentials(t *testing.T) {
+	p := newProj(t)
+	p.env = append(p.env, "DROVER_RUN_NATS_USER=drover", "DROVER_RUN_NATS_PASSWORD=pw-s3cret")
+	out := p.must("", "config")
+	if strings.Contains(out, "s3cret") || !strings.Contains(out, "password: <hidden>") {
+		t.Errorf("drover config shows the NATS credentials, or not that they are set:\n%s", out)
+	}
+}

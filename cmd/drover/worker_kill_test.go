@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,10 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/eventually"
+	"github.com/drover-dev/drover/test/natstest"
 )
 
 // clusterAgent is the agent of the NATS cluster tests: it counts its
@@ -187,7 +185,7 @@ func TestRunOnNATSWorkersSurvivesKill9(t *testing.T) {
 
 	f, base := newClusterFixture(t)
 	f.touch("block-a1")
-	url := startNATS(t)
+	url := natstest.URL(t)
 	var workers []*clusterWorker
 	for _, name := range []string{"w1", "w2", "w3"} {
 		workers = append(workers, startClusterWorker(t, f, url, name))
@@ -268,7 +266,7 @@ func TestRunOnNATSWorkersSurvivesKill9(t *testing.T) {
 func TestRunOnNATSResumeAdoptsJobsInFlight(t *testing.T) {
 	f, _ := newClusterFixture(t)
 	f.touch("block-a1")
-	url := startNATS(t)
+	url := natstest.URL(t)
 	w := startClusterWorker(t, f, url, "w1")
 	id := runIDFrom(t, f.must("", append(slices.Clone(f.args), "--executor", "nats", "--nats", url, "--detach")...))
 	if !eventually.Holds(45*time.Second, func() bool { return f.read("agent-pid-a1") != "" }) {
@@ -314,7 +312,7 @@ func TestRunOnNATSResumeAdoptsJobsInFlight(t *testing.T) {
 func TestRunOnNATSCancelEndsWorkerAgents(t *testing.T) {
 	f, _ := newClusterFixture(t)
 	f.touch("block-a1")
-	url := startNATS(t)
+	url := natstest.URL(t)
 	w := startClusterWorker(t, f, url, "w1")
 	id := runIDFrom(t, f.must("", append(slices.Clone(f.args), "--executor", "nats", "--nats", url, "--detach")...))
 	if !eventually.Holds(45*time.Second, func() bool { return f.read("agent-pid-a1") != "" }) {
@@ -349,53 +347,35 @@ func TestRunOnNATSCancelEndsWorkerAgents(t *testing.T) {
 	}
 }
 
-// natsAt runs a NATS server with JetStream on loopback at port (-1: any)
-// with its store in dir, until the test ends or it is shut down.
-func natsAt(t *testing.T, port int, dir string) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s
-}
-
 // TestRunOnNATSPausesWhileNATSIsLost: NATS goes away while a1's agent
 // works on a worker: the run's status says a1 is paused, naming the NATS
-// URL; NATS comes back on its port with its store, and the run goes on
-// and finishes, losing nothing: every agent ran once, every task merged
-// once in one iteration.
+// URL; NATS comes back with its store, and the run goes on and finishes,
+// losing nothing: every agent ran once, every task merged once in one
+// iteration. The URL is a proxy's, which the test holds throughout: the
+// server restarts behind it on any port (its old one may be taken by then
+// on a busy machine).
 func TestRunOnNATSPausesWhileNATSIsLost(t *testing.T) {
 	f, _ := newClusterFixture(t)
 	f.touch("block-a1")
 	store := t.TempDir()
-	s := natsAt(t, -1, store)
-	url, port := s.ClientURL(), s.Addr().(*net.TCPAddr).Port
+	s := natstest.Start(t, -1, store)
+	proxy := natstest.NewProxy(t, s.Addr().String())
+	url, hostPort := proxy.URL(), proxy.HostPort()
 	w := startClusterWorker(t, f, url, "w1")
 	id := runIDFrom(t, f.must("", append(slices.Clone(f.args), "--executor", "nats", "--nats", url, "--detach")...))
 	if !eventually.Holds(45*time.Second, func() bool { return f.read("agent-pid-a1") != "" }) {
 		t.Fatalf("a1's agent never started: %+v", f.runStatus(id))
 	}
+	proxy.Down()
 	s.Shutdown()
 	s.WaitForShutdown()
-	hostPort := "127.0.0.1:" + strconv.Itoa(port)
 	if !eventually.Holds(30*time.Second, func() bool { return strings.Contains(taskByID(f.runStatus(id), "a1").Paused, hostPort) }) {
 		t.Fatalf("a1 is not told paused on NATS at %s: %+v", hostPort, taskByID(f.runStatus(id), "a1"))
 	}
-	if out := f.must("", "run", "status", id); !strings.Contains(out, "task a1: paused: NATS at nats://"+hostPort+" is unreachable") {
-		t.Errorf("drover run status does not say a1 is paused on NATS at %s:\n%s", hostPort, out)
+	if out := f.must("", "run", "status", id); !strings.Contains(out, "task a1: paused: NATS at "+url+" is unreachable") {
+		t.Errorf("drover run status does not say a1 is paused on NATS at %s:\n%s", url, out)
 	}
-	natsAt(t, port, store)
+	proxy.Up(natstest.Start(t, -1, store).Addr().String())
 	if !eventually.Holds(30*time.Second, func() bool { return taskByID(f.runStatus(id), "a1").Paused == "" }) {
 		t.Fatalf("a1 still paused with NATS back: %+v", taskByID(f.runStatus(id), "a1"))
 	}

@@ -1,65 +1,21 @@
 package main
 
 import (
-	"os/exec"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
 
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/test/natstest"
 )
-
-// startNATS runs a NATS server with JetStream on loopback for the test
-// and returns its URL.
-func startNATS(t *testing.T) string {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s.ClientURL()
-}
-
-// startWorker runs `drover worker` named name in p's project until the
-// test ends.
-func startWorker(t *testing.T, p *proj, url, name string) {
-	t.Helper()
-	cmd := exec.Command(droverBin, "worker", "--nats", url, "--name", name, "--concurrency", "2", "--dir", t.TempDir())
-	cmd.Dir, cmd.Env = p.root, append(p.env, "CLAUDE_PROJECT_DIR="+p.root)
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("drover worker %s: %v\n%s", name, err, stderr.String())
-		}
-	})
-}
 
 // TestRunOnNATSWorkers: drover run --executor nats works the fixture's
 // three waves on two drover workers with the same result as the local
 // executor, and its status names the worker of each task.
 func TestRunOnNATSWorkers(t *testing.T) {
 	f := newRunFixture(t)
-	url := startNATS(t)
-	startWorker(t, f.proj, url, "w1")
-	startWorker(t, f.proj, url, "w2")
+	url := natstest.URL(t)
+	startClusterWorker(t, f, url, "w1")
+	startClusterWorker(t, f, url, "w2")
 	out := f.must("", append(f.args, "--executor", "nats", "--nats", url)...)
 	id := runIDFrom(t, out)
 	if !strings.Contains(out, "run "+id+" done") {

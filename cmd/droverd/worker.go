@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/internal/cmdline"
+	"github.com/drover-dev/drover/internal/config"
 	"github.com/drover-dev/drover/internal/logging"
 	"github.com/drover-dev/drover/internal/natsexec"
 	"github.com/drover-dev/drover/templates"
@@ -41,6 +42,10 @@ func (a *app) workerCmd(g *cmdline.Globals) *cobra.Command {
 		}
 		nc := natsexec.ConfigOf(cfg.Run.NATS)
 		if url != "" {
+			// As drover run --nats: the credentials are run.nats.*'s.
+			if err := config.CheckNATSURL(url); err != nil {
+				return fmt.Errorf("--nats: %w", err)
+			}
 			nc.URL = url
 		}
 		if repoName == "" {

@@ -191,6 +191,12 @@ type RunTask struct {
 	// executor of other machines adopts the work still in flight there
 	// (StartIteration.Attempt).
 	Attempt int `json:"attempt,omitempty"`
+	// AttemptCostUSD and AttemptToolCalls are what the agent of the
+	// current attempt reported so far, counted in CostUSD and ToolCalls:
+	// a resumed run whose executor adopts the attempt in flight (nats)
+	// counts that agent's next reports from there, not from zero.
+	AttemptCostUSD   float64 `json:"attempt_cost_usd,omitempty"`
+	AttemptToolCalls int     `json:"attempt_tool_calls,omitempty"`
 	// Feedback is what the task's next iteration is told about its last
 	// one; it is kept so that a resumed run tells it too.
 	Feedback string `json:"feedback,omitempty"`

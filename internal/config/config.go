@@ -28,6 +28,7 @@ import (
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
 
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/internal/proctag"
 )
@@ -171,8 +172,8 @@ type RunNATS struct {
 	URL      string     `koanf:"url" help:"NATS server URL(s) of the nats executor, comma-separated (drover run --nats)"`
 	Creds    string     `koanf:"creds" help:"NATS credentials file (JWT and NKey seed) of the nats executor"`
 	User     string     `koanf:"user" help:"NATS user of the nats executor (with run.nats.password)"`
-	Password string     `koanf:"password" help:"NATS password of the nats executor"`
-	Token    string     `koanf:"token" help:"NATS token of the nats executor"`
+	Password string     `koanf:"password" secret:"true" help:"NATS password of the nats executor"`
+	Token    string     `koanf:"token" secret:"true" help:"NATS token of the nats executor"`
 	NKey     string     `koanf:"nkey" help:"NATS NKey seed file of the nats executor"`
 	TLS      RunNATSTLS `koanf:"tls"`
 }
@@ -307,7 +308,7 @@ func Defaults() Config {
 			IterationTimeout: time.Hour,
 			LimitRetries:     5,
 			Review:           true,
-			Executor:         "local",
+			Executor:         executor.Local,
 		},
 		Log:    Log{Level: "info", MaxSizeMB: 10, MaxBackups: 3},
 		Status: Status{StaleAfter: 30 * time.Minute},
@@ -385,14 +386,23 @@ func budgetKey(e hook.Event) string {
 	return "hook.budget." + strings.ReplaceAll(string(e), "-", "_")
 }
 
+// HiddenSecret is what YAML shows of a secret key (tag secret:"true":
+// run.nats.password, run.nats.token) that is set.
+const HiddenSecret = "<hidden>"
+
 // YAML renders the configuration as a config file would hold it, durations
-// in Go's notation ("10m0s"), so that it loads back unchanged.
+// in Go's notation ("10m0s"), so that it loads back unchanged; but a set
+// secret shows as HiddenSecret: drover config and the supervisor's config
+// API print it, and it must not reach a terminal, a log or a bug report.
 func (c Config) YAML() ([]byte, error) {
 	flat := make(map[string]any)
 	for _, f := range fields() {
 		v := f.get(c)
 		if d, ok := v.(time.Duration); ok {
 			v = d.String()
+		}
+		if f.secret && v != "" {
+			v = HiddenSecret
 		}
 		flat[f.key] = v
 	}
@@ -527,6 +537,8 @@ type field struct {
 	// none (the dollar limits, tag number:"text"): a file may write it as
 	// a YAML number, as people write dollars.
 	numberText bool
+	// secret marks a credential (tag secret:"true"), hidden by YAML.
+	secret bool
 }
 
 func (f field) get(c Config) any {
@@ -556,7 +568,10 @@ func fields() []field {
 			case sf.Type.Kind() == reflect.Bool:
 				out = append(out, field{key: key, index: idx, kind: kindBool, help: sf.Tag.Get("help"), restart: restart})
 			case sf.Type.Kind() == reflect.String:
-				out = append(out, field{key: key, index: idx, kind: kindString, help: sf.Tag.Get("help"), restart: restart, numberText: sf.Tag.Get("number") == "text"})
+				out = append(out, field{
+					key: key, index: idx, kind: kindString, help: sf.Tag.Get("help"), restart: restart,
+					numberText: sf.Tag.Get("number") == "text", secret: sf.Tag.Get("secret") == "true",
+				})
 			case sf.Type.Kind() == reflect.Float64:
 				out = append(out, field{key: key, index: idx, kind: kindFloat, help: sf.Tag.Get("help"), restart: restart})
 			}

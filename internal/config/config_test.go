@@ -302,6 +302,8 @@ func TestValidate(t *testing.T) {
 		{"unknown executor", func(c *Config) { c.Run.Executor = "ssh" }, "run.executor"},
 		{"nats executor", func(c *Config) { c.Run.Executor, c.Run.NATS.URL = "nats", "nats://127.0.0.1:4222" }, ""},
 		{"nats executor without url", func(c *Config) { c.Run.Executor = "nats" }, "run.nats.url"},
+		{"nats url with a password", func(c *Config) { c.Run.NATS.URL = "nats://127.0.0.1:4222,nats://u:pw@h:4222" }, "run.nats.url"},
+		{"nats url with a token", func(c *Config) { c.Run.NATS.URL = "nats://tok@h:4222" }, "run.nats.url"},
 		{"nats user without password", func(c *Config) { c.Run.NATS.User = "drover" }, "run.nats.user"},
 		{"nats user and password", func(c *Config) { c.Run.NATS.User, c.Run.NATS.Password = "drover", "pw" }, ""},
 		{"nats token and nkey", func(c *Config) { c.Run.NATS.Token, c.Run.NATS.NKey = "t", "seed.nk" }, "run.nats.nkey"},
@@ -502,5 +504,26 @@ func TestParseUSD(t *testing.T) {
 	run := Run{TaskMaxUSD: "x"}
 	if _, err := run.TaskMax(); err == nil {
 		t.Error("Run.TaskMax accepted x")
+	}
+}
+
+// The NATS credentials are shown hidden, set or not said: drover config
+// and the supervisor's config API print YAML.
+func TestYAMLHidesSecrets(t *testing.T) {
+	c := Defaults()
+	c.Run.NATS.User, c.Run.NATS.Password, c.Run.NATS.Token = "drover", "pw-s3cret", "tok-s3cret"
+	y, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, secret := range []string{"pw-s3cret", "tok-s3cret"} {
+		if bytes.Contains(y, []byte(secret)) {
+			t.Errorf("YAML() shows the secret %q:\n%s", secret, y)
+		}
+	}
+	for _, want := range []string{"password: " + HiddenSecret, "token: " + HiddenSecret, "user: drover"} {
+		if !bytes.Contains(y, []byte(want)) {
+			t.Errorf("YAML() lacks %q:\n%s", want, y)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/hook"
 	"github.com/drover-dev/drover/reviewer"
 )
@@ -188,12 +189,17 @@ func contains(list []string, s string) bool {
 // validateRunNATS checks run.executor and run.nats.*: one way to log in
 // to NATS at most, and a URL for the nats executor.
 func validateRunNATS(r Run, bad func(key, format string, args ...any)) {
-	if executors := []string{"local", "nats"}; !slices.Contains(executors, r.Executor) {
+	if executors := []string{executor.Local, executor.NATS}; !slices.Contains(executors, r.Executor) {
 		bad("run.executor", "%q is not one of %s", r.Executor, strings.Join(executors, ", "))
 	}
 	n := r.NATS
-	if r.Executor == "nats" && strings.TrimSpace(n.URL) == "" {
+	if r.Executor == executor.NATS && strings.TrimSpace(n.URL) == "" {
 		bad("run.nats.url", "must be set for run.executor nats")
+	}
+	if strings.TrimSpace(n.URL) != "" {
+		if err := CheckNATSURL(n.URL); err != nil {
+			bad("run.nats.url", "%v", err)
+		}
 	}
 	if (n.User == "") != (n.Password == "") {
 		bad("run.nats.user", "run.nats.user and run.nats.password go together")
@@ -210,4 +216,21 @@ func validateRunNATS(r Run, bad func(key, format string, args ...any)) {
 	if (n.TLS.Cert == "") != (n.TLS.Key == "") {
 		bad("run.nats.tls.cert", "run.nats.tls.cert and run.nats.tls.key go together")
 	}
+}
+
+// CheckNATSURL checks a NATS server list (run.nats.url, drover run --nats,
+// drover worker --nats): URLs with a host and without credentials, which
+// go in run.nats.user, .password, .token, .nkey or .creds: a run's options
+// are stored with it, and a URL is shown in errors and drover run status.
+func CheckNATSURL(list string) error {
+	for _, one := range strings.Split(list, ",") {
+		u, err := url.Parse(strings.TrimSpace(one))
+		if err != nil || u.Host == "" {
+			return fmt.Errorf("nats URL %q: not a URL with a host (nats://host:4222)", one)
+		}
+		if u.User != nil {
+			return fmt.Errorf("nats URL of host %s: holds credentials; they go in run.nats.user, run.nats.password, run.nats.token, run.nats.nkey or run.nats.creds", u.Host)
+		}
+	}
+	return nil
 }

@@ -10,10 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
-
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/test/claudecli"
+	"github.com/drover-dev/drover/test/natstest"
 )
 
 // TestRunOnNATSWorkerWithCLI runs `drover run --executor nats` on a graph
@@ -25,7 +24,7 @@ import (
 // runs the suite.
 func TestRunOnNATSWorkerWithCLI(t *testing.T) {
 	p := newRunProject(t, "run-agent.yaml")
-	url := startE2ENATS(t)
+	url := natstest.URL(t)
 	startE2EWorker(t, p, url, "w1")
 
 	file, err := filepath.Abs(filepath.Join("testdata", "run-nats-graph.yaml"))
@@ -94,27 +93,6 @@ func TestRunOnNATSWorkerWithCLI(t *testing.T) {
 	}
 }
 
-// startE2ENATS runs a NATS server with JetStream on loopback until the
-// test ends and returns its URL.
-func startE2ENATS(t *testing.T) string {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s.ClientURL()
-}
-
 // startE2EWorker runs `drover worker` named name for p's repository, with
 // the supervisor's environment (the CLI on PATH, the scripted model), until
 // the test ends; SIGTERM must stop it cleanly.
@@ -129,6 +107,9 @@ func startE2EWorker(t *testing.T, p *runProject, url, name string) {
 		"GIT_COMMITTER_NAME=worker", "GIT_COMMITTER_EMAIL=worker@example.com")
 	var stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
+	// A child of the worker that lives on holds its output: the cleanup
+	// must not wait for it for ever.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

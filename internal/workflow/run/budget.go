@@ -7,6 +7,7 @@ import (
 	"github.com/drover-dev/drover/convergence"
 	"github.com/drover-dev/drover/internal/agentrun"
 	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/internal/worktree"
 	"github.com/drover-dev/drover/templates"
@@ -78,7 +79,8 @@ func Resume(rec api.Run, now time.Time) api.Run {
 		}
 		switch t.State {
 		case api.TaskRunning:
-			t.State, t.Interrupted = api.TaskPending, true
+			// Paused was the dead supervisor's view of its executor.
+			t.State, t.Interrupted, t.Paused = api.TaskPending, true, ""
 		case api.TaskFailed:
 			// Fresh budgets: iterations, minutes, dollars and
 			// convergence history start over.
@@ -95,8 +97,9 @@ func Resume(rec api.Run, now time.Time) api.Run {
 
 // Restore is the state a supervisor works a stored run from (after New or
 // Resume): what it knew only in memory starts empty, but the routing of a
-// resumed task's next iteration goes by how its last tests went. A run
-// that never began is taken to begin now.
+// resumed task's next iteration goes by how its last tests went, and the
+// agent of an iteration its executor adopts (AdoptsInFlight) is counted
+// from what it had reported. A run that never began is taken to begin now.
 func Restore(rec api.Run, now time.Time) State {
 	if rec.ResumedAt.IsZero() {
 		rec.ResumedAt = now
@@ -110,9 +113,18 @@ func Restore(rec api.Run, now time.Time) State {
 			}
 			s.History[t.ID] = []convergence.Metrics{IterationMetrics(n, t.LastTest)}
 		}
+		if t.Interrupted && AdoptsInFlight(rec.Options) && (t.AttemptCostUSD != 0 || t.AttemptToolCalls != 0) {
+			s.Live[t.ID] = Progress{CostUSD: t.AttemptCostUSD, ToolCalls: t.AttemptToolCalls}
+		}
 	}
 	return s
 }
+
+// AdoptsInFlight says whether the executor of a run with options o adopts
+// the iterations in flight when its supervisor died (nats: the workers'
+// agents live on and their jobs are taken up again), rather than losing
+// them with the supervisor (the local executor, the default).
+func AdoptsInFlight(o api.RunOptions) bool { return o.Executor != "" && o.Executor != executor.Local }
 
 func laterOf(a, b time.Time) time.Time {
 	if b.After(a) {

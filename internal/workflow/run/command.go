@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/argsplit"
 	"github.com/drover-dev/drover/internal/config"
+	"github.com/drover-dev/drover/internal/executor"
 	"github.com/drover-dev/drover/internal/loopconf"
 	"github.com/drover-dev/drover/internal/rungraph"
 	"github.com/drover-dev/drover/reviewer"
@@ -57,10 +57,10 @@ func Options(o api.RunOptions, c config.Run, t templates.Set) (api.RunOptions, e
 	}
 	// A local run's options stay as they were before executors: only
 	// another executor is written down.
-	if o.Executor == "" && c.Executor != "local" {
+	if o.Executor == "" && c.Executor != executor.Local {
 		o.Executor = c.Executor
 	}
-	if o.Executor == "nats" && o.NATS == "" {
+	if o.Executor == executor.NATS && o.NATS == "" {
 		o.NATS = c.NATS.URL
 	}
 	if err := checkExecutor(o); err != nil {
@@ -121,25 +121,16 @@ func Options(o api.RunOptions, c config.Run, t templates.Set) (api.RunOptions, e
 // (run.nats.*): a run's options are stored with it.
 func checkExecutor(o api.RunOptions) error {
 	switch o.Executor {
-	case "", "local":
+	case "", executor.Local:
 		return nil
-	case "nats":
+	case executor.NATS:
 	default:
 		return fmt.Errorf("executor %q: not one of local, nats", o.Executor)
 	}
 	if strings.TrimSpace(o.NATS) == "" {
 		return errors.New("executor nats: no NATS URL (drover run --nats URL, or run.nats.url)")
 	}
-	for _, one := range strings.Split(o.NATS, ",") {
-		u, err := url.Parse(strings.TrimSpace(one))
-		if err != nil || u.Host == "" {
-			return fmt.Errorf("nats URL %q: not a URL with a host (nats://host:4222)", one)
-		}
-		if u.User != nil {
-			return fmt.Errorf("nats URL of host %s: holds credentials; they go in run.nats.user, run.nats.password, run.nats.token, run.nats.nkey or run.nats.creds", u.Host)
-		}
-	}
-	return nil
+	return config.CheckNATSURL(o.NATS)
 }
 
 // NewSettings reads a run's settings from the configuration and its

@@ -90,7 +90,7 @@ func TestJudgeIteration(t *testing.T) {
 func TestResumeKeepsDoneTasks(t *testing.T) {
 	rec := api.Run{State: api.RunFailed, Report: "boom", Suite: &api.TestResult{}, Tasks: []api.RunTask{
 		{ID: "a", State: api.TaskDone, Iteration: 2, Runs: 2},
-		{ID: "b", State: api.TaskRunning, Iteration: 1, Runs: 1},
+		{ID: "b", State: api.TaskRunning, Iteration: 1, Runs: 1, Paused: "NATS at nats://127.0.0.1:4222 is unreachable"},
 		{ID: "c", State: api.TaskFailed, Iteration: 3, Runs: 3, Error: "not done"},
 		{ID: "d", State: api.TaskNeedsReview, Conflict: []string{"x.go"}, Error: "merge conflict"},
 		{ID: "e", State: api.TaskPending},
@@ -108,7 +108,7 @@ func TestResumeKeepsDoneTasks(t *testing.T) {
 	}
 	for i := range want {
 		g := got.Tasks[i]
-		if g.ID != want[i].ID || g.State != want[i].State || g.Iteration != want[i].Iteration || g.Runs != want[i].Runs || g.Error != "" || g.Conflict != nil {
+		if g.ID != want[i].ID || g.State != want[i].State || g.Iteration != want[i].Iteration || g.Runs != want[i].Runs || g.Error != "" || g.Conflict != nil || g.Paused != "" {
 			t.Errorf("task %s: %+v, want %+v", want[i].ID, g, want[i])
 		}
 	}

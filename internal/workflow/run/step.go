@@ -321,6 +321,7 @@ func (st *stepper) count(t *api.RunTask, p Progress) float64 {
 	st.s.Run.CostUSD += cost
 	t.ToolCalls += p.ToolCalls - before.ToolCalls
 	st.s.Live[t.ID] = p
+	t.AttemptCostUSD, t.AttemptToolCalls = p.CostUSD, p.ToolCalls
 	return cost
 }
 
@@ -369,6 +370,7 @@ func (st *stepper) iterationDone(m IterationDone) {
 	// The agent's progress is counted already, up to its last report.
 	st.count(t, m.Progress)
 	delete(st.s.Live, t.ID)
+	t.AttemptCostUSD, t.AttemptToolCalls = 0, 0
 	delete(st.s.Ending, t.ID)
 	if m.Limit != nil && m.Err == nil {
 		// A limit is not the work's fault: the iteration waits for it

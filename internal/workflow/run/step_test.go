@@ -547,3 +547,32 @@ func TestStepNamesTheWorker(t *testing.T) {
 		}
 	}
 }
+
+// A supervisor that dies while an agent works, its progress counted, and
+// is resumed: a nats run adopts the agent, whose reports go on from what
+// was counted (counted once); a local run's agent died with it, and the
+// new agent's reports add to what the dead one spent.
+func TestResumeCountsAdoptedAgentOnce(t *testing.T) {
+	cases := []struct {
+		name     string
+		opts     api.RunOptions
+		wantCost float64
+		wantTool int
+	}{
+		{"nats: the agent is adopted", api.RunOptions{Executor: "nats", NATS: "nats://127.0.0.1:4222"}, 0.5, 3},
+		{"local: a new agent", api.RunOptions{}, 0.8, 5},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f := facts(t, false)
+			s, _, _ := step(t, fresh(t, tc.opts), Begin{}, f, t0)
+			s, _, _ = step(t, s, AgentProgress{Task: "c", Iteration: 1, Progress: Progress{CostUSD: 0.3, ToolCalls: 2}}, f, t0)
+			rs := Restore(Resume(s.Run, t0.Add(time.Hour)), t0.Add(time.Hour))
+			rs, _, _ = step(t, rs, Begin{}, f, t0.Add(time.Hour))
+			rs, _, _ = step(t, rs, AgentProgress{Task: "c", Iteration: 1, Progress: Progress{CostUSD: 0.5, ToolCalls: 3}}, f, t0.Add(time.Hour))
+			if c := rs.Task("c"); c.CostUSD != tc.wantCost || c.ToolCalls != tc.wantTool || rs.Run.CostUSD != tc.wantCost {
+				t.Errorf("task c: $%v, %d tool calls, run $%v; want $%v, %d", c.CostUSD, c.ToolCalls, rs.Run.CostUSD, tc.wantCost, tc.wantTool)
+			}
+		})
+	}
+}
