@@ -69,7 +69,7 @@ func (c *Connections) Executor(cfg config.Config, o api.RunOptions) (executor.Ex
 		conn.Close()
 		return nil, err
 	}
-	d := Dispatcher{NC: conn, Streams: st, Repo: c.root, Identity: id}
+	d := Dispatcher{NC: conn, Streams: st, Repo: c.root, Identity: id, bases: &keyedMutex{}}
 	c.conns[nc] = d
 	return Executor{D: d}, nil
 }

@@ -23,8 +23,10 @@ type Job struct {
 	// Head is the branch's commit when the job was published ("": the
 	// branch does not exist yet and starts at Base).
 	Head string `json:"head,omitempty"`
-	// Bundle is the object holding Base and the branch.
-	Bundle string `json:"bundle"`
+	// Bundle is the object holding the branch's commits beyond Base (""
+	// : none); Base itself is the object baseObject(Base), fetched by a
+	// worker whose repository lacks it.
+	Bundle string `json:"bundle,omitempty"`
 	// Iter is what the executor runs, opaque to the transport.
 	Iter json.RawMessage `json:"iter,omitempty"`
 }

@@ -50,6 +50,8 @@ type Worker struct {
 	// git serializes the changes to the worker's repository: fetching a
 	// job's bundle, bundling a result.
 	git sync.Mutex
+	// bases serializes the fetching of one base commit.
+	bases keyedMutex
 	// running has the jobs at work here, each with a channel closed once
 	// it is done: a job delivered again to this worker while it runs it
 	// (its heartbeat was late) waits for it rather than running twice.
@@ -310,24 +312,29 @@ func (w *Worker) work(ctx context.Context, job Job) Result {
 // since (its uncommitted changes with it, as on one machine), and goes
 // when it has.
 func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
-	if err := retryLost(ctx, w.NC, func() error { return w.Streams.Bundles.GetFile(ctx, job.Bundle, file) }); err != nil {
-		return fmt.Errorf("fetching the bundle of job %s: %w", job.ID, err)
+	if err := w.fetchBase(ctx, job, file); err != nil {
+		return err
 	}
 	w.git.Lock()
 	defer w.git.Unlock()
 	repo := w.Repo()
-	in := "refs/drover/in/" + token(job.ID)
-	if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:"+in+"/*"); err != nil {
-		return fmt.Errorf("unpacking the bundle of job %s: %w", job.ID, err)
-	}
-	defer func() {
-		refs, _ := gitOut(context.WithoutCancel(ctx), repo, "for-each-ref", "--format=%(refname)", in+"/")
-		for _, r := range strings.Fields(refs) {
-			_, _ = gitOut(context.WithoutCancel(ctx), repo, "update-ref", "-d", r)
+	if job.Bundle != "" {
+		if err := retryLost(ctx, w.NC, func() error { return w.Streams.Bundles.GetFile(ctx, job.Bundle, file) }); err != nil {
+			return fmt.Errorf("fetching the bundle of job %s: %w", job.ID, err)
 		}
-	}()
-	if _, err := gitOut(ctx, repo, "cat-file", "-e", job.Base+"^{commit}"); err != nil {
-		return fmt.Errorf("job %s: its bundle lacks base %s: %w", job.ID, job.Base, err)
+		in := "refs/drover/in/" + token(job.ID)
+		if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:"+in+"/*"); err != nil {
+			return fmt.Errorf("unpacking the bundle of job %s: %w", job.ID, err)
+		}
+		defer func() {
+			refs, _ := gitOut(context.WithoutCancel(ctx), repo, "for-each-ref", "--format=%(refname)", in+"/")
+			for _, r := range strings.Fields(refs) {
+				_, _ = gitOut(context.WithoutCancel(ctx), repo, "update-ref", "-d", r)
+			}
+		}()
+	}
+	if job.Head != "" && !hasCommit(ctx, repo, job.Head) {
+		return fmt.Errorf("job %s: its bundles lack the branch's commit %s", job.ID, job.Head)
 	}
 	ref := "refs/heads/" + job.Branch
 	cur, err := refHead(ctx, repo, ref)
@@ -344,6 +351,29 @@ func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("job %s: setting branch %s: %w", job.ID, job.Branch, err)
+	}
+	return nil
+}
+
+// fetchBase fetches the bundle of the job's base into the worker's
+// repository, unless it has the base already (from an earlier job): the
+// base, the whole history, travels once per worker rather than per job.
+// It stays under refs/drover/base/, so that it is kept.
+func (w *Worker) fetchBase(ctx context.Context, job Job, file string) error {
+	repo := w.Repo()
+	defer w.bases.lock(job.Base)()
+	if hasCommit(ctx, repo, job.Base) {
+		return nil
+	}
+	if err := retryLost(ctx, w.NC, func() error { return w.Streams.Bundles.GetFile(ctx, baseObject(job.Base), file) }); err != nil {
+		return fmt.Errorf("fetching the base %s of job %s: %w", job.Base, job.ID, err)
+	}
+	defer os.Remove(file)
+	if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:refs/drover/base/"+job.Base+"/*"); err != nil {
+		return fmt.Errorf("unpacking the base %s of job %s: %w", job.Base, job.ID, err)
+	}
+	if !hasCommit(ctx, repo, job.Base) {
+		return fmt.Errorf("job %s: the bundle of base %s lacks it", job.ID, job.Base)
 	}
 	return nil
 }

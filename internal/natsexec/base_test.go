@@ -1,0 +1,108 @@
+package natsexec
+
+import (
+	"context"
+	"crypto/rand"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestBaseTravelsOncePerWorker: a job's bundle holds only its branch's
+// commits beyond the base; the base goes into the object store once, and
+// a worker that has it (from an earlier job) does not fetch it again.
+func TestBaseTravelsOncePerWorker(t *testing.T) {
+	s := startServer(t)
+	repo, _, id := project(t)
+	// A base of 256 KiB that no compression shrinks.
+	blob := make([]byte, 256<<10)
+	if _, err := rand.Read(blob); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "blob"), blob, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustGit(t, repo, "add", "blob")
+	mustGit(t, repo, "commit", "--quiet", "-m", "blob")
+	base := mustGit(t, repo, "rev-parse", "HEAD")
+	nc, st := connect(t, s, 0)
+	wnc, wst := connect(t, s, 0)
+	gets := &countingStore{ObjectStore: wst.Bundles, gets: map[string]int{}}
+	wst.Bundles = gets
+	runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w1", Dir: t.TempDir(), Concurrency: 2, Runner: committer(t)})
+	d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id, bases: &keyedMutex{}}
+
+	ctx := testCtx(t)
+	if _, err := d.Do(ctx, Job{ID: "r1-a-1", RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The base is stored once, under its commit.
+	info, err := st.Bundles.GetInfo(ctx, baseObject(base))
+	if err != nil {
+		t.Fatalf("the base's bundle: %v", err)
+	}
+	if info.Size < uint64(len(blob)) {
+		t.Fatalf("the base's bundle has %d bytes, want the whole history (> %d)", info.Size, len(blob))
+	}
+	// A job of a branch one commit beyond the base carries that commit.
+	file := filepath.Join(t.TempDir(), "job.bundle")
+	head, wrote, err := bundleJob(ctx, repo, file, base, "drover/r1/a")
+	if err != nil || !wrote || head == "" {
+		t.Fatalf("bundleJob = %q, %v, %v", head, wrote, err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Size() > int64(len(blob))/8 {
+		t.Fatalf("the job's bundle: %v, %v bytes; the base has %d", err, fi, len(blob))
+	}
+	// A branch at the base has no bundle.
+	mustGit(t, repo, "branch", "drover/r1/c", base)
+	if _, wrote, err := bundleJob(ctx, repo, file, base, "drover/r1/c"); err != nil || wrote {
+		t.Fatalf("a branch at its base: bundle written %v, %v", wrote, err)
+	}
+
+	// The next jobs from the base, on the worker that has it: the
+	// second iteration of a, and b's first.
+	for _, j := range []Job{
+		{ID: "r1-a-2", RunID: "r1", Task: "a", Iteration: 2, Base: base, Branch: "drover/r1/a"},
+		{ID: "r1-b-1", RunID: "r1", Task: "b", Iteration: 1, Base: base, Branch: "drover/r1/b"},
+	} {
+		res, err := d.Do(ctx, j, nil)
+		if err != nil || res.Err != "" {
+			t.Fatalf("job %s: %v, %+v", j.ID, err, res)
+		}
+	}
+	if n := gets.count(baseObject(base)); n != 1 {
+		t.Fatalf("the worker fetched the base %d times, want 1", n)
+	}
+	if n := gets.count("job/r1-a-1") + gets.count("job/r1-b-1"); n != 0 {
+		t.Fatalf("the worker fetched %d bundles of first iterations, want none (their branches are at the base)", n)
+	}
+	if n := gets.count("job/r1-a-2"); n != 1 {
+		t.Fatalf("the worker fetched the bundle of the second iteration %d times, want 1", n)
+	}
+	if n := mustGit(t, repo, "rev-list", "--count", base+"..drover/r1/a"); n != "2" {
+		t.Fatalf("%s commits on branch a, want 2", n)
+	}
+}
+
+// countingStore counts the objects a worker fetches.
+type countingStore struct {
+	jetstream.ObjectStore
+	mu   sync.Mutex
+	gets map[string]int
+}
+
+func (c *countingStore) GetFile(ctx context.Context, name, file string, opts ...jetstream.GetObjectOpt) error {
+	c.mu.Lock()
+	c.gets[name]++
+	c.mu.Unlock()
+	return c.ObjectStore.GetFile(ctx, name, file, opts...)
+}
+
+func (c *countingStore) count(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gets[name]
+}
