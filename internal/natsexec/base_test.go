@@ -3,8 +3,10 @@ package natsexec
 import (
 	"context"
 	"crypto/rand"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -105,4 +107,60 @@ func (c *countingStore) count(name string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.gets[name]
+}
+
+// TestJobsOfOtherBranchesOverlapOnAWorker: a worker's slots do not wait
+// for each other's transfers. While one job's result is being stored
+// (held here), another job on the same worker runs from start to end.
+func TestJobsOfOtherBranchesOverlapOnAWorker(t *testing.T) {
+	s := startServer(t)
+	repo, base, id := project(t)
+	nc, st := connect(t, s, 0)
+	wnc, wst := connect(t, s, 0)
+	held := &holdingStore{ObjectStore: wst.Bundles, prefix: "result/r1-a-1/", entered: make(chan struct{}), release: make(chan struct{})}
+	wst.Bundles = held
+	runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w1", Dir: t.TempDir(), Concurrency: 2, Runner: committer(t)})
+	d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id, bases: &keyedMutex{}}
+	ctx := testCtx(t)
+
+	errA := make(chan error, 1)
+	go func() {
+		_, err := d.Do(ctx, Job{ID: "r1-a-1", RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a"}, nil)
+		errA <- err
+	}()
+	select {
+	case <-held.entered:
+	case <-ctx.Done():
+		t.Fatal("job a never stored its result")
+	}
+	res, err := d.Do(ctx, Job{ID: "r1-b-1", RunID: "r1", Task: "b", Iteration: 1, Base: base, Branch: "drover/r1/b"}, nil)
+	if err != nil || res.Err != "" {
+		t.Fatalf("job b while a stores its result: %v, %+v", err, res)
+	}
+	close(held.release)
+	if err := <-errA; err != nil {
+		t.Fatalf("job a: %v", err)
+	}
+}
+
+// holdingStore holds the storing of the objects under prefix until
+// release is closed, and closes entered when the first arrives.
+type holdingStore struct {
+	jetstream.ObjectStore
+	prefix  string
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *holdingStore) Put(ctx context.Context, meta jetstream.ObjectMeta, r io.Reader) (*jetstream.ObjectInfo, error) {
+	if strings.HasPrefix(meta.Name, h.prefix) {
+		h.once.Do(func() { close(h.entered) })
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return h.ObjectStore.Put(ctx, meta, r)
 }

@@ -47,9 +47,11 @@ type Worker struct {
 	Runner      Runner
 	Log         *zap.Logger
 
-	// git serializes the changes to the worker's repository: fetching a
-	// job's bundle, bundling a result.
-	git sync.Mutex
+	// branches serializes the changes to one task branch in the
+	// worker's repository (a job delivered again while its first run
+	// ends): jobs of different branches fetch, set their branch and
+	// bundle their result at once, git locking each ref it writes.
+	branches keyedMutex
 	// bases serializes the fetching of one base commit.
 	bases keyedMutex
 	// running has the jobs at work here, each with a channel closed once
@@ -315,13 +317,14 @@ func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
 	if err := w.fetchBase(ctx, job, file); err != nil {
 		return err
 	}
-	w.git.Lock()
-	defer w.git.Unlock()
-	repo := w.Repo()
 	if job.Bundle != "" {
 		if err := retryLost(ctx, w.NC, func() error { return w.Streams.Bundles.GetFile(ctx, job.Bundle, file) }); err != nil {
 			return fmt.Errorf("fetching the bundle of job %s: %w", job.ID, err)
 		}
+	}
+	defer w.branches.lock(job.Branch)()
+	repo := w.Repo()
+	if job.Bundle != "" {
 		in := "refs/drover/in/" + token(job.ID)
 		if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:"+in+"/*"); err != nil {
 			return fmt.Errorf("unpacking the bundle of job %s: %w", job.ID, err)
@@ -401,12 +404,12 @@ func removeWorktreeOf(ctx context.Context, repo, ref string) error {
 // bundleResult bundles the task branch's commits the supervisor lacks,
 // stores the bundle and names it in res.
 func (w *Worker) bundleResult(ctx context.Context, job Job, file string, res *Result) error {
-	w.git.Lock()
-	defer w.git.Unlock()
+	unlock := w.branches.lock(job.Branch)
 	repo := w.Repo()
 	ref := "refs/heads/" + job.Branch
 	head, err := refHead(ctx, repo, ref)
 	if err != nil || head == "" || head == job.Head {
+		unlock()
 		return err
 	}
 	args := []string{"bundle", "create", "--quiet", file, ref}
@@ -422,7 +425,10 @@ func (w *Worker) bundleResult(ctx context.Context, job Job, file string, res *Re
 			break
 		}
 	}
-	if _, err := gitOut(ctx, repo, args...); err != nil {
+	_, err = gitOut(ctx, repo, args...)
+	// The bundle is a file of its own: it is stored without the lock.
+	unlock()
+	if err != nil {
 		return fmt.Errorf("bundling the result of job %s: %w", job.ID, err)
 	}
 	name := "result/" + token(job.ID) + "/" + nuid.Next()
