@@ -3,6 +3,7 @@ package natsexec
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -163,4 +164,59 @@ func (h *holdingStore) Put(ctx context.Context, meta jetstream.ObjectMeta, r io.
 		}
 	}
 	return h.ObjectStore.Put(ctx, meta, r)
+}
+
+// TestWorkerRepositoryCommitsUnderTheProjectsIdentity: on a machine with no
+// git identity (no global or system config) an agent's commits on a worker
+// take the project's identity, or a fallback when the project has none.
+func TestWorkerRepositoryCommitsUnderTheProjectsIdentity(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	for _, k := range []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	for _, tc := range []struct {
+		name, user, email string
+		want              string
+	}{
+		{name: "project identity", user: "Ada Lovelace", email: "ada@example.com", want: "Ada Lovelace <ada@example.com>"},
+		{name: "none", want: fallbackName + " <" + fallbackEmail + ">"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t)
+			repo, base, id := project(t)
+			if tc.user != "" {
+				mustGit(t, repo, "config", "user.name", tc.user)
+				mustGit(t, repo, "config", "user.email", tc.email)
+			}
+			nc, st := connect(t, s, 0)
+			wnc, wst := connect(t, s, 0)
+			// The agent commits as agents do: plain git commit.
+			runner := RunnerFunc(func(ctx context.Context, repo string, job Job, _ func(json.RawMessage)) (json.RawMessage, error) {
+				wt := filepath.Join(repo, ".wt", token(job.Branch))
+				if _, err := gitOut(ctx, repo, "worktree", "add", "--quiet", "-b", job.Branch, wt, job.Base); err != nil {
+					return nil, err
+				}
+				if err := os.WriteFile(filepath.Join(wt, "f"), []byte("f\n"), 0o600); err != nil {
+					return nil, err
+				}
+				if _, err := gitOut(ctx, wt, "add", "f"); err != nil {
+					return nil, err
+				}
+				_, err := gitOut(ctx, wt, "-c", "commit.gpgsign=false", "commit", "--quiet", "-m", "f")
+				return json.RawMessage(`{}`), err
+			})
+			runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w1", Dir: t.TempDir(), Runner: runner})
+			d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id}
+			res, err := d.Do(testCtx(t), Job{ID: "r1-a-1", RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a"}, nil)
+			if err != nil || res.Err != "" {
+				t.Fatalf("job: %v, %+v", err, res)
+			}
+			if got := mustGit(t, repo, "log", "-1", "--format=%an <%ae>", "drover/r1/a"); got != tc.want {
+				t.Fatalf("the agent's commit is by %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

@@ -49,6 +49,7 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 		return Result{}, fmt.Errorf("the branch of job %s: %w", job.ID, err)
 	}
 	job.Head = head
+	job.Author = gitAuthor(ctx, d.Repo)
 	var done bool
 	job.ID, done = d.liveID(ctx, job.ID)
 	if !done {

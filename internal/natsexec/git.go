@@ -130,6 +130,31 @@ func hasCommit(ctx context.Context, repo, commit string) bool {
 	return err == nil
 }
 
+// The git identity of a worker's repository when neither the job nor the
+// worker's machine has one: an agent's commits need one.
+const (
+	fallbackName  = "drover worker"
+	fallbackEmail = "drover-worker@localhost"
+)
+
+// gitAuthor returns the git identity repo commits under (its own config,
+// the user's or the system's), either part empty when unset.
+func gitAuthor(ctx context.Context, repo string) Author {
+	// Exit status 1 is "none of them set": an empty identity.
+	out, _ := gitOut(ctx, repo, "config", "--get-regexp", `^user\.(name|email)$`)
+	var a Author
+	for _, line := range strings.Split(out, "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		switch k {
+		case "user.name":
+			a.Name = v
+		case "user.email":
+			a.Email = v
+		}
+	}
+	return a
+}
+
 // baseObject is the object store name of base's bundle: one per commit,
 // so that a bundle once stored is never overwritten under a reader.
 func baseObject(base string) string { return "base/" + base }

@@ -27,8 +27,18 @@ type Job struct {
 	// : none); Base itself is the object baseObject(Base), fetched by a
 	// worker whose repository lacks it.
 	Bundle string `json:"bundle,omitempty"`
+	// Author is the git identity of the project (its git config
+	// user.name and user.email, either empty when unset): the worker's
+	// repository commits under it.
+	Author Author `json:"author,omitzero"`
 	// Iter is what the executor runs, opaque to the transport.
 	Iter json.RawMessage `json:"iter,omitempty"`
+}
+
+// Author is a git identity.
+type Author struct {
+	Name  string `json:"name,omitempty"`
+	Email string `json:"email,omitempty"`
 }
 
 // Result is what a worker sends back for a job.

@@ -1,6 +1,7 @@
 package natsexec
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,6 +53,10 @@ type Worker struct {
 	// ends): jobs of different branches fetch, set their branch and
 	// bundle their result at once, git locking each ref it writes.
 	branches keyedMutex
+	// author is the git identity the worker's repository commits under,
+	// set by setAuthor.
+	authorMu sync.Mutex
+	author   Author
 	// bases serializes the fetching of one base commit.
 	bases keyedMutex
 	// running has the jobs at work here, each with a channel closed once
@@ -314,6 +319,9 @@ func (w *Worker) work(ctx context.Context, job Job) Result {
 // since (its uncommitted changes with it, as on one machine), and goes
 // when it has.
 func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
+	if err := w.setAuthor(ctx, job); err != nil {
+		return err
+	}
 	if err := w.fetchBase(ctx, job, file); err != nil {
 		return err
 	}
@@ -355,6 +363,36 @@ func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
 	if err != nil {
 		return fmt.Errorf("job %s: setting branch %s: %w", job.ID, job.Branch, err)
 	}
+	return nil
+}
+
+// setAuthor gives the worker's repository the git identity of the job's
+// project, or, when the project has none, the machine's, or else
+// fallbackName: on a machine with no git identity an agent's commits
+// would fail. The repository's work trees share it.
+func (w *Worker) setAuthor(ctx context.Context, job Job) error {
+	w.authorMu.Lock()
+	defer w.authorMu.Unlock()
+	want := job.Author
+	if want.Name == "" || want.Email == "" {
+		// The machine's (not the repository's, which an earlier job set).
+		home := gitAuthor(ctx, w.Dir)
+		if want.Name == "" {
+			want.Name = cmp.Or(home.Name, fallbackName)
+		}
+		if want.Email == "" {
+			want.Email = cmp.Or(home.Email, fallbackEmail)
+		}
+	}
+	if want == w.author {
+		return nil
+	}
+	for _, kv := range [][2]string{{"user.name", want.Name}, {"user.email", want.Email}} {
+		if _, err := gitOut(ctx, w.Repo(), "config", kv[0], kv[1]); err != nil {
+			return fmt.Errorf("job %s: the git identity of the worker's repository: %w", job.ID, err)
+		}
+	}
+	w.author = want
 	return nil
 }
 
