@@ -77,7 +77,7 @@ func (a *app) workerCmd(g *cmdline.Globals) *cobra.Command {
 		if err != nil {
 			return fmt.Errorf("JetStream at %s: %w", conn.ConnectedUrlRedacted(), err)
 		}
-		st, err := natsexec.Setup(ctx, js, ackWait)
+		st, err := natsexec.SetupReplicas(ctx, js, ackWait, cfg.Run.NATS.Replicas)
 		if err != nil {
 			return err
 		}

@@ -176,6 +176,7 @@ type RunNATS struct {
 	Token    string     `koanf:"token" secret:"true" help:"NATS token of the nats executor"`
 	NKey     string     `koanf:"nkey" help:"NATS NKey seed file of the nats executor"`
 	TLS      RunNATSTLS `koanf:"tls"`
+	Replicas int        `koanf:"replicas" help:"copies of the nats executor's jobs, results and bundles on a NATS cluster (the streams' and the object store's replicas): 1 to 5, at most the cluster's size; a higher count already set on NATS is kept"`
 }
 
 // RunNATSTLS is the TLS of the nats executor's connection.
@@ -309,6 +310,7 @@ func Defaults() Config {
 			LimitRetries:     5,
 			Review:           true,
 			Executor:         executor.Local,
+			NATS:             RunNATS{Replicas: 1},
 		},
 		Log:    Log{Level: "info", MaxSizeMB: 10, MaxBackups: 3},
 		Status: Status{StaleAfter: 30 * time.Minute},

@@ -91,6 +91,7 @@ func TestKeys(t *testing.T) {
 		"run.nats.creds",
 		"run.nats.nkey",
 		"run.nats.password",
+		"run.nats.replicas",
 		"run.nats.tls.ca",
 		"run.nats.tls.cert",
 		"run.nats.tls.key",
@@ -308,6 +309,9 @@ func TestValidate(t *testing.T) {
 		{"nats user and password", func(c *Config) { c.Run.NATS.User, c.Run.NATS.Password = "drover", "pw" }, ""},
 		{"nats token and nkey", func(c *Config) { c.Run.NATS.Token, c.Run.NATS.NKey = "t", "seed.nk" }, "run.nats.nkey"},
 		{"nats tls cert without key", func(c *Config) { c.Run.NATS.TLS.Cert = "client.pem" }, "run.nats.tls.cert"},
+		{"nats replicas of a three-node cluster", func(c *Config) { c.Run.NATS.Replicas = 3 }, ""},
+		{"nats replicas zero", func(c *Config) { c.Run.NATS.Replicas = 0 }, "run.nats.replicas"},
+		{"nats replicas above five", func(c *Config) { c.Run.NATS.Replicas = 6 }, "run.nats.replicas"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -216,6 +216,10 @@ func validateRunNATS(r Run, bad func(key, format string, args ...any)) {
 	if (n.TLS.Cert == "") != (n.TLS.Key == "") {
 		bad("run.nats.tls.cert", "run.nats.tls.cert and run.nats.tls.key go together")
 	}
+	// JetStream's own bounds on a stream's replicas.
+	if n.Replicas < 1 || n.Replicas > 5 {
+		bad("run.nats.replicas", "%d is not between 1 and 5", n.Replicas)
+	}
 }
 
 // CheckNATSURL checks a NATS server list (run.nats.url, drover run --nats,

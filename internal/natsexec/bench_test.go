@@ -79,18 +79,34 @@ func BenchmarkJobTransport(b *testing.B) {
 			var bundle, put, get, unpack, result, apply, job time.Duration
 			var bundleBytes int64
 			tmp := b.TempDir()
+			// The steps' worker has the base, as every worker has after
+			// its first job from it: each step is per job.
+			if err := d.putBase(ctx, Job{ID: "bench-base", Base: base}); err != nil {
+				b.Fatal(err)
+			}
+			if err := steps.fetchBase(ctx, Job{ID: "bench-base", Base: base}, filepath.Join(tmp, "base.bundle")); err != nil {
+				b.Fatal(err)
+			}
 			b.ResetTimer()
 			for i := range b.N {
 				branch := fmt.Sprintf("drover/bench/t%d", i)
 				name := fmt.Sprintf("job/bench-%d", i)
 				file := filepath.Join(tmp, "job.bundle")
+				// The branch has a commit of an earlier iteration (a
+				// first iteration's has none, and no job bundle).
+				b.StopTimer()
+				if _, err := commitOne(ctx, repo, Job{ID: fmt.Sprintf("bench-pre-%d", i), Base: base, Branch: branch}, nil); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
 				lap := time.Now()
 				since := func(d *time.Duration) {
 					now := time.Now()
 					*d += now.Sub(lap)
 					lap = now
 				}
-				if _, err := bundleJob(ctx, repo, file, "refs/drover/nats/base-bench", base, branch); err != nil {
+				head, _, err := bundleJob(ctx, repo, file, base, branch)
+				if err != nil {
 					b.Fatal(err)
 				}
 				since(&bundle)
@@ -107,7 +123,7 @@ func BenchmarkJobTransport(b *testing.B) {
 					b.Fatal(err)
 				}
 				since(&unpack)
-				j := Job{ID: fmt.Sprintf("bench-%d", i), Base: base, Branch: branch}
+				j := Job{ID: fmt.Sprintf("bench-%d", i), Base: base, Branch: branch, Head: head}
 				if _, err := commitOne(ctx, steps.Repo(), j, nil); err != nil {
 					b.Fatal(err)
 				}
@@ -127,6 +143,7 @@ func BenchmarkJobTransport(b *testing.B) {
 				_ = st.Bundles.Delete(ctx, name)
 
 				j = Job{ID: fmt.Sprintf("bench-job-%d", i), RunID: "bench", Task: "t", Iteration: 1, Base: base, Branch: branch + "-job"}
+				lap = time.Now()
 				if _, err := d.Do(ctx, j, nil); err != nil {
 					b.Fatal(err)
 				}

@@ -36,6 +36,9 @@ type Config struct {
 	// CA is the PEM file of the CAs that sign the server's certificate;
 	// Cert and Key are the client certificate for mutual TLS.
 	CA, Cert, Key string
+	// Replicas is how many copies the streams and the object store keep
+	// (run.nats.replicas; 0 is 1).
+	Replicas int
 	// ConnectTimeout bounds the first connection (default 5s).
 	ConnectTimeout time.Duration
 }

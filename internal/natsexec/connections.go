@@ -18,7 +18,7 @@ import (
 func ConfigOf(n config.RunNATS) Config {
 	return Config{
 		URL: n.URL, User: n.User, Password: n.Password, Token: n.Token, NKeySeed: n.NKey, Creds: n.Creds,
-		CA: n.TLS.CA, Cert: n.TLS.Cert, Key: n.TLS.Key,
+		CA: n.TLS.CA, Cert: n.TLS.Cert, Key: n.TLS.Key, Replicas: n.Replicas,
 	}
 }
 
@@ -64,22 +64,22 @@ func (c *Connections) Executor(cfg config.Config, o api.RunOptions) (executor.Ex
 	if err != nil {
 		return nil, err
 	}
-	st, err := setup(ctx, conn)
+	st, err := setup(ctx, conn, nc.Replicas)
 	if err != nil {
 		conn.Close()
 		return nil, err
 	}
-	d := Dispatcher{NC: conn, Streams: st, Repo: c.root, Identity: id}
+	d := Dispatcher{NC: conn, Streams: st, Repo: c.root, Identity: id, bases: &keyedMutex{}}
 	c.conns[nc] = d
 	return Executor{D: d}, nil
 }
 
-func setup(ctx context.Context, conn *nats.Conn) (Streams, error) {
+func setup(ctx context.Context, conn *nats.Conn, replicas int) (Streams, error) {
 	js, err := jetstream.New(conn)
 	if err != nil {
 		return Streams{}, fmt.Errorf("JetStream at %s: %w", conn.ConnectedUrlRedacted(), err)
 	}
-	return Setup(ctx, js, 0)
+	return SetupReplicas(ctx, js, 0, replicas)
 }
 
 // Close closes the connections.

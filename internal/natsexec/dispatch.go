@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nuid"
 )
 
 // Dispatcher is the supervisor's side: it publishes a project's jobs and
@@ -21,9 +22,13 @@ type Dispatcher struct {
 	// Repo is the project's repository and Identity its identity.
 	Repo     string
 	Identity Identity
+	// bases serializes the storing of one base's bundle among this
+	// supervisor's jobs (nil: not serialized), so that it is stored once.
+	bases *keyedMutex
 }
 
-// Do runs job on a worker: it bundles the job's base and branch, publishes
+// Do runs job on a worker: it stores the job's base once per base commit
+// (baseObject) and bundles the branch's commits beyond it, publishes
 // the job, relays its progress to report, waits for its result and fetches
 // the branch's new commits into the project's task branch. The job's Base,
 // Branch, ID, RunID and Task are the caller's; Do fills in the rest.
@@ -44,15 +49,23 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 		return Result{}, fmt.Errorf("the branch of job %s: %w", job.ID, err)
 	}
 	job.Head = head
+	job.Author = gitAuthor(ctx, d.Repo)
 	var done bool
 	job.ID, done = d.liveID(ctx, job.ID)
-	job.Bundle = "job/" + job.ID
-	if !done && !d.hasBundle(ctx, job.Bundle) {
-		if err := d.putJobBundle(ctx, &job); err != nil {
+	if !done {
+		if err := d.putBase(ctx, job); err != nil {
+			return Result{}, err
+		}
+		if d.hasBundle(ctx, "job/"+job.ID) {
+			// Adopted: the bundle of the job in flight stays.
+			job.Bundle = "job/" + job.ID
+		} else if err := d.putJobBundle(ctx, &job); err != nil {
 			return Result{}, err
 		}
 	}
-	defer func() { _ = d.Streams.Bundles.Delete(context.WithoutCancel(ctx), job.Bundle) }()
+	if job.Bundle != "" || done {
+		defer func() { _ = d.Streams.Bundles.Delete(context.WithoutCancel(ctx), "job/"+job.ID) }()
+	}
 
 	// Subscribed before the job is out, so no progress is missed.
 	if report != nil {
@@ -133,7 +146,31 @@ func (d Dispatcher) cancel(ctx context.Context, job Job) {
 	}
 }
 
-// putJobBundle bundles job's base and branch and stores the bundle.
+// putBase stores the bundle of job's base, unless the object store has it
+// already: one bundle per base commit, shared by every job from it, put
+// only when absent so that no worker reads it while it is replaced.
+func (d Dispatcher) putBase(ctx context.Context, job Job) error {
+	name := baseObject(job.Base)
+	if d.bases != nil {
+		defer d.bases.lock(job.Base)()
+	}
+	if d.hasBundle(ctx, name) {
+		return nil
+	}
+	tmp, err := os.MkdirTemp("", "drover-bundle-")
+	if err != nil {
+		return fmt.Errorf("a directory for the bundle of base %s: %w", job.Base, err)
+	}
+	defer os.RemoveAll(tmp)
+	file := filepath.Join(tmp, "base.bundle")
+	if err := bundleBase(ctx, d.Repo, file, "refs/drover/nats/base-"+nuid.Next(), job.Base); err != nil {
+		return fmt.Errorf("the base bundle of job %s: %w", job.ID, err)
+	}
+	return d.retry(ctx, func() error { return putBundle(ctx, d.Streams.Bundles, file, name) })
+}
+
+// putJobBundle bundles the branch's commits beyond job's base and stores
+// the bundle, named in job.Bundle; a branch with none has no bundle.
 func (d Dispatcher) putJobBundle(ctx context.Context, job *Job) error {
 	tmp, err := os.MkdirTemp("", "drover-bundle-")
 	if err != nil {
@@ -141,10 +178,15 @@ func (d Dispatcher) putJobBundle(ctx context.Context, job *Job) error {
 	}
 	defer os.RemoveAll(tmp)
 	file := filepath.Join(tmp, "job.bundle")
-	job.Head, err = bundleJob(ctx, d.Repo, file, "refs/drover/nats/base-"+token(job.ID), job.Base, job.Branch)
+	head, wrote, err := bundleJob(ctx, d.Repo, file, job.Base, job.Branch)
 	if err != nil {
 		return fmt.Errorf("the bundle of job %s: %w", job.ID, err)
 	}
+	job.Head = head
+	if !wrote {
+		return nil
+	}
+	job.Bundle = "job/" + job.ID
 	return d.retry(ctx, func() error { return putBundle(ctx, d.Streams.Bundles, file, job.Bundle) })
 }
 

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -87,28 +88,111 @@ func countBetween(ctx context.Context, dir, from, to string) (int, error) {
 	return strconv.Atoi(out)
 }
 
-// bundleJob writes to file a bundle of what a job on branch from base
-// needs: base (under baseRef, a temporary ref) and branch, when it exists.
-// It returns the branch's commit ("" when the branch does not exist yet).
-func bundleJob(ctx context.Context, repo, file, baseRef, base, branch string) (string, error) {
-	head, err := refHead(ctx, repo, "refs/heads/"+branch)
-	if err != nil {
-		return "", err
-	}
+// bundleBase writes to file a bundle of base and its whole history,
+// under baseRef (a temporary ref): what a worker lacking base fetches once.
+func bundleBase(ctx context.Context, repo, file, baseRef, base string) error {
 	if _, err := gitOut(ctx, repo, "update-ref", baseRef, base); err != nil {
-		return "", fmt.Errorf("marking base %s: %w", base, err)
+		return fmt.Errorf("marking base %s: %w", base, err)
 	}
 	// The temporary ref goes whatever happens; a failed delete only
 	// leaves a ref under refs/drover/ behind.
 	defer func() { _, _ = gitOut(context.WithoutCancel(ctx), repo, "update-ref", "-d", baseRef) }()
-	refs := []string{baseRef}
-	if head != "" {
-		refs = append(refs, "refs/heads/"+branch)
+	if _, err := gitOut(ctx, repo, "bundle", "create", "--quiet", file, baseRef); err != nil {
+		return fmt.Errorf("bundling base %s: %w", base, err)
 	}
-	if _, err := gitOut(ctx, repo, append([]string{"bundle", "create", "--quiet", file}, refs...)...); err != nil {
-		return "", fmt.Errorf("bundling %s for branch %s: %w", base, branch, err)
+	return nil
+}
+
+// bundleJob writes to file a bundle of the commits of branch that base
+// lacks, the only part of a job's repository state that is the job's own
+// (the worker gets base once, by bundleBase). It returns the branch's
+// commit ("" when the branch does not exist yet) and whether it wrote a
+// bundle: none when the branch is absent or base has all its commits.
+func bundleJob(ctx context.Context, repo, file, base, branch string) (string, bool, error) {
+	ref := "refs/heads/" + branch
+	head, err := refHead(ctx, repo, ref)
+	if err != nil || head == "" {
+		return head, false, err
 	}
-	return head, nil
+	if n, err := countBetween(ctx, repo, base, ref); err != nil || n == 0 {
+		return head, false, err
+	}
+	if _, err := gitOut(ctx, repo, "bundle", "create", "--quiet", file, ref, "^"+base); err != nil {
+		return "", false, fmt.Errorf("bundling branch %s beyond %s: %w", branch, base, err)
+	}
+	return head, true, nil
+}
+
+// hasCommit says whether repo has commit (and so its history: a worker's
+// repository gets commits only from bundles, whole).
+func hasCommit(ctx context.Context, repo, commit string) bool {
+	_, err := gitOut(ctx, repo, "cat-file", "-e", commit+"^{commit}")
+	return err == nil
+}
+
+// The git identity of a worker's repository when neither the job nor the
+// worker's machine has one: an agent's commits need one.
+const (
+	fallbackName  = "drover worker"
+	fallbackEmail = "drover-worker@localhost"
+)
+
+// gitAuthor returns the git identity repo commits under (its own config,
+// the user's or the system's), either part empty when unset.
+func gitAuthor(ctx context.Context, repo string) Author {
+	// Exit status 1 is "none of them set": an empty identity.
+	out, _ := gitOut(ctx, repo, "config", "--get-regexp", `^user\.(name|email)$`)
+	var a Author
+	for _, line := range strings.Split(out, "\n") {
+		k, v, _ := strings.Cut(line, " ")
+		switch k {
+		case "user.name":
+			a.Name = v
+		case "user.email":
+			a.Email = v
+		}
+	}
+	return a
+}
+
+// baseObject is the object store name of base's bundle: one per commit,
+// so that a bundle once stored is never overwritten under a reader.
+func baseObject(base string) string { return "base/" + base }
+
+// keyedMutex locks per key (a base commit, a branch): work on different
+// keys goes on at once.
+type keyedMutex struct {
+	mu   sync.Mutex
+	keys map[string]*keyedLock
+}
+
+type keyedLock struct {
+	sync.Mutex
+	users int
+}
+
+// lock locks key and returns its unlock.
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.keys == nil {
+		k.keys = map[string]*keyedLock{}
+	}
+	l := k.keys[key]
+	if l == nil {
+		l = &keyedLock{}
+		k.keys[key] = l
+	}
+	l.users++
+	k.mu.Unlock()
+	l.Lock()
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		if l.users--; l.users == 0 {
+			delete(k.keys, key)
+		}
+	}
 }
 
 // fetchBranch fetches branch from bundle file into repo under ref, and

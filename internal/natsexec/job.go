@@ -23,10 +23,22 @@ type Job struct {
 	// Head is the branch's commit when the job was published ("": the
 	// branch does not exist yet and starts at Base).
 	Head string `json:"head,omitempty"`
-	// Bundle is the object holding Base and the branch.
-	Bundle string `json:"bundle"`
+	// Bundle is the object holding the branch's commits beyond Base (""
+	// : none); Base itself is the object baseObject(Base), fetched by a
+	// worker whose repository lacks it.
+	Bundle string `json:"bundle,omitempty"`
+	// Author is the git identity of the project (its git config
+	// user.name and user.email, either empty when unset): the worker's
+	// repository commits under it.
+	Author Author `json:"author,omitzero"`
 	// Iter is what the executor runs, opaque to the transport.
 	Iter json.RawMessage `json:"iter,omitempty"`
+}
+
+// Author is a git identity.
+type Author struct {
+	Name  string `json:"name,omitempty"`
+	Email string `json:"email,omitempty"`
 }
 
 // Result is what a worker sends back for a job.

@@ -35,16 +35,33 @@ type Streams struct {
 }
 
 // Setup creates (or updates) the jobs work-queue stream, the results
-// stream and the bundle bucket. ackWait zero means DefaultAckWait.
+// stream and the bundle bucket, of one replica or the more they have.
+// ackWait zero means DefaultAckWait.
 func Setup(ctx context.Context, js jetstream.JetStream, ackWait time.Duration) (Streams, error) {
+	return SetupReplicas(ctx, js, ackWait, 1)
+}
+
+// SetupReplicas is Setup with replicas copies (run.nats.replicas, 0 is 1)
+// of the streams and the bucket on a NATS cluster. A stream or bucket that
+// has more already keeps them: a supervisor or worker configured with
+// fewer does not take the redundancy away.
+func SetupReplicas(ctx context.Context, js jetstream.JetStream, ackWait time.Duration, replicas int) (Streams, error) {
 	if ackWait <= 0 {
 		ackWait = DefaultAckWait
+	}
+	replicas = max(replicas, 1)
+	streamReplicas := func(name string) int {
+		if st, err := js.Stream(ctx, name); err == nil {
+			return max(replicas, st.CachedInfo().Config.Replicas)
+		}
+		return replicas
 	}
 	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        JobsStream,
 		Description: "drover iterations waiting for a worker",
 		Subjects:    []string{jobsPrefix + ">"},
 		Retention:   jetstream.WorkQueuePolicy,
+		Replicas:    streamReplicas(JobsStream),
 		// A supervisor that publishes a job again (a retry, a restart)
 		// within the window is not a second job.
 		Duplicates: 10 * time.Minute,
@@ -56,16 +73,24 @@ func Setup(ctx context.Context, js jetstream.JetStream, ackWait time.Duration) (
 		Description: "drover iterations' results",
 		Subjects:    []string{resultsPrefix + ">"},
 		MaxAge:      24 * time.Hour,
+		Replicas:    streamReplicas(ResultsStream),
 		// A job run twice (redelivered while its first worker still
 		// finished) has one result.
 		Duplicates: 10 * time.Minute,
 	}); err != nil {
 		return Streams{}, fmt.Errorf("creating the NATS stream %s: %w", ResultsStream, err)
 	}
+	bucketReplicas := replicas
+	if obs, err := js.ObjectStore(ctx, BundleBucket); err == nil {
+		if status, err := obs.Status(ctx); err == nil {
+			bucketReplicas = max(replicas, status.Replicas())
+		}
+	}
 	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      BundleBucket,
 		Description: "git bundles of drover jobs and their results",
 		TTL:         24 * time.Hour,
+		Replicas:    bucketReplicas,
 	})
 	if err != nil {
 		return Streams{}, fmt.Errorf("creating the NATS object store %s: %w", BundleBucket, err)

@@ -1,6 +1,7 @@
 package natsexec
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -47,9 +48,17 @@ type Worker struct {
 	Runner      Runner
 	Log         *zap.Logger
 
-	// git serializes the changes to the worker's repository: fetching a
-	// job's bundle, bundling a result.
-	git sync.Mutex
+	// branches serializes the changes to one task branch in the
+	// worker's repository (a job delivered again while its first run
+	// ends): jobs of different branches fetch, set their branch and
+	// bundle their result at once, git locking each ref it writes.
+	branches keyedMutex
+	// author is the git identity the worker's repository commits under,
+	// set by setAuthor.
+	authorMu sync.Mutex
+	author   Author
+	// bases serializes the fetching of one base commit.
+	bases keyedMutex
 	// running has the jobs at work here, each with a channel closed once
 	// it is done: a job delivered again to this worker while it runs it
 	// (its heartbeat was late) waits for it rather than running twice.
@@ -310,24 +319,33 @@ func (w *Worker) work(ctx context.Context, job Job) Result {
 // since (its uncommitted changes with it, as on one machine), and goes
 // when it has.
 func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
-	if err := retryLost(ctx, w.NC, func() error { return w.Streams.Bundles.GetFile(ctx, job.Bundle, file) }); err != nil {
-		return fmt.Errorf("fetching the bundle of job %s: %w", job.ID, err)
+	if err := w.setAuthor(ctx, job); err != nil {
+		return err
 	}
-	w.git.Lock()
-	defer w.git.Unlock()
-	repo := w.Repo()
-	in := "refs/drover/in/" + token(job.ID)
-	if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:"+in+"/*"); err != nil {
-		return fmt.Errorf("unpacking the bundle of job %s: %w", job.ID, err)
+	if err := w.fetchBase(ctx, job, file); err != nil {
+		return err
 	}
-	defer func() {
-		refs, _ := gitOut(context.WithoutCancel(ctx), repo, "for-each-ref", "--format=%(refname)", in+"/")
-		for _, r := range strings.Fields(refs) {
-			_, _ = gitOut(context.WithoutCancel(ctx), repo, "update-ref", "-d", r)
+	if job.Bundle != "" {
+		if err := retryLost(ctx, w.NC, func() error { return w.Streams.Bundles.GetFile(ctx, job.Bundle, file) }); err != nil {
+			return fmt.Errorf("fetching the bundle of job %s: %w", job.ID, err)
 		}
-	}()
-	if _, err := gitOut(ctx, repo, "cat-file", "-e", job.Base+"^{commit}"); err != nil {
-		return fmt.Errorf("job %s: its bundle lacks base %s: %w", job.ID, job.Base, err)
+	}
+	defer w.branches.lock(job.Branch)()
+	repo := w.Repo()
+	if job.Bundle != "" {
+		in := "refs/drover/in/" + token(job.ID)
+		if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:"+in+"/*"); err != nil {
+			return fmt.Errorf("unpacking the bundle of job %s: %w", job.ID, err)
+		}
+		defer func() {
+			refs, _ := gitOut(context.WithoutCancel(ctx), repo, "for-each-ref", "--format=%(refname)", in+"/")
+			for _, r := range strings.Fields(refs) {
+				_, _ = gitOut(context.WithoutCancel(ctx), repo, "update-ref", "-d", r)
+			}
+		}()
+	}
+	if job.Head != "" && !hasCommit(ctx, repo, job.Head) {
+		return fmt.Errorf("job %s: its bundles lack the branch's commit %s", job.ID, job.Head)
 	}
 	ref := "refs/heads/" + job.Branch
 	cur, err := refHead(ctx, repo, ref)
@@ -344,6 +362,59 @@ func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("job %s: setting branch %s: %w", job.ID, job.Branch, err)
+	}
+	return nil
+}
+
+// setAuthor gives the worker's repository the git identity of the job's
+// project, or, when the project has none, the machine's, or else
+// fallbackName: on a machine with no git identity an agent's commits
+// would fail. The repository's work trees share it.
+func (w *Worker) setAuthor(ctx context.Context, job Job) error {
+	w.authorMu.Lock()
+	defer w.authorMu.Unlock()
+	want := job.Author
+	if want.Name == "" || want.Email == "" {
+		// The machine's (not the repository's, which an earlier job set).
+		home := gitAuthor(ctx, w.Dir)
+		if want.Name == "" {
+			want.Name = cmp.Or(home.Name, fallbackName)
+		}
+		if want.Email == "" {
+			want.Email = cmp.Or(home.Email, fallbackEmail)
+		}
+	}
+	if want == w.author {
+		return nil
+	}
+	for _, kv := range [][2]string{{"user.name", want.Name}, {"user.email", want.Email}} {
+		if _, err := gitOut(ctx, w.Repo(), "config", kv[0], kv[1]); err != nil {
+			return fmt.Errorf("job %s: the git identity of the worker's repository: %w", job.ID, err)
+		}
+	}
+	w.author = want
+	return nil
+}
+
+// fetchBase fetches the bundle of the job's base into the worker's
+// repository, unless it has the base already (from an earlier job): the
+// base, the whole history, travels once per worker rather than per job.
+// It stays under refs/drover/base/, so that it is kept.
+func (w *Worker) fetchBase(ctx context.Context, job Job, file string) error {
+	repo := w.Repo()
+	defer w.bases.lock(job.Base)()
+	if hasCommit(ctx, repo, job.Base) {
+		return nil
+	}
+	if err := retryLost(ctx, w.NC, func() error { return w.Streams.Bundles.GetFile(ctx, baseObject(job.Base), file) }); err != nil {
+		return fmt.Errorf("fetching the base %s of job %s: %w", job.Base, job.ID, err)
+	}
+	defer os.Remove(file)
+	if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:refs/drover/base/"+job.Base+"/*"); err != nil {
+		return fmt.Errorf("unpacking the base %s of job %s: %w", job.Base, job.ID, err)
+	}
+	if !hasCommit(ctx, repo, job.Base) {
+		return fmt.Errorf("job %s: the bundle of base %s lacks it", job.ID, job.Base)
 	}
 	return nil
 }
@@ -371,12 +442,12 @@ func removeWorktreeOf(ctx context.Context, repo, ref string) error {
 // bundleResult bundles the task branch's commits the supervisor lacks,
 // stores the bundle and names it in res.
 func (w *Worker) bundleResult(ctx context.Context, job Job, file string, res *Result) error {
-	w.git.Lock()
-	defer w.git.Unlock()
+	unlock := w.branches.lock(job.Branch)
 	repo := w.Repo()
 	ref := "refs/heads/" + job.Branch
 	head, err := refHead(ctx, repo, ref)
 	if err != nil || head == "" || head == job.Head {
+		unlock()
 		return err
 	}
 	args := []string{"bundle", "create", "--quiet", file, ref}
@@ -392,7 +463,10 @@ func (w *Worker) bundleResult(ctx context.Context, job Job, file string, res *Re
 			break
 		}
 	}
-	if _, err := gitOut(ctx, repo, args...); err != nil {
+	_, err = gitOut(ctx, repo, args...)
+	// The bundle is a file of its own: it is stored without the lock.
+	unlock()
+	if err != nil {
 		return fmt.Errorf("bundling the result of job %s: %w", job.ID, err)
 	}
 	name := "result/" + token(job.ID) + "/" + nuid.Next()

@@ -1,0 +1,222 @@
+package natsexec
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// TestBaseTravelsOncePerWorker: a job's bundle holds only its branch's
+// commits beyond the base; the base goes into the object store once, and
+// a worker that has it (from an earlier job) does not fetch it again.
+func TestBaseTravelsOncePerWorker(t *testing.T) {
+	s := startServer(t)
+	repo, _, id := project(t)
+	// A base of 256 KiB that no compression shrinks.
+	blob := make([]byte, 256<<10)
+	if _, err := rand.Read(blob); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "blob"), blob, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustGit(t, repo, "add", "blob")
+	mustGit(t, repo, "commit", "--quiet", "-m", "blob")
+	base := mustGit(t, repo, "rev-parse", "HEAD")
+	nc, st := connect(t, s, 0)
+	wnc, wst := connect(t, s, 0)
+	gets := &countingStore{ObjectStore: wst.Bundles, gets: map[string]int{}}
+	wst.Bundles = gets
+	runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w1", Dir: t.TempDir(), Concurrency: 2, Runner: committer(t)})
+	d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id, bases: &keyedMutex{}}
+
+	ctx := testCtx(t)
+	if _, err := d.Do(ctx, Job{ID: "r1-a-1", RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The base is stored once, under its commit.
+	info, err := st.Bundles.GetInfo(ctx, baseObject(base))
+	if err != nil {
+		t.Fatalf("the base's bundle: %v", err)
+	}
+	if info.Size < uint64(len(blob)) {
+		t.Fatalf("the base's bundle has %d bytes, want the whole history (> %d)", info.Size, len(blob))
+	}
+	// A job of a branch one commit beyond the base carries that commit.
+	file := filepath.Join(t.TempDir(), "job.bundle")
+	head, wrote, err := bundleJob(ctx, repo, file, base, "drover/r1/a")
+	if err != nil || !wrote || head == "" {
+		t.Fatalf("bundleJob = %q, %v, %v", head, wrote, err)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Size() > int64(len(blob))/8 {
+		t.Fatalf("the job's bundle: %v, %v bytes; the base has %d", err, fi, len(blob))
+	}
+	// A branch at the base has no bundle.
+	mustGit(t, repo, "branch", "drover/r1/c", base)
+	if _, wrote, err := bundleJob(ctx, repo, file, base, "drover/r1/c"); err != nil || wrote {
+		t.Fatalf("a branch at its base: bundle written %v, %v", wrote, err)
+	}
+
+	// The next jobs from the base, on the worker that has it: the
+	// second iteration of a, and b's first.
+	for _, j := range []Job{
+		{ID: "r1-a-2", RunID: "r1", Task: "a", Iteration: 2, Base: base, Branch: "drover/r1/a"},
+		{ID: "r1-b-1", RunID: "r1", Task: "b", Iteration: 1, Base: base, Branch: "drover/r1/b"},
+	} {
+		res, err := d.Do(ctx, j, nil)
+		if err != nil || res.Err != "" {
+			t.Fatalf("job %s: %v, %+v", j.ID, err, res)
+		}
+	}
+	if n := gets.count(baseObject(base)); n != 1 {
+		t.Fatalf("the worker fetched the base %d times, want 1", n)
+	}
+	if n := gets.count("job/r1-a-1") + gets.count("job/r1-b-1"); n != 0 {
+		t.Fatalf("the worker fetched %d bundles of first iterations, want none (their branches are at the base)", n)
+	}
+	if n := gets.count("job/r1-a-2"); n != 1 {
+		t.Fatalf("the worker fetched the bundle of the second iteration %d times, want 1", n)
+	}
+	if n := mustGit(t, repo, "rev-list", "--count", base+"..drover/r1/a"); n != "2" {
+		t.Fatalf("%s commits on branch a, want 2", n)
+	}
+}
+
+// countingStore counts the objects a worker fetches.
+type countingStore struct {
+	jetstream.ObjectStore
+	mu   sync.Mutex
+	gets map[string]int
+}
+
+func (c *countingStore) GetFile(ctx context.Context, name, file string, opts ...jetstream.GetObjectOpt) error {
+	c.mu.Lock()
+	c.gets[name]++
+	c.mu.Unlock()
+	return c.ObjectStore.GetFile(ctx, name, file, opts...)
+}
+
+func (c *countingStore) count(name string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gets[name]
+}
+
+// TestJobsOfOtherBranchesOverlapOnAWorker: a worker's slots do not wait
+// for each other's transfers. While one job's result is being stored
+// (held here), another job on the same worker runs from start to end.
+func TestJobsOfOtherBranchesOverlapOnAWorker(t *testing.T) {
+	s := startServer(t)
+	repo, base, id := project(t)
+	nc, st := connect(t, s, 0)
+	wnc, wst := connect(t, s, 0)
+	held := &holdingStore{ObjectStore: wst.Bundles, prefix: "result/r1-a-1/", entered: make(chan struct{}), release: make(chan struct{})}
+	wst.Bundles = held
+	runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w1", Dir: t.TempDir(), Concurrency: 2, Runner: committer(t)})
+	d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id, bases: &keyedMutex{}}
+	ctx := testCtx(t)
+
+	errA := make(chan error, 1)
+	go func() {
+		_, err := d.Do(ctx, Job{ID: "r1-a-1", RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a"}, nil)
+		errA <- err
+	}()
+	select {
+	case <-held.entered:
+	case <-ctx.Done():
+		t.Fatal("job a never stored its result")
+	}
+	res, err := d.Do(ctx, Job{ID: "r1-b-1", RunID: "r1", Task: "b", Iteration: 1, Base: base, Branch: "drover/r1/b"}, nil)
+	if err != nil || res.Err != "" {
+		t.Fatalf("job b while a stores its result: %v, %+v", err, res)
+	}
+	close(held.release)
+	if err := <-errA; err != nil {
+		t.Fatalf("job a: %v", err)
+	}
+}
+
+// holdingStore holds the storing of the objects under prefix until
+// release is closed, and closes entered when the first arrives.
+type holdingStore struct {
+	jetstream.ObjectStore
+	prefix  string
+	once    sync.Once
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *holdingStore) Put(ctx context.Context, meta jetstream.ObjectMeta, r io.Reader) (*jetstream.ObjectInfo, error) {
+	if strings.HasPrefix(meta.Name, h.prefix) {
+		h.once.Do(func() { close(h.entered) })
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return h.ObjectStore.Put(ctx, meta, r)
+}
+
+// TestWorkerRepositoryCommitsUnderTheProjectsIdentity: on a machine with no
+// git identity (no global or system config) an agent's commits on a worker
+// take the project's identity, or a fallback when the project has none.
+func TestWorkerRepositoryCommitsUnderTheProjectsIdentity(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	for _, k := range []string{"GIT_AUTHOR_NAME", "GIT_AUTHOR_EMAIL", "GIT_COMMITTER_NAME", "GIT_COMMITTER_EMAIL", "EMAIL"} {
+		t.Setenv(k, "")
+		os.Unsetenv(k)
+	}
+	for _, tc := range []struct {
+		name, user, email string
+		want              string
+	}{
+		{name: "project identity", user: "Ada Lovelace", email: "ada@example.com", want: "Ada Lovelace <ada@example.com>"},
+		{name: "none", want: fallbackName + " <" + fallbackEmail + ">"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startServer(t)
+			repo, base, id := project(t)
+			if tc.user != "" {
+				mustGit(t, repo, "config", "user.name", tc.user)
+				mustGit(t, repo, "config", "user.email", tc.email)
+			}
+			nc, st := connect(t, s, 0)
+			wnc, wst := connect(t, s, 0)
+			// The agent commits as agents do: plain git commit.
+			runner := RunnerFunc(func(ctx context.Context, repo string, job Job, _ func(json.RawMessage)) (json.RawMessage, error) {
+				wt := filepath.Join(repo, ".wt", token(job.Branch))
+				if _, err := gitOut(ctx, repo, "worktree", "add", "--quiet", "-b", job.Branch, wt, job.Base); err != nil {
+					return nil, err
+				}
+				if err := os.WriteFile(filepath.Join(wt, "f"), []byte("f\n"), 0o600); err != nil {
+					return nil, err
+				}
+				if _, err := gitOut(ctx, wt, "add", "f"); err != nil {
+					return nil, err
+				}
+				_, err := gitOut(ctx, wt, "-c", "commit.gpgsign=false", "commit", "--quiet", "-m", "f")
+				return json.RawMessage(`{}`), err
+			})
+			runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w1", Dir: t.TempDir(), Runner: runner})
+			d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id}
+			res, err := d.Do(testCtx(t), Job{ID: "r1-a-1", RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a"}, nil)
+			if err != nil || res.Err != "" {
+				t.Fatalf("job: %v, %+v", err, res)
+			}
+			if got := mustGit(t, repo, "log", "-1", "--format=%an <%ae>", "drover/r1/a"); got != tc.want {
+				t.Fatalf("the agent's commit is by %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
