@@ -82,7 +82,17 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 	}
 	// A job still queued or at work (adopted after the stream's
 	// duplicate window) is not published twice.
-	if !done && !d.Streams.hasJob(ctx, d.Identity, job.RunID, job.ID) {
+	queued := false
+	if !done {
+		if err := d.retry(ctx, func() error {
+			var err error
+			queued, err = d.Streams.hasJob(ctx, d.Identity, job.RunID, job.ID)
+			return err
+		}); err != nil {
+			return Result{}, fmt.Errorf("looking for job %s in flight: %w", job.ID, err)
+		}
+	}
+	if !done && !queued {
 		data, err := json.Marshal(job)
 		if err != nil {
 			return Result{}, fmt.Errorf("encoding job %s: %w", job.ID, err)

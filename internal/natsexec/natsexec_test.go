@@ -334,3 +334,61 @@ func TestJobWithAResultIsNotRunAgain(t *testing.T) {
 		t.Fatalf("the job ran %d times; its result was out", runs.Load())
 	}
 }
+
+// unsureJS is a JetStream whose look-ups of the results stream fail while
+// failing is set, counting them.
+type unsureJS struct {
+	jetstream.JetStream
+	failing atomic.Bool
+	asked   atomic.Int32
+}
+
+func (u *unsureJS) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	if name == ResultsStream && u.failing.Load() {
+		u.asked.Add(1)
+		return nil, jetstream.ErrStreamNotFound
+	}
+	return u.JetStream.Stream(ctx, name)
+}
+
+// TestJobIsNotRunOnAnUnknownResult: a delivered job whose result the
+// worker cannot look up is handed back, not run; it runs once the answer
+// is known.
+func TestJobIsNotRunOnAnUnknownResult(t *testing.T) {
+	s := startServer(t)
+	repo, base, id := project(t)
+	nc, st := connect(t, s, 0)
+	wnc, wst := connect(t, s, 0)
+	js := &unsureJS{JetStream: wst.JS}
+	js.failing.Store(true)
+	wst.JS = js
+	var runs atomic.Int32
+	commit := committer(t)
+	runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w", Dir: t.TempDir(),
+		Runner: RunnerFunc(func(ctx context.Context, repo string, job Job, report func(json.RawMessage)) (json.RawMessage, error) {
+			runs.Add(1)
+			return commit(ctx, repo, job, report)
+		})})
+	d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id}
+	type done struct {
+		res Result
+		err error
+	}
+	out := make(chan done, 1)
+	go func() {
+		res, err := d.Do(testCtx(t), Job{ID: "r1-a-1", RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a"}, nil)
+		out <- done{res, err}
+	}()
+	eventually.True(t, 20*time.Second, "the job delivered twice (or run)", func() bool { return js.asked.Load() >= 2 || runs.Load() > 0 })
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("the job ran %d times without knowing whether it had a result", n)
+	}
+	js.failing.Store(false)
+	r := <-out
+	if r.err != nil || r.res.Worker != "w" {
+		t.Fatalf("result %+v, %v", r.res, r.err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the job ran %d times, want 1", n)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -116,13 +117,26 @@ func (s Streams) workers(ctx context.Context, repo Identity) (jetstream.Consumer
 }
 
 // hasResult says whether the job of id, of repository repo, has a result.
-func (s Streams) hasResult(ctx context.Context, repo Identity, id string) bool {
-	st, err := s.JS.Stream(ctx, ResultsStream)
+// An error is an unknown answer, never "no result": a job is not run on it.
+func (s Streams) hasResult(ctx context.Context, repo Identity, id string) (bool, error) {
+	return s.hasMsg(ctx, ResultsStream, resultSubject(repo, id))
+}
+
+// hasMsg says whether stream holds a message on subject; an error is an
+// unknown answer (the stream is not found, NATS is away).
+func (s Streams) hasMsg(ctx context.Context, stream, subject string) (bool, error) {
+	st, err := s.JS.Stream(ctx, stream)
 	if err != nil {
-		return false
+		return false, fmt.Errorf("looking up the NATS stream %s: %w", stream, err)
 	}
-	_, err = st.GetLastMsgForSubject(ctx, resultSubject(repo, id))
-	return err == nil
+	_, err = st.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("looking up %s in the NATS stream %s: %w", subject, stream, err)
+	}
+	return true, nil
 }
 
 func jobSubject(repo Identity, runID string) string {
@@ -137,14 +151,9 @@ func jobOf(repo Identity, runID, id string) string {
 }
 
 // hasJob says whether the jobs stream still holds the job of id (queued
-// or at work).
-func (s Streams) hasJob(ctx context.Context, repo Identity, runID, id string) bool {
-	st, err := s.JS.Stream(ctx, JobsStream)
-	if err != nil {
-		return false
-	}
-	_, err = st.GetLastMsgForSubject(ctx, jobOf(repo, runID, id))
-	return err == nil
+// or at work); an error is an unknown answer.
+func (s Streams) hasJob(ctx context.Context, repo Identity, runID, id string) (bool, error) {
+	return s.hasMsg(ctx, JobsStream, jobOf(repo, runID, id))
 }
 
 func resultSubject(repo Identity, jobID string) string {

@@ -165,7 +165,15 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if w.hasResult(ctx, job) {
+	has, err := w.hasResult(ctx, job)
+	if err != nil {
+		// Not knowing whether it ran is not a reason to run it again:
+		// it comes back for a later look.
+		log.Warn("looking for the job's result", zap.Error(err))
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	if has {
 		// Cancelled before it began, or run before by a worker that
 		// died between its result and its ack: counted once.
 		_ = msg.DoubleAck(ctx)
@@ -235,9 +243,11 @@ func (w *Worker) await(ctx context.Context, msg jetstream.Msg, job Job, done <-c
 	}
 	stopHB()
 	hb.Wait()
-	if ctx.Err() == nil && w.hasResult(ctx, job) {
-		_ = msg.DoubleAck(ctx)
-		return
+	if ctx.Err() == nil {
+		if has, err := w.hasResult(ctx, job); err == nil && has {
+			_ = msg.DoubleAck(ctx)
+			return
+		}
 	}
 	_ = msg.Nak()
 }
@@ -259,8 +269,19 @@ func (w *Worker) heartbeat(ctx context.Context, msg jetstream.Msg) {
 	}
 }
 
-func (w *Worker) hasResult(ctx context.Context, job Job) bool {
-	return w.Streams.hasResult(ctx, w.Identity, job.ID)
+// hasResult says whether job has a result, waiting while NATS is lost
+// (lost): an error is an answer it could not get.
+func (w *Worker) hasResult(ctx context.Context, job Job) (bool, error) {
+	var has bool
+	err := retryLost(ctx, w.NC, func() error {
+		var err error
+		has, err = w.Streams.hasResult(ctx, w.Identity, job.ID)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("job %s: %w", job.ID, err)
+	}
+	return has, nil
 }
 
 func (w *Worker) publish(ctx context.Context, job Job, res Result) error {
