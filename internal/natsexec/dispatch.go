@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -222,11 +225,40 @@ func (d Dispatcher) retry(ctx context.Context, f func() error) error { return re
 
 // lost says whether err may be NATS away for a while (a server restarting,
 // a network down) rather than a failure: the connection is not up, or the
-// server went or has no JetStream yet.
+// error is one of a connection coming back (lostErr).
 func lost(nc *nats.Conn, err error) bool {
-	return !nc.IsConnected() || errors.Is(err, jetstream.ErrServerShutdown) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoHeartbeat)
+	return err != nil && (!nc.IsConnected() || lostErr(err))
+}
+
+// lostErrs are the errors of NATS away or not ready yet: a connection
+// down or coming back, a request that timed out or that no one answered
+// (JetStream not up yet after a restart), a server going.
+var lostErrs = []error{
+	nats.ErrTimeout, context.DeadlineExceeded, os.ErrDeadlineExceeded,
+	nats.ErrNoResponders, jetstream.ErrNoHeartbeat, jetstream.ErrServerShutdown,
+	nats.ErrConnectionReconnecting, nats.ErrDisconnected, nats.ErrStaleConnection,
+	nats.ErrConnectionClosed, jetstream.ErrConnectionClosed, nats.ErrConnectionDraining,
+	jetstream.ErrJetStreamNotEnabled, jetstream.ErrJetStreamNotEnabledForAccount,
+	nats.ErrJetStreamNotEnabled, nats.ErrJetStreamNotEnabledForAccount,
+	io.EOF, io.ErrUnexpectedEOF, syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.EPIPE,
+}
+
+// lostErr says whether err, whatever the connection's state when it is
+// looked at, is one of NATS away (lostErrs), or a JetStream answer of
+// "unavailable" (503: no leader yet, JetStream starting). A connection
+// closed for good is retryLost's to tell.
+func lostErr(err error) bool {
+	for _, e := range lostErrs {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.Code == 503 {
+		return true
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr)
 }
 
 // retryLost runs f until it succeeds, fails otherwise than by NATS lost
