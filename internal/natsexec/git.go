@@ -35,9 +35,20 @@ func (i Identity) String() string {
 	return i.Name + "@" + r
 }
 
-// Key is the identity as one NATS subject token.
+// Key is the identity as one name: the directory of a worker's repository
+// of it.
 func (i Identity) Key() string {
 	h := sha256.Sum256([]byte(i.Name + "\x00" + i.Root))
+	return hex.EncodeToString(h[:8])
+}
+
+// Subjects is the identity's part that NATS subjects are keyed by: the
+// root commit, what must match for a job's bundles to apply. A worker
+// started under another name (--repo-name, a folder named otherwise)
+// gets the jobs of the same history and refuses them, with a result the
+// supervisor reports, rather than never seeing them.
+func (i Identity) Subjects() string {
+	h := sha256.Sum256([]byte(i.Root))
 	return hex.EncodeToString(h[:8])
 }
 

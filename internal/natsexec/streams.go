@@ -13,7 +13,7 @@ import (
 )
 
 // The names drover uses on NATS. One jobs subject per run of a repository
-// (drover.jobs.<repo>.<run>), one results subject per job, progress on
+// (drover.jobs.<root>.<run>, keyed by Identity.Subjects), one results subject per job, progress on
 // plain (not stored) subjects.
 const (
 	JobsStream    = "DROVER_JOBS"
@@ -101,10 +101,10 @@ func SetupReplicas(ctx context.Context, js jetstream.JetStream, ackWait time.Dur
 
 // workers returns the durable pull consumer the workers of repo share.
 func (s Streams) workers(ctx context.Context, repo Identity) (jetstream.Consumer, error) {
-	key := repo.Key()
+	key := repo.Subjects()
 	c, err := s.JS.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{
 		Durable:       "workers-" + key,
-		Description:   "drover workers of " + repo.String(),
+		Description:   "drover workers of the repositories of root " + repo.Root,
 		FilterSubject: jobsPrefix + key + ".>",
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       s.AckWait,
@@ -140,7 +140,7 @@ func (s Streams) hasMsg(ctx context.Context, stream, subject string) (bool, erro
 }
 
 func jobSubject(repo Identity, runID string) string {
-	return jobsPrefix + repo.Key() + "." + token(runID)
+	return jobsPrefix + repo.Subjects() + "." + token(runID)
 }
 
 // jobOf is the subject of the job of id: one of its run's, its own so that
@@ -157,11 +157,11 @@ func (s Streams) hasJob(ctx context.Context, repo Identity, runID, id string) (b
 }
 
 func resultSubject(repo Identity, jobID string) string {
-	return resultsPrefix + repo.Key() + "." + token(jobID)
+	return resultsPrefix + repo.Subjects() + "." + token(jobID)
 }
 
 func progressSubject(repo Identity, jobID string) string {
-	return progressPref + repo.Key() + "." + token(jobID)
+	return progressPref + repo.Subjects() + "." + token(jobID)
 }
 
 var plainToken = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
