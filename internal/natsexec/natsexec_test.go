@@ -392,3 +392,17 @@ func TestJobIsNotRunOnAnUnknownResult(t *testing.T) {
 		t.Fatalf("the job ran %d times, want 1", n)
 	}
 }
+
+// TestIdentityIgnoresAHooksGitDir: drover run from inside a git hook has
+// GIT_DIR set to the hook's repository; the identity is still the one of
+// the directory asked for.
+func TestIdentityIgnoresAHooksGitDir(t *testing.T) {
+	dir, _, want := project(t)
+	other, _, _ := project(t)
+	mustGit(t, other, "commit", "--quiet", "--amend", "-m", "another root")
+	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
+	got, err := RepoIdentity(context.Background(), dir, "proj")
+	if err != nil || got != want {
+		t.Fatalf("RepoIdentity = %v, %v; want %v", got, err, want)
+	}
+}
