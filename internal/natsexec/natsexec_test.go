@@ -406,3 +406,22 @@ func TestIdentityIgnoresAHooksGitDir(t *testing.T) {
 		t.Fatalf("RepoIdentity = %v, %v; want %v", got, err, want)
 	}
 }
+
+// TestPrepareErrorNamesTheJob: a worker that cannot put a job's branch
+// where the supervisor has it (its stale work tree is locked) says which
+// job failed.
+func TestPrepareErrorNamesTheJob(t *testing.T) {
+	proj, base, id := project(t)
+	w := &Worker{Identity: id, Dir: t.TempDir()}
+	if err := w.initRepo(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	repo := w.Repo()
+	mustGit(t, repo, "fetch", "--quiet", proj, "main:refs/heads/drover/r1/a")
+	mustGit(t, repo, "worktree", "add", "--quiet", filepath.Join(repo, ".wt", "a"), "drover/r1/a")
+	mustGit(t, repo, "worktree", "lock", filepath.Join(repo, ".wt", "a"))
+	err := w.prepare(testCtx(t), Job{ID: "r1-a-7", Task: "a", Base: base, Branch: "drover/r1/a", Author: Author{Name: "t", Email: "t@t"}}, filepath.Join(t.TempDir(), "job.bundle"))
+	if err == nil || !strings.Contains(err.Error(), "r1-a-7") {
+		t.Fatalf("prepare: %v; want an error naming job r1-a-7", err)
+	}
+}

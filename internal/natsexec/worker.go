@@ -370,11 +370,14 @@ func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
 	}
 	ref := "refs/heads/" + job.Branch
 	cur, err := refHead(ctx, repo, ref)
-	if err != nil || cur == job.Head {
-		return err
+	if err != nil {
+		return fmt.Errorf("job %s: the branch %s: %w", job.ID, job.Branch, err)
+	}
+	if cur == job.Head {
+		return nil
 	}
 	if err := removeWorktreeOf(ctx, repo, ref); err != nil {
-		return err
+		return fmt.Errorf("job %s: %w", job.ID, err)
 	}
 	if job.Head == "" {
 		_, err = gitOut(ctx, repo, "update-ref", "-d", ref)
@@ -444,7 +447,7 @@ func (w *Worker) fetchBase(ctx context.Context, job Job, file string) error {
 func removeWorktreeOf(ctx context.Context, repo, ref string) error {
 	out, err := gitOut(ctx, repo, "worktree", "list", "--porcelain")
 	if err != nil {
-		return err
+		return fmt.Errorf("listing the work trees: %w", err)
 	}
 	var path string
 	for _, line := range strings.Split(out, "\n") {
@@ -469,7 +472,10 @@ func (w *Worker) bundleResult(ctx context.Context, job Job, file string, res *Re
 	head, err := refHead(ctx, repo, ref)
 	if err != nil || head == "" || head == job.Head {
 		unlock()
-		return err
+		if err != nil {
+			return fmt.Errorf("job %s: the branch %s: %w", job.ID, job.Branch, err)
+		}
+		return nil
 	}
 	args := []string{"bundle", "create", "--quiet", file, ref}
 	// The supervisor has the branch's last commit and the base: what
