@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drover-dev/drover/internal/eventually"
+	"github.com/drover-dev/drover/test/natstest"
 )
 
 func TestMain(m *testing.M) {
@@ -31,28 +32,10 @@ func TestMain(m *testing.M) {
 }
 
 // startServer runs a NATS server with JetStream on loopback for the test.
-func startServer(t *testing.T) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
-		NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s
-}
+func startServer(tb testing.TB) *server.Server { return natstest.Start(tb, -1, tb.TempDir()) }
 
 // connect connects to s and sets up drover's streams.
-func connect(t *testing.T, s *server.Server, ackWait time.Duration) (*nats.Conn, Streams) {
+func connect(t testing.TB, s *server.Server, ackWait time.Duration) (*nats.Conn, Streams) {
 	t.Helper()
 	nc, err := Connect(context.Background(), Config{URL: s.ClientURL()})
 	if err != nil {
@@ -70,7 +53,7 @@ func connect(t *testing.T, s *server.Server, ackWait time.Duration) (*nats.Conn,
 	return nc, st
 }
 
-func mustGit(t *testing.T, dir string, args ...string) string {
+func mustGit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	out, err := gitOut(context.Background(), dir, append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
 	if err != nil {
