@@ -54,7 +54,10 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 	job.Head = head
 	job.Author = gitAuthor(ctx, d.Repo)
 	var done bool
-	job.ID, done = d.liveID(ctx, job.ID)
+	job.ID, done, err = d.liveID(ctx, job.ID)
+	if err != nil {
+		return Result{}, err
+	}
 	if !done {
 		if err := d.putBase(ctx, job); err != nil {
 			return Result{}, err
@@ -123,20 +126,29 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 // liveID returns the id the job of id goes under, and whether it has a
 // result already: id itself, unless a supervisor cancelled the job of id,
 // when it is the id after the cancellation's. It is the same for every
-// supervisor of the run (the results stream keeps the cancellations).
-func (d Dispatcher) liveID(ctx context.Context, id string) (string, bool) {
-	st, err := d.Streams.JS.Stream(ctx, ResultsStream)
-	if err != nil {
-		return id, false
-	}
+// supervisor of the run (the results stream keeps the cancellations). A
+// look-up that fails is an error (after NATS lost is waited for), never
+// "no result".
+func (d Dispatcher) liveID(ctx context.Context, id string) (string, bool, error) {
 	for {
-		m, err := st.GetLastMsgForSubject(ctx, resultSubject(d.Identity, id))
+		var m *jetstream.RawStreamMsg
+		err := d.retry(ctx, func() error {
+			st, err := d.Streams.JS.Stream(ctx, ResultsStream)
+			if err != nil {
+				return err
+			}
+			m, err = st.GetLastMsgForSubject(ctx, resultSubject(d.Identity, id))
+			return err
+		})
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return id, false, nil
+		}
 		if err != nil {
-			return id, false
+			return "", false, fmt.Errorf("looking for the result of job %s: %w", id, err)
 		}
 		var res Result
 		if json.Unmarshal(m.Data, &res) != nil || !res.Cancelled {
-			return id, true
+			return id, true, nil
 		}
 		id = fmt.Sprintf("%s-c%d", id, m.Sequence)
 	}

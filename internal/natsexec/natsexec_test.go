@@ -408,3 +408,26 @@ func TestPrepareErrorNamesTheJob(t *testing.T) {
 		t.Fatalf("prepare: %v; want an error naming job r1-a-7", err)
 	}
 }
+
+// TestDoFailsOnAnUnknownResult: a supervisor that cannot tell whether a
+// job has a result (a cancellation, an earlier run's) does not publish it
+// as new: it fails with the look-up's error.
+func TestDoFailsOnAnUnknownResult(t *testing.T) {
+	s := startServer(t)
+	repo, base, id := project(t)
+	nc, st := connect(t, s, 0)
+	js := &unsureJS{JetStream: st.JS}
+	js.failing.Store(true)
+	st.JS = js
+	d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id}
+	// A bound on a hung Do, not a timing assertion.
+	ctx, cancel := context.WithTimeout(testCtx(t), 10*time.Second)
+	defer cancel()
+	_, err := d.Do(ctx, Job{ID: "r1-a-1", RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "looking for the result of job r1-a-1") {
+		t.Fatalf("Do: %v; want the failed look-up of its result", err)
+	}
+	if n := jobsLeft(t, st); n != 0 {
+		t.Fatalf("%d jobs published on an unknown answer", n)
+	}
+}
