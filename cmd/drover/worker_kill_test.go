@@ -74,14 +74,15 @@ type clusterWorker struct {
 }
 
 // startClusterWorker runs `drover worker` in f's project until the test
-// ends (or it is killed), with a short ack wait.
-func startClusterWorker(t *testing.T, f *runFixture, url, name string) *clusterWorker {
+// ends (or it is killed), with a short ack wait and the flags of extra.
+func startClusterWorker(t *testing.T, f *runFixture, url, name string, extra ...string) *clusterWorker {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(droverBin, "worker", "--nats", url, "--name", name, "--concurrency", "2", "--dir", dir, "--ack-wait", "1s")
+	cmd.Args = append(cmd.Args, extra...)
 	cmd.Dir, cmd.Env = f.root, append(f.env, "CLAUDE_PROJECT_DIR="+f.root)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr

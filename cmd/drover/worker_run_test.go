@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,5 +38,31 @@ func TestRunOnNATSWorkers(t *testing.T) {
 		if task.State != api.TaskDone || (task.Worker != "w1" && task.Worker != "w2") {
 			t.Errorf("task %s: %+v; want done on w1 or w2", task.ID, task)
 		}
+	}
+}
+
+// TestRunOnNATSWorkerOfAnotherNameRefuses: a worker started under another
+// repository name (--repo-name) gets the run's jobs (the same history) and
+// refuses them; the run ends with the task failed on an error naming both
+// identities, in drover run status, rather than waiting for ever.
+func TestRunOnNATSWorkerOfAnotherNameRefuses(t *testing.T) {
+	f := newRunFixture(t)
+	url := natstest.URL(t)
+	startClusterWorker(t, f, url, "w1", "--repo-name", "elsewhere")
+	r := f.drover("", append(f.args, "--executor", "nats", "--nats", url)...)
+	id := runIDFrom(t, r.stdout+r.stderr)
+	st := f.runStatus(id)
+	var a api.RunTask
+	for _, task := range st.Tasks {
+		if task.ID == "a" {
+			a = task
+		}
+	}
+	if a.State != api.TaskFailed || !strings.Contains(a.Error, "refused") || !strings.Contains(a.Error, "elsewhere@") ||
+		!strings.Contains(a.Error, filepath.Base(f.root)+"@") {
+		t.Fatalf("task a: %+v; want failed, refused by the worker naming both identities\n%s%s", a, r.stdout, r.stderr)
+	}
+	if n := f.count("a"); n != 0 {
+		t.Errorf("task a's agent ran %d times on a worker of another repository", n)
 	}
 }

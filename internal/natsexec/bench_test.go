@@ -13,10 +13,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/nats-io/nats-server/v2/server"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // BenchmarkJobTransport splits what the nats executor adds to an
@@ -36,9 +32,9 @@ func BenchmarkJobTransport(b *testing.B) {
 	}{{"1MB", 1 << 20}, {"50MB", 50 << 20}} {
 		b.Run("repo="+size.name, func(b *testing.B) {
 			ctx := context.Background()
-			s := benchServer(b)
+			s := startServer(b)
 			repo := b.TempDir()
-			benchGit(b, repo, "init", "--quiet", "-b", "main")
+			mustGit(b, repo, "init", "--quiet", "-b", "main")
 			f, err := os.Create(filepath.Join(repo, "blob.bin"))
 			if err != nil {
 				b.Fatal(err)
@@ -49,16 +45,16 @@ func BenchmarkJobTransport(b *testing.B) {
 			if err := f.Close(); err != nil {
 				b.Fatal(err)
 			}
-			benchGit(b, repo, "add", "blob.bin")
-			benchGit(b, repo, "commit", "--quiet", "-m", "blob")
+			mustGit(b, repo, "add", "blob.bin")
+			mustGit(b, repo, "commit", "--quiet", "-m", "blob")
 			// Packed, as a cloned repository's history is.
-			benchGit(b, repo, "repack", "-adq")
-			base := benchGit(b, repo, "rev-parse", "HEAD")
+			mustGit(b, repo, "repack", "-adq")
+			base := mustGit(b, repo, "rev-parse", "HEAD")
 			id, err := RepoIdentity(ctx, repo, "bench")
 			if err != nil {
 				b.Fatal(err)
 			}
-			nc, st := benchConnect(b, s)
+			nc, st := connect(b, s, 0)
 			d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id}
 
 			// The worker of the steps, and the worker of the whole jobs.
@@ -66,7 +62,7 @@ func BenchmarkJobTransport(b *testing.B) {
 			if err := steps.initRepo(ctx); err != nil {
 				b.Fatal(err)
 			}
-			wnc, wst := benchConnect(b, s)
+			wnc, wst := connect(b, s, 0)
 			w := &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w", Dir: b.TempDir(), Runner: RunnerFunc(commitOne)}
 			wctx, cancel := context.WithCancel(ctx)
 			var wg sync.WaitGroup
@@ -196,50 +192,4 @@ func gitIn(ctx context.Context, dir, stdin string, args ...string) (string, erro
 		return "", fmt.Errorf("git %s: %w", strings.Join(args, " "), err)
 	}
 	return strings.TrimSpace(string(out)), nil
-}
-
-func benchServer(b *testing.B) *server.Server {
-	b.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: b.TempDir(), NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		b.Fatal("the NATS server did not start")
-	}
-	b.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s
-}
-
-func benchConnect(b *testing.B, s *server.Server) (*nats.Conn, Streams) {
-	b.Helper()
-	nc, err := Connect(context.Background(), Config{URL: s.ClientURL()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		b.Fatal(err)
-	}
-	st, err := Setup(context.Background(), js, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return nc, st
-}
-
-func benchGit(b *testing.B, dir string, args ...string) string {
-	b.Helper()
-	out, err := gitOut(context.Background(), dir, append([]string{"-c", "user.name=b", "-c", "user.email=b@b", "-c", "commit.gpgsign=false"}, args...)...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	return out
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -114,11 +115,31 @@ func (c Config) options() ([]nats.Option, error) {
 	return opts, nil
 }
 
-// redact hides the password of each URL in a server list.
+// redact hides the secrets of each URL of a server list: its password,
+// or its token (a user with no password, as NATS reads it).
 func redact(list string) string {
-	u, err := url.Parse(list)
-	if err != nil || u.User == nil {
-		return list
+	urls := strings.Split(list, ",")
+	for i, raw := range urls {
+		urls[i] = redactURL(strings.TrimSpace(raw))
 	}
-	return u.Redacted()
+	return strings.Join(urls, ",")
+}
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		// Not a URL: whatever stands before an @ may be a secret.
+		if at := strings.LastIndex(raw, "@"); at >= 0 {
+			return "xxxxx" + raw[at:]
+		}
+		return raw
+	}
+	if u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); ok {
+		return u.Redacted()
+	}
+	u.User = url.User("xxxxx")
+	return u.String()
 }

@@ -45,15 +45,17 @@ func (c *Connections) Executor(cfg config.Config, o api.RunOptions) (executor.Ex
 		nc.URL = o.NATS
 	}
 	nc.Name = "drover " + RepoName(c.root)
+	// The runs actor waits for this, once per configuration: a refused
+	// connection answers at once, a server that does not answer at all
+	// within ConnectTimeout. Set before the look-up: it is part of the
+	// key, and a key that never matches opens (and leaks) a connection
+	// per run.
+	nc.ConnectTimeout = 2 * time.Second
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if d, ok := c.conns[nc]; ok && !d.NC.IsClosed() {
 		return Executor{D: d}, nil
 	}
-	// The runs actor waits for this, once per configuration: a refused
-	// connection answers at once, a server that does not answer at all
-	// within ConnectTimeout.
-	nc.ConnectTimeout = 2 * time.Second
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	id, err := RepoIdentity(ctx, c.root, RepoName(c.root))

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -51,7 +54,10 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 	job.Head = head
 	job.Author = gitAuthor(ctx, d.Repo)
 	var done bool
-	job.ID, done = d.liveID(ctx, job.ID)
+	job.ID, done, err = d.liveID(ctx, job.ID)
+	if err != nil {
+		return Result{}, err
+	}
 	if !done {
 		if err := d.putBase(ctx, job); err != nil {
 			return Result{}, err
@@ -82,7 +88,17 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 	}
 	// A job still queued or at work (adopted after the stream's
 	// duplicate window) is not published twice.
-	if !done && !d.Streams.hasJob(ctx, d.Identity, job.RunID, job.ID) {
+	queued := false
+	if !done {
+		if err := d.retry(ctx, func() error {
+			var err error
+			queued, err = d.Streams.hasJob(ctx, d.Identity, job.RunID, job.ID)
+			return err
+		}); err != nil {
+			return Result{}, fmt.Errorf("looking for job %s in flight: %w", job.ID, err)
+		}
+	}
+	if !done && !queued {
 		data, err := json.Marshal(job)
 		if err != nil {
 			return Result{}, fmt.Errorf("encoding job %s: %w", job.ID, err)
@@ -110,20 +126,29 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 // liveID returns the id the job of id goes under, and whether it has a
 // result already: id itself, unless a supervisor cancelled the job of id,
 // when it is the id after the cancellation's. It is the same for every
-// supervisor of the run (the results stream keeps the cancellations).
-func (d Dispatcher) liveID(ctx context.Context, id string) (string, bool) {
-	st, err := d.Streams.JS.Stream(ctx, ResultsStream)
-	if err != nil {
-		return id, false
-	}
+// supervisor of the run (the results stream keeps the cancellations). A
+// look-up that fails is an error (after NATS lost is waited for), never
+// "no result".
+func (d Dispatcher) liveID(ctx context.Context, id string) (string, bool, error) {
 	for {
-		m, err := st.GetLastMsgForSubject(ctx, resultSubject(d.Identity, id))
+		var m *jetstream.RawStreamMsg
+		err := d.retry(ctx, func() error {
+			st, err := d.Streams.JS.Stream(ctx, ResultsStream)
+			if err != nil {
+				return err
+			}
+			m, err = st.GetLastMsgForSubject(ctx, resultSubject(d.Identity, id))
+			return err
+		})
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return id, false, nil
+		}
 		if err != nil {
-			return id, false
+			return "", false, fmt.Errorf("looking for the result of job %s: %w", id, err)
 		}
 		var res Result
 		if json.Unmarshal(m.Data, &res) != nil || !res.Cancelled {
-			return id, true
+			return id, true, nil
 		}
 		id = fmt.Sprintf("%s-c%d", id, m.Sequence)
 	}
@@ -212,11 +237,40 @@ func (d Dispatcher) retry(ctx context.Context, f func() error) error { return re
 
 // lost says whether err may be NATS away for a while (a server restarting,
 // a network down) rather than a failure: the connection is not up, or the
-// server went or has no JetStream yet.
+// error is one of a connection coming back (lostErr).
 func lost(nc *nats.Conn, err error) bool {
-	return !nc.IsConnected() || errors.Is(err, jetstream.ErrServerShutdown) ||
-		errors.Is(err, nats.ErrNoResponders) || errors.Is(err, nats.ErrTimeout) ||
-		errors.Is(err, context.DeadlineExceeded) || errors.Is(err, jetstream.ErrNoHeartbeat)
+	return err != nil && (!nc.IsConnected() || lostErr(err))
+}
+
+// lostErrs are the errors of NATS away or not ready yet: a connection
+// down or coming back, a request that timed out or that no one answered
+// (JetStream not up yet after a restart), a server going.
+var lostErrs = []error{
+	nats.ErrTimeout, context.DeadlineExceeded, os.ErrDeadlineExceeded,
+	nats.ErrNoResponders, jetstream.ErrNoHeartbeat, jetstream.ErrServerShutdown,
+	nats.ErrConnectionReconnecting, nats.ErrDisconnected, nats.ErrStaleConnection,
+	nats.ErrConnectionClosed, jetstream.ErrConnectionClosed, nats.ErrConnectionDraining,
+	jetstream.ErrJetStreamNotEnabled, jetstream.ErrJetStreamNotEnabledForAccount,
+	nats.ErrJetStreamNotEnabled, nats.ErrJetStreamNotEnabledForAccount,
+	io.EOF, io.ErrUnexpectedEOF, syscall.ECONNRESET, syscall.ECONNREFUSED, syscall.EPIPE,
+}
+
+// lostErr says whether err, whatever the connection's state when it is
+// looked at, is one of NATS away (lostErrs), or a JetStream answer of
+// "unavailable" (503: no leader yet, JetStream starting). A connection
+// closed for good is retryLost's to tell.
+func lostErr(err error) bool {
+	for _, e := range lostErrs {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var apiErr *jetstream.APIError
+	if errors.As(err, &apiErr) && apiErr.Code == 503 {
+		return true
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr)
 }
 
 // retryLost runs f until it succeeds, fails otherwise than by NATS lost

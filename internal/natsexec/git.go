@@ -1,14 +1,12 @@
 package natsexec
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,6 +14,8 @@ import (
 	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/proc"
 )
 
 // Identity names the repository a job belongs to: its root commit and the
@@ -35,9 +35,20 @@ func (i Identity) String() string {
 	return i.Name + "@" + r
 }
 
-// Key is the identity as one NATS subject token.
+// Key is the identity as one name: the directory of a worker's repository
+// of it.
 func (i Identity) Key() string {
 	h := sha256.Sum256([]byte(i.Name + "\x00" + i.Root))
+	return hex.EncodeToString(h[:8])
+}
+
+// Subjects is the identity's part that NATS subjects are keyed by: the
+// root commit, what must match for a job's bundles to apply. A worker
+// started under another name (--repo-name, a folder named otherwise)
+// gets the jobs of the same history and refuses them, with a result the
+// supervisor reports, rather than never seeing them.
+func (i Identity) Subjects() string {
+	h := sha256.Sum256([]byte(i.Root))
 	return hex.EncodeToString(h[:8])
 }
 
@@ -58,16 +69,15 @@ func RepoIdentity(ctx context.Context, dir, name string) (Identity, error) {
 	return Identity{Name: name, Root: slices.Min(roots)}, nil
 }
 
-// gitOut runs git in dir and returns its trimmed output.
+// gitOut runs git in dir with drover's process rules (proc.Git: process
+// group, timeout, output cap, GIT_* variables of a hook dropped) and
+// returns its trimmed output.
 func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	out, err := proc.Git(ctx, dir, args...)
+	if err != nil {
+		return "", err
 	}
-	return strings.TrimSpace(stdout.String()), nil
+	return strings.TrimSpace(out), nil
 }
 
 // refHead returns the commit ref names, or "" when there is no such ref.

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drover-dev/drover/internal/eventually"
+	"github.com/drover-dev/drover/test/natstest"
 )
 
 func TestMain(m *testing.M) {
@@ -31,28 +32,10 @@ func TestMain(m *testing.M) {
 }
 
 // startServer runs a NATS server with JetStream on loopback for the test.
-func startServer(t *testing.T) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(),
-		NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s
-}
+func startServer(tb testing.TB) *server.Server { return natstest.Start(tb, -1, tb.TempDir()) }
 
 // connect connects to s and sets up drover's streams.
-func connect(t *testing.T, s *server.Server, ackWait time.Duration) (*nats.Conn, Streams) {
+func connect(t testing.TB, s *server.Server, ackWait time.Duration) (*nats.Conn, Streams) {
 	t.Helper()
 	nc, err := Connect(context.Background(), Config{URL: s.ClientURL()})
 	if err != nil {
@@ -70,7 +53,7 @@ func connect(t *testing.T, s *server.Server, ackWait time.Duration) (*nats.Conn,
 	return nc, st
 }
 
-func mustGit(t *testing.T, dir string, args ...string) string {
+func mustGit(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	out, err := gitOut(context.Background(), dir, append([]string{"-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"}, args...)...)
 	if err != nil {
@@ -332,5 +315,119 @@ func TestJobWithAResultIsNotRunAgain(t *testing.T) {
 	})
 	if runs.Load() != 0 {
 		t.Fatalf("the job ran %d times; its result was out", runs.Load())
+	}
+}
+
+// unsureJS is a JetStream whose look-ups of the results stream fail while
+// failing is set, counting them.
+type unsureJS struct {
+	jetstream.JetStream
+	failing atomic.Bool
+	asked   atomic.Int32
+}
+
+func (u *unsureJS) Stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	if name == ResultsStream && u.failing.Load() {
+		u.asked.Add(1)
+		return nil, jetstream.ErrStreamNotFound
+	}
+	return u.JetStream.Stream(ctx, name)
+}
+
+// TestJobIsNotRunOnAnUnknownResult: a delivered job whose result the
+// worker cannot look up is handed back, not run; it runs once the answer
+// is known.
+func TestJobIsNotRunOnAnUnknownResult(t *testing.T) {
+	s := startServer(t)
+	repo, base, id := project(t)
+	nc, st := connect(t, s, 0)
+	wnc, wst := connect(t, s, 0)
+	js := &unsureJS{JetStream: wst.JS}
+	js.failing.Store(true)
+	wst.JS = js
+	var runs atomic.Int32
+	commit := committer(t)
+	runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w", Dir: t.TempDir(),
+		Runner: RunnerFunc(func(ctx context.Context, repo string, job Job, report func(json.RawMessage)) (json.RawMessage, error) {
+			runs.Add(1)
+			return commit(ctx, repo, job, report)
+		})})
+	d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id}
+	type done struct {
+		res Result
+		err error
+	}
+	out := make(chan done, 1)
+	go func() {
+		res, err := d.Do(testCtx(t), Job{ID: "r1-a-1", RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a"}, nil)
+		out <- done{res, err}
+	}()
+	eventually.True(t, 20*time.Second, "the job delivered twice (or run)", func() bool { return js.asked.Load() >= 2 || runs.Load() > 0 })
+	if n := runs.Load(); n != 0 {
+		t.Fatalf("the job ran %d times without knowing whether it had a result", n)
+	}
+	js.failing.Store(false)
+	r := <-out
+	if r.err != nil || r.res.Worker != "w" {
+		t.Fatalf("result %+v, %v", r.res, r.err)
+	}
+	if n := runs.Load(); n != 1 {
+		t.Fatalf("the job ran %d times, want 1", n)
+	}
+}
+
+// TestIdentityIgnoresAHooksGitDir: drover run from inside a git hook has
+// GIT_DIR set to the hook's repository; the identity is still the one of
+// the directory asked for.
+func TestIdentityIgnoresAHooksGitDir(t *testing.T) {
+	dir, _, want := project(t)
+	other, _, _ := project(t)
+	mustGit(t, other, "commit", "--quiet", "--amend", "-m", "another root")
+	t.Setenv("GIT_DIR", filepath.Join(other, ".git"))
+	got, err := RepoIdentity(context.Background(), dir, "proj")
+	if err != nil || got != want {
+		t.Fatalf("RepoIdentity = %v, %v; want %v", got, err, want)
+	}
+}
+
+// TestPrepareErrorNamesTheJob: a worker that cannot put a job's branch
+// where the supervisor has it (its stale work tree is locked) says which
+// job failed.
+func TestPrepareErrorNamesTheJob(t *testing.T) {
+	proj, base, id := project(t)
+	w := &Worker{Identity: id, Dir: t.TempDir()}
+	if err := w.initRepo(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	repo := w.Repo()
+	mustGit(t, repo, "fetch", "--quiet", proj, "main:refs/heads/drover/r1/a")
+	mustGit(t, repo, "worktree", "add", "--quiet", filepath.Join(repo, ".wt", "a"), "drover/r1/a")
+	mustGit(t, repo, "worktree", "lock", filepath.Join(repo, ".wt", "a"))
+	err := w.prepare(testCtx(t), Job{ID: "r1-a-7", Task: "a", Base: base, Branch: "drover/r1/a", Author: Author{Name: "t", Email: "t@t"}}, filepath.Join(t.TempDir(), "job.bundle"))
+	if err == nil || !strings.Contains(err.Error(), "r1-a-7") {
+		t.Fatalf("prepare: %v; want an error naming job r1-a-7", err)
+	}
+}
+
+// TestDoFailsOnAnUnknownResult: a supervisor that cannot tell whether a
+// job has a result (a cancellation, an earlier run's) does not publish it
+// as new: it fails with the look-up's error.
+func TestDoFailsOnAnUnknownResult(t *testing.T) {
+	s := startServer(t)
+	repo, base, id := project(t)
+	nc, st := connect(t, s, 0)
+	js := &unsureJS{JetStream: st.JS}
+	js.failing.Store(true)
+	st.JS = js
+	d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id}
+	// A bound on a hung Do, not a timing assertion.
+	ctx, cancel := context.WithTimeout(testCtx(t), 10*time.Second)
+	defer cancel()
+	_, err := d.Do(ctx, Job{ID: "r1-a-1", RunID: "r1", Task: "a", Iteration: 1, Base: base, Branch: "drover/r1/a"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "looking for the result of job r1-a-1") {
+		t.Fatalf("Do: %v; want the failed look-up of its result", err)
+	}
+	if n := jobsLeft(t, st); n != 0 {
+		t.Fatalf("%d jobs published on an unknown answer", n)
 	}
 }

@@ -6,38 +6,16 @@ import (
 	"net"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
+	"github.com/drover-dev/drover/test/natstest"
 )
-
-// serverAt runs a NATS server with JetStream on loopback at port (-1:
-// any) with its store in dir, until the test ends or it is shut down.
-func serverAt(t *testing.T, port int, dir string) *server.Server {
-	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		Host: "127.0.0.1", Port: port, JetStream: true, StoreDir: dir, NoLog: true, NoSigs: true,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("the NATS server did not start")
-	}
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s
-}
 
 // NATS lost while a job runs and back on the same port and store after
 // it ended: the job's result reaches its supervisor, applied once, the
 // job run once.
 func TestJobSurvivesNATSRestart(t *testing.T) {
 	store := t.TempDir()
-	s := serverAt(t, -1, store)
+	s := natstest.Start(t, -1, store)
 	repo, base, id := project(t)
 	nc, st := connect(t, s, 0)
 	wnc, wst := connect(t, s, 0)
@@ -70,7 +48,7 @@ func TestJobSurvivesNATSRestart(t *testing.T) {
 	s.WaitForShutdown()
 	close(release)
 	<-finished
-	serverAt(t, port, store)
+	natstest.Start(t, port, store)
 	r := <-out
 	if r.err != nil || r.res.Head == "" || r.res.Worker != "w" {
 		t.Fatalf("the job across the restart: %+v, %v", r.res, r.err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
@@ -12,7 +13,7 @@ import (
 )
 
 // The names drover uses on NATS. One jobs subject per run of a repository
-// (drover.jobs.<repo>.<run>), one results subject per job, progress on
+// (drover.jobs.<root>.<run>, keyed by Identity.Subjects), one results subject per job, progress on
 // plain (not stored) subjects.
 const (
 	JobsStream    = "DROVER_JOBS"
@@ -100,10 +101,10 @@ func SetupReplicas(ctx context.Context, js jetstream.JetStream, ackWait time.Dur
 
 // workers returns the durable pull consumer the workers of repo share.
 func (s Streams) workers(ctx context.Context, repo Identity) (jetstream.Consumer, error) {
-	key := repo.Key()
+	key := repo.Subjects()
 	c, err := s.JS.CreateOrUpdateConsumer(ctx, JobsStream, jetstream.ConsumerConfig{
 		Durable:       "workers-" + key,
-		Description:   "drover workers of " + repo.String(),
+		Description:   "drover workers of the repositories of root " + repo.Root,
 		FilterSubject: jobsPrefix + key + ".>",
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       s.AckWait,
@@ -116,17 +117,30 @@ func (s Streams) workers(ctx context.Context, repo Identity) (jetstream.Consumer
 }
 
 // hasResult says whether the job of id, of repository repo, has a result.
-func (s Streams) hasResult(ctx context.Context, repo Identity, id string) bool {
-	st, err := s.JS.Stream(ctx, ResultsStream)
+// An error is an unknown answer, never "no result": a job is not run on it.
+func (s Streams) hasResult(ctx context.Context, repo Identity, id string) (bool, error) {
+	return s.hasMsg(ctx, ResultsStream, resultSubject(repo, id))
+}
+
+// hasMsg says whether stream holds a message on subject; an error is an
+// unknown answer (the stream is not found, NATS is away).
+func (s Streams) hasMsg(ctx context.Context, stream, subject string) (bool, error) {
+	st, err := s.JS.Stream(ctx, stream)
 	if err != nil {
-		return false
+		return false, fmt.Errorf("looking up the NATS stream %s: %w", stream, err)
 	}
-	_, err = st.GetLastMsgForSubject(ctx, resultSubject(repo, id))
-	return err == nil
+	_, err = st.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("looking up %s in the NATS stream %s: %w", subject, stream, err)
+	}
+	return true, nil
 }
 
 func jobSubject(repo Identity, runID string) string {
-	return jobsPrefix + repo.Key() + "." + token(runID)
+	return jobsPrefix + repo.Subjects() + "." + token(runID)
 }
 
 // jobOf is the subject of the job of id: one of its run's, its own so that
@@ -137,22 +151,17 @@ func jobOf(repo Identity, runID, id string) string {
 }
 
 // hasJob says whether the jobs stream still holds the job of id (queued
-// or at work).
-func (s Streams) hasJob(ctx context.Context, repo Identity, runID, id string) bool {
-	st, err := s.JS.Stream(ctx, JobsStream)
-	if err != nil {
-		return false
-	}
-	_, err = st.GetLastMsgForSubject(ctx, jobOf(repo, runID, id))
-	return err == nil
+// or at work); an error is an unknown answer.
+func (s Streams) hasJob(ctx context.Context, repo Identity, runID, id string) (bool, error) {
+	return s.hasMsg(ctx, JobsStream, jobOf(repo, runID, id))
 }
 
 func resultSubject(repo Identity, jobID string) string {
-	return resultsPrefix + repo.Key() + "." + token(jobID)
+	return resultsPrefix + repo.Subjects() + "." + token(jobID)
 }
 
 func progressSubject(repo Identity, jobID string) string {
-	return progressPref + repo.Key() + "." + token(jobID)
+	return progressPref + repo.Subjects() + "." + token(jobID)
 }
 
 var plainToken = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)

@@ -165,7 +165,15 @@ func (w *Worker) handle(ctx context.Context, msg jetstream.Msg) {
 		return
 	}
 	defer func() { _ = sub.Unsubscribe() }()
-	if w.hasResult(ctx, job) {
+	has, err := w.hasResult(ctx, job)
+	if err != nil {
+		// Not knowing whether it ran is not a reason to run it again:
+		// it comes back for a later look.
+		log.Warn("looking for the job's result", zap.Error(err))
+		_ = msg.NakWithDelay(time.Second)
+		return
+	}
+	if has {
 		// Cancelled before it began, or run before by a worker that
 		// died between its result and its ack: counted once.
 		_ = msg.DoubleAck(ctx)
@@ -235,9 +243,11 @@ func (w *Worker) await(ctx context.Context, msg jetstream.Msg, job Job, done <-c
 	}
 	stopHB()
 	hb.Wait()
-	if ctx.Err() == nil && w.hasResult(ctx, job) {
-		_ = msg.DoubleAck(ctx)
-		return
+	if ctx.Err() == nil {
+		if has, err := w.hasResult(ctx, job); err == nil && has {
+			_ = msg.DoubleAck(ctx)
+			return
+		}
 	}
 	_ = msg.Nak()
 }
@@ -259,8 +269,19 @@ func (w *Worker) heartbeat(ctx context.Context, msg jetstream.Msg) {
 	}
 }
 
-func (w *Worker) hasResult(ctx context.Context, job Job) bool {
-	return w.Streams.hasResult(ctx, w.Identity, job.ID)
+// hasResult says whether job has a result, waiting while NATS is lost
+// (lost): an error is an answer it could not get.
+func (w *Worker) hasResult(ctx context.Context, job Job) (bool, error) {
+	var has bool
+	err := retryLost(ctx, w.NC, func() error {
+		var err error
+		has, err = w.Streams.hasResult(ctx, w.Identity, job.ID)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("job %s: %w", job.ID, err)
+	}
+	return has, nil
 }
 
 func (w *Worker) publish(ctx context.Context, job Job, res Result) error {
@@ -349,11 +370,14 @@ func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
 	}
 	ref := "refs/heads/" + job.Branch
 	cur, err := refHead(ctx, repo, ref)
-	if err != nil || cur == job.Head {
-		return err
+	if err != nil {
+		return fmt.Errorf("job %s: the branch %s: %w", job.ID, job.Branch, err)
+	}
+	if cur == job.Head {
+		return nil
 	}
 	if err := removeWorktreeOf(ctx, repo, ref); err != nil {
-		return err
+		return fmt.Errorf("job %s: %w", job.ID, err)
 	}
 	if job.Head == "" {
 		_, err = gitOut(ctx, repo, "update-ref", "-d", ref)
@@ -423,7 +447,7 @@ func (w *Worker) fetchBase(ctx context.Context, job Job, file string) error {
 func removeWorktreeOf(ctx context.Context, repo, ref string) error {
 	out, err := gitOut(ctx, repo, "worktree", "list", "--porcelain")
 	if err != nil {
-		return err
+		return fmt.Errorf("listing the work trees: %w", err)
 	}
 	var path string
 	for _, line := range strings.Split(out, "\n") {
@@ -448,7 +472,10 @@ func (w *Worker) bundleResult(ctx context.Context, job Job, file string, res *Re
 	head, err := refHead(ctx, repo, ref)
 	if err != nil || head == "" || head == job.Head {
 		unlock()
-		return err
+		if err != nil {
+			return fmt.Errorf("job %s: the branch %s: %w", job.ID, job.Branch, err)
+		}
+		return nil
 	}
 	args := []string{"bundle", "create", "--quiet", file, ref}
 	// The supervisor has the branch's last commit and the base: what
