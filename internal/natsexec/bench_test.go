@@ -115,7 +115,7 @@ func BenchmarkJobTransport(b *testing.B) {
 					b.Fatal(err)
 				}
 				since(&get)
-				if _, err := gitOut(ctx, steps.Repo(), "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", got, "+refs/*:refs/drover/in/bench/*"); err != nil {
+				if _, err := unbundle(ctx, steps.Repo(), got); err != nil {
 					b.Fatal(err)
 				}
 				since(&unpack)

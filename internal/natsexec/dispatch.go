@@ -334,14 +334,13 @@ func (d Dispatcher) apply(ctx context.Context, job Job, res Result) error {
 	if err := d.retry(ctx, func() error { return d.Streams.Bundles.GetFile(ctx, res.Bundle, file) }); err != nil {
 		return fmt.Errorf("fetching the result bundle of job %s: %w", job.ID, err)
 	}
-	ref := "refs/drover/nats/result-" + token(job.ID)
-	head, err := fetchBranch(ctx, d.Repo, file, job.Branch, ref)
-	defer func() { _, _ = gitOut(context.WithoutCancel(ctx), d.Repo, "update-ref", "-d", ref) }()
+	refs, err := unbundle(ctx, d.Repo, file)
 	if err != nil {
-		return fmt.Errorf("the result of job %s: %w", job.ID, err)
+		return fmt.Errorf("the result of job %s: unpacking its bundle: %w", job.ID, err)
 	}
+	head := refs["refs/heads/"+job.Branch]
 	if head != res.Head {
-		return fmt.Errorf("the result of job %s: its bundle has %s, its result says %s", job.ID, head, res.Head)
+		return fmt.Errorf("the result of job %s: its bundle has %q, its result says %s", job.ID, head, res.Head)
 	}
 	return setBranch(ctx, d.Repo, job.Branch, head, job.Head)
 }

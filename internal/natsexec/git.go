@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -89,15 +88,6 @@ func refHead(ctx context.Context, dir, ref string) (string, error) {
 	return out, nil
 }
 
-// countBetween counts the commits of to that from lacks.
-func countBetween(ctx context.Context, dir, from, to string) (int, error) {
-	out, err := gitOut(ctx, dir, "rev-list", "--count", from+".."+to)
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(out)
-}
-
 // bundleBase writes to file a bundle of base and its whole history,
 // under baseRef (a temporary ref): what a worker lacking base fetches once.
 func bundleBase(ctx context.Context, repo, file, baseRef, base string) error {
@@ -124,13 +114,22 @@ func bundleJob(ctx context.Context, repo, file, base, branch string) (string, bo
 	if err != nil || head == "" {
 		return head, false, err
 	}
-	if n, err := countBetween(ctx, repo, base, ref); err != nil || n == 0 {
-		return head, false, err
-	}
+	// One git process: a branch base has all of is an empty bundle,
+	// which git refuses.
 	if _, err := gitOut(ctx, repo, "bundle", "create", "--quiet", file, ref, "^"+base); err != nil {
+		if emptyBundle(err) {
+			return head, false, nil
+		}
 		return "", false, fmt.Errorf("bundling branch %s beyond %s: %w", branch, base, err)
 	}
 	return head, true, nil
+}
+
+// emptyBundle says whether err is git refusing to create a bundle of no
+// commits (its messages are untranslated: proc.GitEnv).
+func emptyBundle(err error) bool {
+	var gerr *proc.GitError
+	return errors.As(err, &gerr) && strings.Contains(gerr.Stderr, "Refusing to create empty bundle")
 }
 
 // hasCommit says whether repo has commit (and so its history: a worker's
@@ -205,13 +204,23 @@ func (k *keyedMutex) lock(key string) func() {
 	}
 }
 
-// fetchBranch fetches branch from bundle file into repo under ref, and
-// returns its commit.
-func fetchBranch(ctx context.Context, repo, file, branch, ref string) (string, error) {
-	if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/heads/"+branch+":"+ref); err != nil {
-		return "", fmt.Errorf("fetching branch %s from a bundle: %w", branch, err)
+// unbundle writes the objects of the bundle file into repo, under no ref,
+// in one git process (git checks that repo has the bundle's
+// prerequisites), and returns the bundle's refs: ref name to commit. The
+// caller points a ref at what it needs; until then the objects are
+// unreferenced, which git keeps for weeks (gc's prune expiry).
+func unbundle(ctx context.Context, repo, file string) (map[string]string, error) {
+	out, err := gitOut(ctx, repo, "bundle", "unbundle", file)
+	if err != nil {
+		return nil, err
 	}
-	return gitOut(ctx, repo, "rev-parse", ref)
+	refs := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if commit, ref, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			refs[ref] = commit
+		}
+	}
+	return refs, nil
 }
 
 // ErrBranchMoved is the result of a job whose task branch moved in the

@@ -57,6 +57,9 @@ type Worker struct {
 	// set by setAuthor.
 	authorMu sync.Mutex
 	author   Author
+	// home is the machine's git identity (homeRead: read), under authorMu.
+	home     Author
+	homeRead bool
 	// bases serializes the fetching of one base commit.
 	bases keyedMutex
 	// running has the jobs at work here, each with a channel closed once
@@ -353,19 +356,18 @@ func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
 	}
 	defer w.branches.lock(job.Branch)()
 	repo := w.Repo()
+	var refs map[string]string
 	if job.Bundle != "" {
-		in := "refs/drover/in/" + token(job.ID)
-		if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:"+in+"/*"); err != nil {
+		var err error
+		if refs, err = unbundle(ctx, repo, file); err != nil {
 			return fmt.Errorf("unpacking the bundle of job %s: %w", job.ID, err)
 		}
-		defer func() {
-			refs, _ := gitOut(context.WithoutCancel(ctx), repo, "for-each-ref", "--format=%(refname)", in+"/")
-			for _, r := range strings.Fields(refs) {
-				_, _ = gitOut(context.WithoutCancel(ctx), repo, "update-ref", "-d", r)
-			}
-		}()
 	}
-	if job.Head != "" && !hasCommit(ctx, repo, job.Head) {
+	inBundle := false
+	for _, c := range refs {
+		inBundle = inBundle || c == job.Head
+	}
+	if job.Head != "" && !inBundle && !hasCommit(ctx, repo, job.Head) {
 		return fmt.Errorf("job %s: its bundles lack the branch's commit %s", job.ID, job.Head)
 	}
 	ref := "refs/heads/" + job.Branch
@@ -399,8 +401,12 @@ func (w *Worker) setAuthor(ctx context.Context, job Job) error {
 	defer w.authorMu.Unlock()
 	want := job.Author
 	if want.Name == "" || want.Email == "" {
-		// The machine's (not the repository's, which an earlier job set).
-		home := gitAuthor(ctx, w.Dir)
+		// The machine's (not the repository's, which an earlier job set),
+		// read once per worker rather than per job.
+		if !w.homeRead {
+			w.home, w.homeRead = gitAuthor(ctx, w.Dir), true
+		}
+		home := w.home
 		if want.Name == "" {
 			want.Name = cmp.Or(home.Name, fallbackName)
 		}
@@ -477,20 +483,26 @@ func (w *Worker) bundleResult(ctx context.Context, job Job, file string, res *Re
 		}
 		return nil
 	}
-	args := []string{"bundle", "create", "--quiet", file, ref}
 	// The supervisor has the branch's last commit and the base: what
 	// they reach is left out, unless that leaves nothing (a branch
-	// moved back), when the bundle has it all.
+	// moved back), when the bundle has it all. Each is tried in turn,
+	// git refusing an empty bundle: one process in the usual case.
+	var excl []string
 	for _, have := range []string{job.Head, job.Base} {
-		if have == "" {
-			continue
+		if have != "" {
+			excl = append(excl, "^"+have)
 		}
-		if n, err := countBetween(ctx, repo, have, ref); err == nil && n > 0 {
-			args = append(args, "^"+have)
+	}
+	for i := 0; ; i++ {
+		args := []string{"bundle", "create", "--quiet", file, ref}
+		if i < len(excl) {
+			args = append(args, excl[i])
+		}
+		_, err = gitOut(ctx, repo, args...)
+		if i >= len(excl) || !emptyBundle(err) {
 			break
 		}
 	}
-	_, err = gitOut(ctx, repo, args...)
 	// The bundle is a file of its own: it is stored without the lock.
 	unlock()
 	if err != nil {
