@@ -67,6 +67,9 @@ type Worker struct {
 	// (its heartbeat was late) waits for it rather than running twice.
 	mu      sync.Mutex
 	running map[string]chan struct{}
+	// haveBase has the base commits the worker's repository keeps
+	// (fetchBase), under mu.
+	haveBase map[string]bool
 }
 
 // Repo is the worker's repository.
@@ -433,7 +436,19 @@ func (w *Worker) setAuthor(ctx context.Context, job Job) error {
 func (w *Worker) fetchBase(ctx context.Context, job Job, file string) error {
 	repo := w.Repo()
 	defer w.bases.lock(job.Base)()
+	w.mu.Lock()
+	known := w.haveBase[job.Base]
+	w.mu.Unlock()
+	if known {
+		return nil
+	}
 	if hasCommit(ctx, repo, job.Base) {
+		// Kept under a ref, so that it stays, and known from now on
+		// without a git process per job.
+		if _, err := gitOut(ctx, repo, "update-ref", "refs/drover/base/"+job.Base+"/have", job.Base); err != nil {
+			return fmt.Errorf("job %s: keeping base %s: %w", job.ID, job.Base, err)
+		}
+		w.knowBase(job.Base)
 		return nil
 	}
 	if err := retryLost(ctx, w.NC, func() error { return w.Streams.Bundles.GetFile(ctx, baseObject(job.Base), file) }); err != nil {
@@ -446,7 +461,19 @@ func (w *Worker) fetchBase(ctx context.Context, job Job, file string) error {
 	if !hasCommit(ctx, repo, job.Base) {
 		return fmt.Errorf("job %s: the bundle of base %s lacks it", job.ID, job.Base)
 	}
+	w.knowBase(job.Base)
 	return nil
+}
+
+// knowBase notes that the worker's repository has base under a ref of
+// refs/drover/base/, which nothing deletes.
+func (w *Worker) knowBase(base string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.haveBase == nil {
+		w.haveBase = map[string]bool{}
+	}
+	w.haveBase[base] = true
 }
 
 // removeWorktreeOf removes the work tree that has ref checked out, if any.
