@@ -118,11 +118,13 @@ func Open(ctx context.Context, st Store, opts Options) (*Hub, error) {
 	}
 	ring := make([]Encoded, 0, len(evs))
 	for _, e := range evs {
-		enc, err := encode(e)
-		if err != nil {
-			return nil, fmt.Errorf("loading the event history: %w", err)
+		// An event that does not encode is left out, as the store leaves
+		// out one that does not decode: the history is for watching.
+		if enc, err := encode(e); err == nil {
+			ring = append(ring, enc)
+		} else if opts.OnError != nil {
+			opts.OnError(fmt.Errorf("loading the event history: %w", err))
 		}
-		ring = append(ring, enc)
 	}
 	h := &Hub{st: st, opts: opts, ring: ring, reserved: reserved, subs: map[*Subscription]struct{}{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	h.next = reserved + 1
