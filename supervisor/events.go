@@ -82,7 +82,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			// What is queued already goes in the same write.
-			for n := len(sub.C); n > 0; n-- {
+			for n := len(sub.Encoded); n > 0; n-- {
 				if err := writeEvent(bw, <-sub.Encoded); err != nil {
 					return
 				}
