@@ -116,13 +116,17 @@ func sinceOf(r *http.Request) (uint64, error) {
 // is the hub's, made once for every client; nothing here is formatted
 // per client but the id.
 func writeEvent(w *bufio.Writer, e events.Encoded) error {
+	data, err := e.JSON()
+	if err != nil {
+		return err
+	}
 	var id [20]byte
 	w.WriteString("id: ")
 	w.Write(strconv.AppendUint(id[:0], e.ID, 10))
 	w.WriteString("\nevent: ")
 	w.WriteString(string(e.Kind))
 	w.WriteString("\ndata: ")
-	w.Write(e.JSON)
-	_, err := w.WriteString("\n\n")
+	w.Write(data)
+	_, err = w.WriteString("\n\n")
 	return err
 }

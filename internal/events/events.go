@@ -47,18 +47,30 @@ type EncodedStore interface {
 }
 
 // Encoded is a published event with its JSON encoding (json.Marshal of the
-// api.Event), made once by the hub for every subscriber and the store.
+// api.Event), made once for every subscriber and the store by the first
+// that asks for it: not by Publish, which is on the path of a decision.
 type Encoded struct {
 	api.Event
-	JSON []byte
+	enc *encoding
 }
 
-func encode(e api.Event) (Encoded, error) {
-	raw, err := json.Marshal(e)
-	if err != nil {
-		return Encoded{}, fmt.Errorf("encoding event %d: %w", e.ID, err)
-	}
-	return Encoded{Event: e, JSON: raw}, nil
+type encoding struct {
+	once sync.Once
+	raw  []byte
+	err  error
+}
+
+func encoded(e api.Event) Encoded { return Encoded{Event: e, enc: &encoding{}} }
+
+// JSON returns json.Marshal of the event, encoded once.
+func (e Encoded) JSON() ([]byte, error) {
+	e.enc.once.Do(func() {
+		e.enc.raw, e.enc.err = json.Marshal(e.Event)
+		if e.enc.err != nil {
+			e.enc.err = fmt.Errorf("encoding event %d: %w", e.ID, e.enc.err)
+		}
+	})
+	return e.enc.raw, e.enc.err
 }
 
 // Draft is an event before it is published: the hub sets its id and time.
@@ -116,15 +128,9 @@ func Open(ctx context.Context, st Store, opts Options) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the event history: %w", err)
 	}
-	ring := make([]Encoded, 0, len(evs))
-	for _, e := range evs {
-		// An event that does not encode is left out, as the store leaves
-		// out one that does not decode: the history is for watching.
-		if enc, err := encode(e); err == nil {
-			ring = append(ring, enc)
-		} else if opts.OnError != nil {
-			opts.OnError(fmt.Errorf("loading the event history: %w", err))
-		}
+	ring := make([]Encoded, len(evs))
+	for i, e := range evs {
+		ring[i] = encoded(e)
 	}
 	h := &Hub{st: st, opts: opts, ring: ring, reserved: reserved, subs: map[*Subscription]struct{}{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	h.next = reserved + 1
@@ -166,13 +172,9 @@ func (h *Hub) Publish(ctx context.Context, drafts ...Draft) {
 			}
 			e.Data = raw
 		}
-		// Encoded once here, for every subscriber and the store, rather
-		// than once by each of them.
-		enc, err := encode(e)
-		if err != nil {
-			h.fail(fmt.Errorf("encoding a %s event: %w", d.Kind, err))
-			continue
-		}
+		// Encoded once, for every subscriber and the store, rather than
+		// once by each of them.
+		enc := encoded(e)
 		h.next++
 		h.ring = append(h.ring, enc)
 		h.pending = append(h.pending, enc)
@@ -235,7 +237,11 @@ func (h *Hub) save(ctx context.Context, batch []Encoded) error {
 	}
 	raws := make([][]byte, len(batch))
 	for i, e := range batch {
-		raws[i] = e.JSON
+		raw, err := e.JSON()
+		if err != nil {
+			return err
+		}
+		raws[i] = raw
 	}
 	return es.AppendEncodedEvents(ctx, evs, raws, h.opts.History)
 }

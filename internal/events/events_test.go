@@ -147,8 +147,8 @@ func TestSubscribeEncodedCarriesEachEventsJSON(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !bytes.Equal(e.JSON, want) {
-				t.Errorf("%s: event %d JSON = %s, want %s", tt.name, e.ID, e.JSON, want)
+			if got, err := e.JSON(); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: event %d JSON = %s (%v), want %s", tt.name, e.ID, got, err, want)
 			}
 		}
 	}
