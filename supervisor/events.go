@@ -2,14 +2,13 @@ package supervisor
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/internal/api"
+	"github.com/drover-dev/drover/internal/events"
 )
 
 // sseHeartbeat is how often an idle event stream sends a comment line.
@@ -32,7 +31,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rc := http.NewResponseController(w)
-	backlog, sub, gap := s.events.Subscribe(since)
+	backlog, sub, gap := s.events.SubscribeEncoded(since)
 	defer sub.Close()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -75,7 +74,7 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 			return
 		case <-beat.C:
 			bw.WriteString(": heartbeat\n\n")
-		case e, ok := <-sub.C:
+		case e, ok := <-sub.Encoded:
 			if !ok {
 				return // fell behind, or the hub closed: resume by id
 			}
@@ -83,8 +82,8 @@ func (s *Server) serveEvents(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			// What is queued already goes in the same write.
-			for n := len(sub.C); n > 0; n-- {
-				if err := writeEvent(bw, <-sub.C); err != nil {
+			for n := len(sub.Encoded); n > 0; n-- {
+				if err := writeEvent(bw, <-sub.Encoded); err != nil {
 					return
 				}
 			}
@@ -113,12 +112,21 @@ func sinceOf(r *http.Request) (uint64, error) {
 }
 
 // writeEvent writes e as one Server-Sent Event: its id, its kind as the
-// event name, and the whole api.Event as JSON on one data line.
-func writeEvent(w *bufio.Writer, e api.Event) error {
-	data, err := json.Marshal(e)
+// event name, and the whole api.Event as JSON on one data line. The JSON
+// is the hub's, made once for every client; nothing here is formatted
+// per client but the id.
+func writeEvent(w *bufio.Writer, e events.Encoded) error {
+	data, err := e.JSON()
 	if err != nil {
-		return fmt.Errorf("encoding event %d: %w", e.ID, err)
+		return err
 	}
-	_, err = fmt.Fprintf(w, "id: %d\nevent: %s\ndata: %s\n\n", e.ID, e.Kind, data)
+	var id [20]byte
+	w.WriteString("id: ")
+	w.Write(strconv.AppendUint(id[:0], e.ID, 10))
+	w.WriteString("\nevent: ")
+	w.WriteString(string(e.Kind))
+	w.WriteString("\ndata: ")
+	w.Write(data)
+	_, err = w.WriteString("\n\n")
 	return err
 }

@@ -1,13 +1,19 @@
 package supervisor
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"fmt"
+	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/eventually"
 	"github.com/drover-dev/drover/internal/project"
 )
@@ -22,22 +28,86 @@ import (
 // of the rounds'. The clients follow the
 // socket API's /v1/events (api), or the dashboard's GET /events on its
 // TCP listener with the token, as 10 open dashboard pages do
-// (dashboard); each must read every event.
+// (dashboard); each must read every event, in order. The clients run in
+// the benchmark's process, on the cores of the decisions: they read each
+// event's id and check it follows on, rather than decode its JSON (which
+// the tests of the stream do), so that the figure is the server's cost.
 func BenchmarkStopsWithEventClients(b *testing.B) {
 	b.Run("api", func(b *testing.B) {
-		benchStopsWithClients(b, func(a *apiServer) func(uint64) *stream { return a.follow })
+		benchStopsWithClients(b, func(a *apiServer) func(uint64, *atomic.Uint64) *stream {
+			return func(since uint64, read *atomic.Uint64) *stream {
+				return a.countAt(a.client, a.url+api.PathEvents, "", since, read)
+			}
+		})
 	})
 	b.Run("dashboard", func(b *testing.B) {
-		benchStopsWithClients(b, func(a *apiServer) func(uint64) *stream {
+		benchStopsWithClients(b, func(a *apiServer) func(uint64, *atomic.Uint64) *stream {
 			addr, tok := startMetricsUI(b, a)
-			return func(since uint64) *stream { return a.followUI(addr, tok, since) }
+			return func(since uint64, read *atomic.Uint64) *stream {
+				return a.countAt(http.DefaultClient, "http://"+addr+"/events", "Bearer "+tok, since, read)
+			}
 		})
 	})
 }
 
+// countAt follows the stream at url through client after since, with
+// auth as the Authorization header when set, and stores in read the id of
+// each event it reads; an event whose id does not follow on from the one
+// before, or that has no data, is an error.
+func (a *apiServer) countAt(client *http.Client, url, auth string, since uint64, read *atomic.Uint64) *stream {
+	a.t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		cancel()
+		a.t.Fatal(err)
+	}
+	req.Header.Set("Last-Event-ID", strconv.FormatUint(since, 10))
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		cancel()
+		a.t.Fatalf("GET %s: %v", url, err)
+	}
+	if res.StatusCode != http.StatusOK {
+		cancel()
+		a.t.Fatalf("GET %s = %d, want 200", url, res.StatusCode)
+	}
+	s := &stream{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(nil, 1<<20)
+		last, id := since, uint64(0)
+		for sc.Scan() {
+			line := sc.Bytes()
+			switch {
+			case bytes.HasPrefix(line, []byte("id: ")):
+				var err error
+				id, err = strconv.ParseUint(string(line[len("id: "):]), 10, 64)
+				if err != nil || id != last+1 {
+					a.t.Errorf("event id %q after %d (%v)", line, last, err)
+					return
+				}
+			case bytes.HasPrefix(line, []byte("data: {")):
+				if id != last+1 {
+					a.t.Errorf("event data with no id after %d", last)
+					return
+				}
+				last = id
+				read.Store(id)
+			}
+		}
+	}()
+	return s
+}
+
 // benchStopsWithClients is BenchmarkStopsWithEventClients with the
 // clients that follow returns for the server.
-func benchStopsWithClients(b *testing.B, follow func(*apiServer) func(since uint64) *stream) {
+func benchStopsWithClients(b *testing.B, follow func(*apiServer) func(since uint64, read *atomic.Uint64) *stream) {
 	const sessions, clientCount, warmUp, rounds = 4, 10, 20, 20
 	root := b.TempDir()
 	p, err := project.PathsFor(root, func(string) string { return "" })
@@ -72,20 +142,12 @@ func benchStopsWithClients(b *testing.B, follow func(*apiServer) func(since uint
 	// withClients is stops with clientCount clients following the stream
 	// from now on; it checks that each of them read every event.
 	withClients := func(n int) time.Duration {
-		var (
-			wg   sync.WaitGroup
-			read = make([]atomic.Uint64, clientCount)
-		)
+		read := make([]atomic.Uint64, clientCount)
 		clients := make([]*stream, clientCount)
 		for c := range clients {
-			clients[c] = open(a.srv.events.LastID())
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for e := range clients[c].events {
-					read[c].Store(e.ID)
-				}
-			}()
+			since := a.srv.events.LastID()
+			read[c].Store(since)
+			clients[c] = open(since, &read[c])
 		}
 		took := stops(n)
 		last := a.srv.events.LastID()
@@ -97,7 +159,6 @@ func benchStopsWithClients(b *testing.B, follow func(*apiServer) func(since uint
 		for _, s := range clients {
 			s.close()
 		}
-		wg.Wait()
 		return took
 	}
 	// The first Stops of a server are slower (actors spawned, the store's

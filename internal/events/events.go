@@ -38,6 +38,41 @@ type Store interface {
 	LoadEvents(ctx context.Context, keep int) ([]api.Event, uint64, error)
 }
 
+// EncodedStore is a Store that takes the events with their JSON already
+// encoded (raws[i] is evs[i]'s), so that the hub's one encoding of each
+// event is also the one saved.
+type EncodedStore interface {
+	Store
+	AppendEncodedEvents(ctx context.Context, evs []api.Event, raws [][]byte, keep int) error
+}
+
+// Encoded is a published event with its JSON encoding (json.Marshal of the
+// api.Event), made once for every subscriber and the store by the first
+// that asks for it: not by Publish, which is on the path of a decision.
+type Encoded struct {
+	api.Event
+	enc *encoding
+}
+
+type encoding struct {
+	once sync.Once
+	raw  []byte
+	err  error
+}
+
+func encoded(e api.Event) Encoded { return Encoded{Event: e, enc: &encoding{}} }
+
+// JSON returns json.Marshal of the event, encoded once.
+func (e Encoded) JSON() ([]byte, error) {
+	e.enc.once.Do(func() {
+		e.enc.raw, e.enc.err = json.Marshal(e.Event)
+		if e.enc.err != nil {
+			e.enc.err = fmt.Errorf("encoding event %d: %w", e.ID, e.enc.err)
+		}
+	})
+	return e.enc.raw, e.enc.err
+}
+
 // Draft is an event before it is published: the hub sets its id and time.
 type Draft struct {
 	Kind    api.EventKind
@@ -68,9 +103,9 @@ type Hub struct {
 	mu       sync.Mutex
 	next     uint64
 	reserved uint64
-	ring     []api.Event // the last events, oldest first: opts.History to twice that (see history)
+	ring     []Encoded // the last events, oldest first: opts.History to twice that (see history)
 	subs     map[*Subscription]struct{}
-	pending  []api.Event
+	pending  []Encoded
 	closed   bool
 
 	wake chan struct{}
@@ -93,7 +128,11 @@ func Open(ctx context.Context, st Store, opts Options) (*Hub, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the event history: %w", err)
 	}
-	h := &Hub{st: st, opts: opts, ring: evs, reserved: reserved, subs: map[*Subscription]struct{}{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
+	ring := make([]Encoded, len(evs))
+	for i, e := range evs {
+		ring[i] = encoded(e)
+	}
+	h := &Hub{st: st, opts: opts, ring: ring, reserved: reserved, subs: map[*Subscription]struct{}{}, wake: make(chan struct{}, 1), done: make(chan struct{})}
 	h.next = reserved + 1
 	if n := len(evs); n > 0 && evs[n-1].ID >= h.next {
 		h.next = evs[n-1].ID + 1
@@ -133,13 +172,14 @@ func (h *Hub) Publish(ctx context.Context, drafts ...Draft) {
 			}
 			e.Data = raw
 		}
+		// Encoded once, for every subscriber and the store, rather than
+		// once by each of them.
+		enc := encoded(e)
 		h.next++
-		h.ring = append(h.ring, e)
-		h.pending = append(h.pending, e)
+		h.ring = append(h.ring, enc)
+		h.pending = append(h.pending, enc)
 		for s := range h.subs {
-			select {
-			case s.c <- e:
-			default:
+			if !s.send(enc) {
 				// Fallen behind: dropped, it resumes by id.
 				h.drop(s)
 			}
@@ -174,7 +214,7 @@ func (h *Hub) write() {
 		h.mu.Unlock()
 		if len(batch) > 0 {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			if err := h.st.AppendEvents(ctx, batch, h.opts.History); err != nil {
+			if err := h.save(ctx, batch); err != nil {
 				h.fail(fmt.Errorf("saving %d events: %w", len(batch), err))
 			}
 			cancel()
@@ -183,6 +223,27 @@ func (h *Hub) write() {
 			return
 		}
 	}
+}
+
+// save appends batch to the store, with its JSON when the store takes it.
+func (h *Hub) save(ctx context.Context, batch []Encoded) error {
+	evs := make([]api.Event, len(batch))
+	for i, e := range batch {
+		evs[i] = e.Event
+	}
+	es, ok := h.st.(EncodedStore)
+	if !ok {
+		return h.st.AppendEvents(ctx, evs, h.opts.History)
+	}
+	raws := make([][]byte, len(batch))
+	for i, e := range batch {
+		raw, err := e.JSON()
+		if err != nil {
+			return err
+		}
+		raws[i] = raw
+	}
+	return es.AppendEncodedEvents(ctx, evs, raws, h.opts.History)
 }
 
 // Close ends every subscription, writes what is pending to the store and
@@ -210,13 +271,45 @@ func (h *Hub) Close() {
 	}
 }
 
-// Subscription is one subscriber: C carries the events after the backlog;
-// it is closed when the subscriber fell behind, or the hub closed.
+// Subscription is one subscriber: C (or, for SubscribeEncoded, Encoded)
+// carries the events after the backlog; it is closed when the subscriber
+// fell behind, or the hub closed.
 type Subscription struct {
-	h *Hub
-	c chan api.Event
+	h   *Hub
+	c   chan api.Event
+	enc chan Encoded
 	// C carries the events published after Subscribe returned.
 	C <-chan api.Event
+	// Encoded carries the events published after SubscribeEncoded
+	// returned, with their JSON.
+	Encoded <-chan Encoded
+}
+
+// send queues e without waiting; false when the buffer is full.
+func (s *Subscription) send(e Encoded) bool {
+	if s.enc != nil {
+		select {
+		case s.enc <- e:
+			return true
+		default:
+			return false
+		}
+	}
+	select {
+	case s.c <- e.Event:
+		return true
+	default:
+		return false
+	}
+}
+
+// end closes s's channel.
+func (s *Subscription) end() {
+	if s.enc != nil {
+		close(s.enc)
+		return
+	}
+	close(s.c)
 }
 
 // Subscribe returns the events of the history after since, oldest first,
@@ -224,16 +317,31 @@ type Subscription struct {
 // events after since have left the history already (the client missed
 // them for good).
 func (h *Hub) Subscribe(since uint64) (backlog []api.Event, sub *Subscription, gap bool) {
+	c := make(chan api.Event, h.opts.Buffer)
+	enc, sub, gap := h.subscribe(&Subscription{h: h, c: c, C: c}, since)
+	backlog = make([]api.Event, len(enc))
+	for i, e := range enc {
+		backlog[i] = e.Event
+	}
+	return backlog, sub, gap
+}
+
+// SubscribeEncoded is Subscribe with each event's JSON: the backlog's and
+// those sub.Encoded (not sub.C) carries.
+func (h *Hub) SubscribeEncoded(since uint64) (backlog []Encoded, sub *Subscription, gap bool) {
+	c := make(chan Encoded, h.opts.Buffer)
+	return h.subscribe(&Subscription{h: h, enc: c, Encoded: c}, since)
+}
+
+func (h *Hub) subscribe(sub *Subscription, since uint64) (backlog []Encoded, _ *Subscription, gap bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	c := make(chan api.Event, h.opts.Buffer)
-	sub = &Subscription{h: h, c: c, C: c}
 	if h.closed {
-		close(c)
+		sub.end()
 		return nil, sub, false
 	}
 	ring := h.history()
-	backlog = After(ring, since)
+	backlog = after(ring, since)
 	// The history no longer reaches back to since.
 	gap = since > 0 && len(ring) > 0 && ring[0].ID > since+1
 	h.subs[sub] = struct{}{}
@@ -241,22 +349,33 @@ func (h *Hub) Subscribe(since uint64) (backlog []api.Event, sub *Subscription, g
 }
 
 // history returns the last opts.History events; h.mu is held.
-func (h *Hub) history() []api.Event {
+func (h *Hub) history() []Encoded {
 	return h.ring[max(0, len(h.ring)-h.opts.History):]
 }
 
 // After returns the events of evs (sorted by id) whose id is above since.
 func After(evs []api.Event, since uint64) []api.Event {
-	lo, hi := 0, len(evs)
+	return append([]api.Event(nil), evs[firstAfter(len(evs), func(i int) uint64 { return evs[i].ID }, since):]...)
+}
+
+// after is After on the encoded history.
+func after(evs []Encoded, since uint64) []Encoded {
+	return append([]Encoded(nil), evs[firstAfter(len(evs), func(i int) uint64 { return evs[i].ID }, since):]...)
+}
+
+// firstAfter returns the index of the first of n events sorted by id
+// whose id is above since.
+func firstAfter(n int, id func(int) uint64, since uint64) int {
+	lo, hi := 0, n
 	for lo < hi {
 		m := (lo + hi) / 2
-		if evs[m].ID <= since {
+		if id(m) <= since {
 			lo = m + 1
 		} else {
 			hi = m
 		}
 	}
-	return append([]api.Event(nil), evs[lo:]...)
+	return lo
 }
 
 // drop ends s; h.mu is held.
@@ -265,7 +384,7 @@ func (h *Hub) drop(s *Subscription) {
 		return
 	}
 	delete(h.subs, s)
-	close(s.c)
+	s.end()
 }
 
 // Close ends the subscription.

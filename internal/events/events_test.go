@@ -1,7 +1,9 @@
 package events
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"testing"
 
@@ -98,5 +100,59 @@ func TestSubscriberThatFallsBehindIsDropped(t *testing.T) {
 	}
 	if n != 3 || len(got) != 10 || got[9] != 10 {
 		t.Errorf("slow got %d events (want its buffer, 3), fast got %v (want 1..10)", n, got)
+	}
+}
+
+// TestSubscribeEncodedCarriesEachEventsJSON: the JSON the hub hands an
+// encoded subscriber, in the backlog, live and from the history of a
+// reopened store, is json.Marshal of the event it goes with.
+func TestSubscribeEncodedCarriesEachEventsJSON(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "drover.db")
+	st := openStore(t, path)
+	h, err := Open(context.Background(), st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishN(h, 2)
+	backlog, sub, _ := h.SubscribeEncoded(0)
+	publishN(h, 2)
+	live := []Encoded{<-sub.Encoded, <-sub.Encoded}
+	sub.Close()
+	h.Close()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st = openStore(t, path)
+	defer st.Close()
+	h, err = Open(context.Background(), st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	reopened, sub, _ := h.SubscribeEncoded(0)
+	sub.Close()
+	for _, tt := range []struct {
+		name string
+		evs  []Encoded
+	}{
+		{"backlog", backlog},
+		{"live", live},
+		{"reopened", reopened},
+	} {
+		if len(tt.evs) == 0 {
+			t.Errorf("%s: no events", tt.name)
+		}
+		for _, e := range tt.evs {
+			want, err := json.Marshal(e.Event)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := e.JSON(); err != nil || !bytes.Equal(got, want) {
+				t.Errorf("%s: event %d JSON = %s (%v), want %s", tt.name, e.ID, got, err, want)
+			}
+		}
+	}
+	if got := len(reopened); got != 4 {
+		t.Errorf("reopened history has %d events, want 4", got)
 	}
 }

@@ -40,6 +40,19 @@ func (s *Store) AppendEvents(ctx context.Context, evs []api.Event, keep int) err
 		}
 		raws[i] = raw
 	}
+	return s.AppendEncodedEvents(ctx, evs, raws, keep)
+}
+
+// AppendEncodedEvents is AppendEvents with each event's JSON already
+// encoded (raws[i] is json.Marshal of evs[i]): the hub encodes every event
+// once, for its subscribers and for the store.
+func (s *Store) AppendEncodedEvents(ctx context.Context, evs []api.Event, raws [][]byte, keep int) error {
+	if len(evs) == 0 {
+		return nil
+	}
+	if len(raws) != len(evs) {
+		return fmt.Errorf("saving events: %d encodings for %d events", len(raws), len(evs))
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("saving events: %w", err)
 	}
