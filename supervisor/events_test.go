@@ -37,13 +37,6 @@ func (a *apiServer) follow(since uint64) *stream {
 	return a.followAt(a.client, a.url+api.PathEvents, "", since)
 }
 
-// followUI is follow on the dashboard's GET /events, on the dashboard
-// listener at addr with its token, as the page's live script does.
-func (a *apiServer) followUI(addr, tok string, since uint64) *stream {
-	a.t.Helper()
-	return a.followAt(http.DefaultClient, "http://"+addr+"/events", "Bearer "+tok, since)
-}
-
 // followAt is follow on the stream at url through client, with auth as
 // the Authorization header when set.
 func (a *apiServer) followAt(client *http.Client, url, auth string, since uint64) *stream {
