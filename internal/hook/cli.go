@@ -84,16 +84,6 @@ type wire struct {
 	TurnID         json.RawMessage `json:"turn_id"`
 }
 
-// Detect names the CLI that wrote payload data, for a hook installed
-// without --cli (see wire.cli); data that is not JSON is Claude Code's.
-func Detect(data []byte) CLI {
-	var w wire
-	if json.Unmarshal(data, &w) != nil {
-		return Claude
-	}
-	return w.cli()
-}
-
 // cli names the CLI that wrote w: Gemini sends a timestamp on every
 // event and names its own events (AfterAgent, BeforeAgent, PreCompress);
 // Codex sends a turn_id on its turn events; anything else is read as

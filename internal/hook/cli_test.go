@@ -15,6 +15,16 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
+// Detect names the CLI that wrote payload data, as ReadFrom does for a
+// hook installed without --cli; data that is not JSON is Claude Code's.
+func Detect(data []byte) CLI {
+	var w wire
+	if json.Unmarshal(data, &w) != nil {
+		return Claude
+	}
+	return w.cli()
+}
+
 // decisions are the answers every payload is rendered with: what the
 // workflows answer (a block, context, a warning, PreCompact's text).
 var decisions = []struct {

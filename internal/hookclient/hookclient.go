@@ -34,7 +34,7 @@ const DisableEnv = "DROVER_HOOK_DISABLE"
 type Options struct {
 	Event hook.Event
 	// CLI is the agent CLI that runs the hook (the --cli flag); "" detects
-	// it from the payload (hook.Detect).
+	// it from the payload (hook.ReadFrom).
 	CLI   hook.CLI
 	Stdin io.Reader
 	// Getenv reads the environment.
