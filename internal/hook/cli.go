@@ -79,9 +79,19 @@ func (e Event) EventName(cli CLI) string {
 // apart.
 type wire struct {
 	Input
-	PromptResponse *string         `json:"prompt_response"`
-	Timestamp      json.RawMessage `json:"timestamp"`
-	TurnID         json.RawMessage `json:"turn_id"`
+	PromptResponse *string `json:"prompt_response"`
+	Timestamp      present `json:"timestamp"`
+	TurnID         present `json:"turn_id"`
+}
+
+// present records that a field was sent, whatever its value, without
+// keeping (allocating) the value: only its presence tells the CLIs apart.
+type present bool
+
+// UnmarshalJSON marks the field present (null included).
+func (p *present) UnmarshalJSON([]byte) error {
+	*p = true
+	return nil
 }
 
 // cli names the CLI that wrote w: Gemini sends a timestamp on every
@@ -94,9 +104,9 @@ func (w *wire) cli() CLI {
 		return Gemini
 	}
 	switch {
-	case w.PromptResponse != nil || len(w.Timestamp) > 0:
+	case w.PromptResponse != nil || bool(w.Timestamp):
 		return Gemini
-	case len(w.TurnID) > 0:
+	case bool(w.TurnID):
 		return Codex
 	}
 	return Claude
