@@ -123,10 +123,9 @@ func (s *Server) sessionsView(ctx context.Context) (dashboard.SessionsView, erro
 	var v dashboard.SessionsView
 	last := map[string]*api.Event{}
 	if s.events != nil {
-		backlog, sub, _ := s.events.Subscribe(0)
-		sub.Close()
-		for i := range backlog {
-			e := &backlog[i]
+		recent := s.events.Recent()
+		for i := range recent {
+			e := &recent[i]
 			v.LastEventID = e.ID
 			if e.Session != "" {
 				last[e.Session] = e

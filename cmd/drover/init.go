@@ -112,17 +112,22 @@ func setClaudeEnv(path, key, value string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("encoding %q: %w", path, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return false, fmt.Errorf("creating %q: %w", filepath.Dir(path), err)
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, append(out, '\n'), 0o644); err != nil {
-		return false, fmt.Errorf("writing %q: %w", tmp, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return false, fmt.Errorf("replacing %q: %w", path, err)
+	if err := writeSettings(path, append(out, '\n')); err != nil {
+		return false, err
 	}
 	return true, nil
+}
+
+// writeSettings replaces the settings file at path with data, creating
+// its folder, so that an agent CLI reading it never sees half a file.
+func writeSettings(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("creating %q: %w", filepath.Dir(path), err)
+	}
+	if err := atomicfile.Write(path, data, 0o644); err != nil {
+		return fmt.Errorf("writing %q: %w", path, err)
+	}
+	return nil
 }
 
 // initCodex writes drover's Codex hooks and skills and prints the trust
@@ -193,11 +198,8 @@ func (a *app) mergeHooks(cli hook.CLI, path string) ([]agentsetup.Hook, error) {
 		fmt.Fprintf(a.stdout, "[drover] %s already runs drover's hooks\n", path)
 		return hs, nil
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, fmt.Errorf("creating %q: %w", filepath.Dir(path), err)
-	}
-	if err := atomicfile.Write(path, out, 0o644); err != nil {
-		return nil, fmt.Errorf("writing %q: %w", path, err)
+	if err := writeSettings(path, out); err != nil {
+		return nil, err
 	}
 	fmt.Fprintf(a.stdout, "[drover] added %d drover hooks to %s\n", added, path)
 	return hs, nil

@@ -348,6 +348,20 @@ func (h *Hub) subscribe(sub *Subscription, since uint64) (backlog []Encoded, _ *
 	return backlog, sub, gap
 }
 
+// Recent returns the events of the history, oldest first, without
+// subscribing: a page that shows them and follows the stream by id later
+// needs no subscription of its own.
+func (h *Hub) Recent() []api.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ring := h.history()
+	evs := make([]api.Event, len(ring))
+	for i, e := range ring {
+		evs[i] = e.Event
+	}
+	return evs
+}
+
 // history returns the last opts.History events; h.mu is held.
 func (h *Hub) history() []Encoded {
 	return h.ring[max(0, len(h.ring)-h.opts.History):]

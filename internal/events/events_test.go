@@ -56,6 +56,9 @@ func TestHistoryIsBoundedAndKeptAcrossAReopen(t *testing.T) {
 	if got := ids(backlog); len(got) != 5 || got[0] != 8 || got[4] != 12 || !gap {
 		t.Errorf("after 12 events with a history of 5, Subscribe(3) = %v gap %v, want 8..12 and a gap", got, gap)
 	}
+	if got := ids(h.Recent()); len(got) != 5 || got[0] != 8 || got[4] != 12 {
+		t.Errorf("after 12 events with a history of 5, Recent() = %v, want 8..12", got)
+	}
 	h.Close()
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
