@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"reflect"
+	"unicode/utf8"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/events"
@@ -51,9 +52,7 @@ func sessionEvents(old session.Record, found bool, next session.Record) []events
 	d, decided := newDecision(old, next)
 	if decided {
 		reason := d.Output.Reason
-		if len(reason) > reasonCap {
-			reason = reason[:reasonCap] + "…"
-		}
+		reason = cutReason(reason)
 		decision := "allow"
 		if d.Output.IsBlock() {
 			decision = "block"
@@ -251,4 +250,17 @@ func taskEvents(id string, p api.RunTask, had bool, t api.RunTask) []events.Draf
 		}})
 	}
 	return out
+}
+
+// cutReason bounds a decision's reason to reasonCap bytes, cut at a
+// rune's start: half a character is not UTF-8, and the event is JSON.
+func cutReason(reason string) string {
+	if len(reason) <= reasonCap {
+		return reason
+	}
+	n := reasonCap
+	for n > 0 && !utf8.RuneStart(reason[n]) {
+		n--
+	}
+	return reason[:n] + "…"
 }

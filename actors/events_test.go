@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/drover-dev/drover/internal/api"
 	"github.com/drover-dev/drover/internal/events"
@@ -213,5 +214,14 @@ func TestSessionEndPublishesEnded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A decision's reason past reasonCap is cut at a character's start, so the
+// event's reason stays valid UTF-8.
+func TestDecisionReasonIsCutAtARune(t *testing.T) {
+	long := strings.Repeat("a", reasonCap-1) + "é and more"
+	if got := cutReason(long); !utf8.ValidString(got) {
+		t.Fatalf("reason %q is not valid UTF-8", got)
 	}
 }
