@@ -47,17 +47,16 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 	if err := job.check(); err != nil {
 		return Result{}, err
 	}
-	head, err := refHead(ctx, d.Repo, "refs/heads/"+job.Branch)
-	if err != nil {
-		return Result{}, fmt.Errorf("the branch of job %s: %w", job.ID, err)
-	}
-	job.Head = head
 	job.Author = gitAuthor(ctx, d.Repo)
 	var done bool
+	var err error
 	job.ID, done, err = d.liveID(ctx, job.ID)
 	if err != nil {
 		return Result{}, err
 	}
+	// The branch's head is read once: by the job's bundle when one is
+	// made, else here.
+	bundled := false
 	if !done {
 		if err := d.putBase(ctx, job); err != nil {
 			return Result{}, err
@@ -67,6 +66,13 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 			job.Bundle = "job/" + job.ID
 		} else if err := d.putJobBundle(ctx, &job); err != nil {
 			return Result{}, err
+		} else {
+			bundled = true
+		}
+	}
+	if !bundled {
+		if job.Head, err = refHead(ctx, d.Repo, "refs/heads/"+job.Branch); err != nil {
+			return Result{}, fmt.Errorf("the branch of job %s: %w", job.ID, err)
 		}
 	}
 	if job.Bundle != "" || done {

@@ -7,7 +7,6 @@ import (
 	"math"
 	"path"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -97,7 +96,8 @@ func Options(o api.RunOptions, c config.Run, t templates.Set) (api.RunOptions, e
 		// A CLI's name with a colon is a named agent (agentrun.Named):
 		// one it cannot read is a mistake, not a command to run.
 		if cli, _, ok := strings.Cut(strings.TrimSpace(o.Agent), ":"); ok && !strings.ContainsAny(cli, " \t/") {
-			if _, _, named := agentrun.Named(o.Agent); !named && slices.Contains([]string{agentrun.AgentClaude, agentrun.AgentCodex, agentrun.AgentGemini}, cli) {
+			_, _, known := agentrun.Named(cli)
+			if _, _, named := agentrun.Named(o.Agent); !named && known {
 				return o, fmt.Errorf("agent %q: a named agent is %s, %s or %s, optionally with :MODEL (one word)", o.Agent, agentrun.AgentClaude, agentrun.AgentCodex, agentrun.AgentGemini)
 			}
 		}
