@@ -51,8 +51,7 @@ func sessionEvents(old session.Record, found bool, next session.Record) []events
 	}
 	d, decided := newDecision(old, next)
 	if decided {
-		reason := d.Output.Reason
-		reason = cutReason(reason)
+		reason := cutReason(d.Output.Reason)
 		decision := "allow"
 		if d.Output.IsBlock() {
 			decision = "block"
