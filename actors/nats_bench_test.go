@@ -74,7 +74,8 @@ func BenchmarkRunNATS(b *testing.B) {
 
 			db := openRunStore(b, root)
 			cfg := config.Defaults()
-			env := RunsEnv{Store: db, Root: root, Config: func() config.Config { return cfg },
+			ends := newRunEnds()
+			env := RunsEnv{Store: db, Root: root, Config: func() config.Config { return cfg }, Events: ends.events,
 				Executors: map[string]func(config.Config, api.RunOptions) (executor.Executor, error){
 					executor.NATS: conns.Executor,
 				}}
@@ -90,7 +91,7 @@ func BenchmarkRunNATS(b *testing.B) {
 					Agent: "'" + agent + "'", TestCommand: "true {{packages}}", SuiteCommand: "true",
 				}}
 				start := time.Now()
-				r := runToEnd(b, system, pid, db, req)
+				r := runToEnd(b, system, pid, db, ends, req)
 				took := time.Since(start)
 				if r.State != api.RunDone {
 					b.Fatalf("%s run %s: %s", exec, r.State, r.Report)
