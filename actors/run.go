@@ -82,7 +82,8 @@ type RunsEnv struct {
 	// Executors make the executors of runs other than the local one, by
 	// the name of run.executor (executor.NATS), from the configuration and
 	// the run's options; a run whose executor has none here is refused.
-	// The local executor needs none: it is the default.
+	// The local executor needs none: it is the default. A maker may block
+	// (it connects): the run's own actor calls it as the run begins.
 	Executors map[string]func(cfg config.Config, o api.RunOptions) (executor.Executor, error)
 
 	// worktrees serializes the work tree changes of every run of the
@@ -97,9 +98,12 @@ func (e RunsEnv) config() config.Config {
 	return e.Config()
 }
 
-// runExecutor returns the executor of a run with options o: nil for the
-// local one, the default.
-func (e RunsEnv) runExecutor(cfg config.Config, o api.RunOptions) (executor.Executor, error) {
+// runExecutor returns what makes the executor of a run with options o:
+// nil for the local one, the default. An executor this drover lacks is
+// refused at once; making one may wait seconds (NATS that does not
+// answer), so the run's own actor calls it (runActor.connect), not the
+// runs actor, which serves every run.
+func (e RunsEnv) runExecutor(cfg config.Config, o api.RunOptions) (func() (executor.Executor, error), error) {
 	if o.Executor == "" || o.Executor == executor.Local {
 		return nil, nil
 	}
@@ -107,11 +111,13 @@ func (e RunsEnv) runExecutor(cfg config.Config, o api.RunOptions) (executor.Exec
 	if !ok {
 		return nil, fmt.Errorf("executor %s: this drover has no %s executor yet (run.executor, drover run --executor): use local", o.Executor, o.Executor)
 	}
-	x, err := newExec(cfg, o)
-	if err != nil {
-		return nil, fmt.Errorf("executor %s: %w", o.Executor, err)
-	}
-	return x, nil
+	return func() (executor.Executor, error) {
+		x, err := newExec(cfg, o)
+		if err != nil {
+			return nil, fmt.Errorf("executor %s: %w", o.Executor, err)
+		}
+		return x, nil
+	}, nil
 }
 
 func (e RunsEnv) templates() (templates.Set, error) {
@@ -282,7 +288,7 @@ func (r *runsActor) start(ctx actor.Context, req api.StartRunRequest) (*actor.PI
 	}
 	set, err := newRunSettings(cfg, opts, r.env.Reviewers, r.env.ChildTag)
 	if err == nil {
-		set.exec, err = r.env.runExecutor(cfg, opts)
+		set.connect, err = r.env.runExecutor(cfg, opts)
 	}
 	if err != nil {
 		return nil, &RunReply{Err: fmt.Errorf("%w: %w", ErrBadRequest, err)}
@@ -324,7 +330,7 @@ func (r *runsActor) resume(ctx actor.Context, id string) (*actor.PID, *RunReply)
 	cfg := r.env.config()
 	set, err := newRunSettings(cfg, rec.Options, r.env.Reviewers, r.env.ChildTag)
 	if err == nil {
-		set.exec, err = r.env.runExecutor(cfg, rec.Options)
+		set.connect, err = r.env.runExecutor(cfg, rec.Options)
 	}
 	if err != nil {
 		return nil, &RunReply{Err: fmt.Errorf("%w: run %s: %w", ErrBadRequest, id, err)}

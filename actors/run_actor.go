@@ -95,6 +95,15 @@ func (a *runActor) Receive(ctx actor.Context) {
 	case *StartRun, *ResumeRun:
 		// Forwarded by the runs actor: the asker waits for the first
 		// commit.
+		if err := a.connect(msg); err != nil {
+			// Nothing was committed: a start leaves no run, a resume
+			// the stored run as it was.
+			a.log.Warn("run not begun: its executor could not be made", zap.Error(err))
+			ctx.Respond(&RunReply{Err: err})
+			a.broken = true
+			ctx.Stop(ctx.Self())
+			return
+		}
 		a.log.Info("run started", zap.Int("tasks", len(a.s.Run.Tasks)), zap.Int("waves", a.s.Run.Waves))
 		a.armHeartbeat(ctx)
 		a.answer(ctx, run.Begin{})
@@ -148,6 +157,25 @@ func (a *runActor) Receive(ctx actor.Context) {
 			a.wake.Stop()
 		}
 	}
+}
+
+// connect makes the run's executor (runSettings.connect) as the run
+// begins, msg being the start or resume that asked for it. It is made
+// here rather than in the runs actor because it may wait seconds for
+// NATS that does not answer: only this run waits with it.
+func (a *runActor) connect(msg any) error {
+	if a.set.connect == nil {
+		return nil
+	}
+	x, err := a.set.connect()
+	if err != nil {
+		if _, resume := msg.(*ResumeRun); resume {
+			return fmt.Errorf("%w: run %s: %w", ErrBadRequest, a.s.Run.ID, err)
+		}
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	a.set.exec, a.set.connect = x, nil
+	return nil
 }
 
 // answer steps an event whose asker waits (the run begins, the user

@@ -30,6 +30,9 @@ type runSettings struct {
 	review *reviewer.Spec
 	// exec is the run's executor; nil for the local one (runActor.executor).
 	exec executor.Executor
+	// connect makes exec as the run's actor begins (runActor.connect);
+	// nil for the local executor.
+	connect func() (executor.Executor, error)
 }
 
 // newRunSettings reads a run's settings from the configuration and its

@@ -45,7 +45,8 @@ func (c *Connections) Executor(cfg config.Config, o api.RunOptions) (executor.Ex
 		nc.URL = o.NATS
 	}
 	nc.Name = "drover " + RepoName(c.root)
-	// The runs actor waits for this, once per configuration: a refused
+	// The run's actor waits for this, once per configuration (under
+	// c.mu, so a second run with the same one waits too): a refused
 	// connection answers at once, a server that does not answer at all
 	// within ConnectTimeout. Set before the look-up: it is part of the
 	// key, and a key that never matches opens (and leaks) a connection
