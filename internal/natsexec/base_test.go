@@ -51,18 +51,18 @@ func TestBaseTravelsOncePerWorker(t *testing.T) {
 		t.Fatalf("the base's bundle has %d bytes, want the whole history (> %d)", info.Size, len(blob))
 	}
 	// A job of a branch one commit beyond the base carries that commit.
-	file := filepath.Join(t.TempDir(), "job.bundle")
-	head, wrote, err := bundleJob(ctx, repo, file, base, "drover/r1/a")
-	if err != nil || !wrote || head == "" {
-		t.Fatalf("bundleJob = %q, %v, %v", head, wrote, err)
+	local := openLocal(ctx, repo)
+	data, head, err := local.bundleJob(ctx, base, "drover/r1/a")
+	if err != nil || data == nil || head == "" {
+		t.Fatalf("bundleJob = %q, %d bytes, %v", head, len(data), err)
 	}
-	if fi, err := os.Stat(file); err != nil || fi.Size() > int64(len(blob))/8 {
-		t.Fatalf("the job's bundle: %v, %v bytes; the base has %d", err, fi, len(blob))
+	if len(data) > len(blob)/8 {
+		t.Fatalf("the job's bundle has %d bytes; the base has %d", len(data), len(blob))
 	}
 	// A branch at the base has no bundle.
 	mustGit(t, repo, "branch", "drover/r1/c", base)
-	if _, wrote, err := bundleJob(ctx, repo, file, base, "drover/r1/c"); err != nil || wrote {
-		t.Fatalf("a branch at its base: bundle written %v, %v", wrote, err)
+	if data, _, err := local.bundleJob(ctx, base, "drover/r1/c"); err != nil || data != nil {
+		t.Fatalf("a branch at its base: a bundle of %d bytes, %v", len(data), err)
 	}
 
 	// The next jobs from the base, on the worker that has it: the

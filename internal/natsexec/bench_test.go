@@ -55,7 +55,8 @@ func BenchmarkJobTransport(b *testing.B) {
 				b.Fatal(err)
 			}
 			nc, st := connect(b, s, 0)
-			d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id}
+			local := openLocal(ctx, repo)
+			d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id, local: local}
 
 			// The worker of the steps, and the worker of the whole jobs.
 			steps := &Worker{Streams: st, Identity: id, Dir: b.TempDir()}
@@ -87,7 +88,6 @@ func BenchmarkJobTransport(b *testing.B) {
 			for i := range b.N {
 				branch := fmt.Sprintf("drover/bench/t%d", i)
 				name := fmt.Sprintf("job/bench-%d", i)
-				file := filepath.Join(tmp, "job.bundle")
 				// The branch has a commit of an earlier iteration (a
 				// first iteration's has none, and no job bundle).
 				b.StopTimer()
@@ -101,12 +101,12 @@ func BenchmarkJobTransport(b *testing.B) {
 					*d += now.Sub(lap)
 					lap = now
 				}
-				head, _, err := bundleJob(ctx, repo, file, base, branch)
+				data, head, err := local.bundleJob(ctx, base, branch)
 				if err != nil {
 					b.Fatal(err)
 				}
 				since(&bundle)
-				if err := putBundle(ctx, st.Bundles, file, name); err != nil {
+				if err := putBytes(ctx, st.Bundles, data, name); err != nil {
 					b.Fatal(err)
 				}
 				since(&put)
@@ -115,7 +115,7 @@ func BenchmarkJobTransport(b *testing.B) {
 					b.Fatal(err)
 				}
 				since(&get)
-				if _, err := unbundle(ctx, steps.Repo(), got); err != nil {
+				if _, err := steps.local.unbundle(ctx, got); err != nil {
 					b.Fatal(err)
 				}
 				since(&unpack)
@@ -125,7 +125,7 @@ func BenchmarkJobTransport(b *testing.B) {
 				}
 				lap = time.Now()
 				var res Result
-				if err := steps.bundleResult(ctx, j, filepath.Join(tmp, "result.bundle"), &res); err != nil {
+				if err := steps.bundleResult(ctx, j, &res); err != nil {
 					b.Fatal(err)
 				}
 				since(&result)
@@ -133,9 +133,7 @@ func BenchmarkJobTransport(b *testing.B) {
 					b.Fatal(err)
 				}
 				since(&apply)
-				if fi, err := os.Stat(file); err == nil {
-					bundleBytes += fi.Size()
-				}
+				bundleBytes += int64(len(data))
 				_ = st.Bundles.Delete(ctx, name)
 
 				j = Job{ID: fmt.Sprintf("bench-job-%d", i), RunID: "bench", Task: "t", Iteration: 1, Base: base, Branch: branch + "-job"}

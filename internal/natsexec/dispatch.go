@@ -28,6 +28,16 @@ type Dispatcher struct {
 	// bases serializes the storing of one base's bundle among this
 	// supervisor's jobs (nil: not serialized), so that it is stored once.
 	bases *keyedMutex
+	// local is Repo opened once (nil: opened by each job).
+	local *localRepo
+}
+
+// repo is d's repository, opened once when d was made by NewDispatcher.
+func (d Dispatcher) repo(ctx context.Context) *localRepo {
+	if d.local != nil {
+		return d.local
+	}
+	return openLocal(ctx, d.Repo)
 }
 
 // Do runs job on a worker: it stores the job's base once per base commit
@@ -47,7 +57,8 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 	if err := job.check(); err != nil {
 		return Result{}, err
 	}
-	job.Author = gitAuthor(ctx, d.Repo)
+	repo := d.repo(ctx)
+	job.Author = repo.jobAuthor(ctx)
 	var done bool
 	var err error
 	job.ID, done, err = d.liveID(ctx, job.ID)
@@ -64,14 +75,14 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 		if d.hasBundle(ctx, "job/"+job.ID) {
 			// Adopted: the bundle of the job in flight stays.
 			job.Bundle = "job/" + job.ID
-		} else if err := d.putJobBundle(ctx, &job); err != nil {
+		} else if err := d.putJobBundle(ctx, repo, &job); err != nil {
 			return Result{}, err
 		} else {
 			bundled = true
 		}
 	}
 	if !bundled {
-		if job.Head, err = refHead(ctx, d.Repo, "refs/heads/"+job.Branch); err != nil {
+		if job.Head, err = repo.refHead(ctx, "refs/heads/"+job.Branch); err != nil {
 			return Result{}, fmt.Errorf("the branch of job %s: %w", job.ID, err)
 		}
 	}
@@ -202,23 +213,17 @@ func (d Dispatcher) putBase(ctx context.Context, job Job) error {
 
 // putJobBundle bundles the branch's commits beyond job's base and stores
 // the bundle, named in job.Bundle; a branch with none has no bundle.
-func (d Dispatcher) putJobBundle(ctx context.Context, job *Job) error {
-	tmp, err := os.MkdirTemp("", "drover-bundle-")
-	if err != nil {
-		return fmt.Errorf("a directory for the bundle of job %s: %w", job.ID, err)
-	}
-	defer os.RemoveAll(tmp)
-	file := filepath.Join(tmp, "job.bundle")
-	head, wrote, err := bundleJob(ctx, d.Repo, file, job.Base, job.Branch)
+func (d Dispatcher) putJobBundle(ctx context.Context, repo *localRepo, job *Job) error {
+	data, head, err := repo.bundleJob(ctx, job.Base, job.Branch)
 	if err != nil {
 		return fmt.Errorf("the bundle of job %s: %w", job.ID, err)
 	}
 	job.Head = head
-	if !wrote {
+	if data == nil {
 		return nil
 	}
 	job.Bundle = "job/" + job.ID
-	return d.retry(ctx, func() error { return putBundle(ctx, d.Streams.Bundles, file, job.Bundle) })
+	return d.retry(ctx, func() error { return putBytes(ctx, d.Streams.Bundles, data, job.Bundle) })
 }
 
 // hasBundle says whether the object store has the bundle name.
@@ -340,7 +345,7 @@ func (d Dispatcher) apply(ctx context.Context, job Job, res Result) error {
 	if err := d.retry(ctx, func() error { return d.Streams.Bundles.GetFile(ctx, res.Bundle, file) }); err != nil {
 		return fmt.Errorf("fetching the result bundle of job %s: %w", job.ID, err)
 	}
-	refs, err := unbundle(ctx, d.Repo, file)
+	refs, err := d.repo(ctx).unbundle(ctx, file)
 	if err != nil {
 		return fmt.Errorf("the result of job %s: unpacking its bundle: %w", job.ID, err)
 	}

@@ -1,6 +1,7 @@
 package natsexec
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,9 +12,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/drover-dev/drover/internal/gitobj"
 	"github.com/drover-dev/drover/internal/proc"
 )
 
@@ -79,13 +82,61 @@ func gitOut(ctx context.Context, dir string, args ...string) (string, error) {
 	return strings.TrimSpace(out), nil
 }
 
-// refHead returns the commit ref names, or "" when there is no such ref.
-func refHead(ctx context.Context, dir, ref string) (string, error) {
-	out, err := gitOut(ctx, dir, "for-each-ref", "--format=%(objectname)", ref)
-	if err != nil {
-		return "", err
+// localRepo is a repository of a supervisor or worker with what is kept
+// of it between jobs: its object storage, opened once (gitobj: its refs
+// and the bundles of jobs read and written in process, git being the
+// fallback), and the git identity its jobs carry.
+type localRepo struct {
+	dir string
+	git *gitobj.Repo
+
+	mu       sync.Mutex
+	author   Author
+	authorAt time.Time
+}
+
+// openLocal returns the localRepo of dir. A repository gitobj cannot open
+// is worked by git alone.
+func openLocal(ctx context.Context, dir string) *localRepo {
+	g, _ := gitobj.Open(ctx, dir)
+	return &localRepo{dir: dir, git: g}
+}
+
+// authorFresh is how long a git identity read by jobAuthor serves: a
+// change of the project's git config reaches the jobs after it.
+const authorFresh = time.Minute
+
+// jobAuthor is the project's git identity (gitAuthor), read again once
+// authorFresh has passed rather than by a git process per job.
+func (r *localRepo) jobAuthor(ctx context.Context) Author {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.authorAt.IsZero() || time.Since(r.authorAt) > authorFresh {
+		r.author, r.authorAt = gitAuthor(ctx, r.dir), time.Now()
 	}
-	return out, nil
+	return r.author
+}
+
+// refHead returns the commit ref names, or "" when there is no such ref:
+// read in process, or by git when the repository keeps its refs in a way
+// gitobj does not read.
+func (r *localRepo) refHead(ctx context.Context, ref string) (string, error) {
+	if r.git != nil {
+		if id, err := r.git.Ref(ref); !errors.Is(err, gitobj.ErrUnsupported) {
+			return id, err
+		}
+	}
+	return gitOut(ctx, r.dir, "for-each-ref", "--format=%(objectname)", ref)
+}
+
+// hasCommit says whether the repository has commit (and so its history:
+// a worker's repository gets commits only from bundles, whole).
+func (r *localRepo) hasCommit(ctx context.Context, commit string) bool {
+	if r.git != nil && r.git.Has(commit) {
+		return true
+	}
+	_, err := gitOut(ctx, r.dir, "cat-file", "-e", commit+"^{commit}")
+	return err == nil
 }
 
 // bundleBase writes to file a bundle of base and its whole history,
@@ -103,40 +154,25 @@ func bundleBase(ctx context.Context, repo, file, baseRef, base string) error {
 	return nil
 }
 
-// bundleJob writes to file a bundle of the commits of branch that base
-// lacks, the only part of a job's repository state that is the job's own
-// (the worker gets base once, by bundleBase). It returns the branch's
-// commit ("" when the branch does not exist yet) and whether it wrote a
-// bundle: none when the branch is absent or base has all its commits.
-func bundleJob(ctx context.Context, repo, file, base, branch string) (string, bool, error) {
+// bundleJob returns a bundle of the commits of branch that base lacks,
+// the only part of a job's repository state that is the job's own (the
+// worker gets base once, by bundleBase), and the branch's commit ("" when
+// the branch does not exist yet). It returns no bundle when the branch is
+// absent or base has all its commits.
+func (r *localRepo) bundleJob(ctx context.Context, base, branch string) ([]byte, string, error) {
 	ref := "refs/heads/" + branch
-	head, err := refHead(ctx, repo, ref)
+	head, err := r.refHead(ctx, ref)
 	if err != nil || head == "" {
-		return head, false, err
+		return nil, head, err
 	}
-	// One git process: a branch base has all of is an empty bundle,
-	// which git refuses.
-	if _, err := gitOut(ctx, repo, "bundle", "create", "--quiet", file, ref, "^"+base); err != nil {
-		if emptyBundle(err) {
-			return head, false, nil
-		}
-		return "", false, fmt.Errorf("bundling branch %s beyond %s: %w", branch, base, err)
+	data, n, err := gitobj.MakeBundle(ctx, r.dir, ref, head, []string{base})
+	if err != nil {
+		return nil, "", fmt.Errorf("bundling branch %s beyond %s: %w", branch, base, err)
 	}
-	return head, true, nil
-}
-
-// emptyBundle says whether err is git refusing to create a bundle of no
-// commits (its messages are untranslated: proc.GitEnv).
-func emptyBundle(err error) bool {
-	var gerr *proc.GitError
-	return errors.As(err, &gerr) && strings.Contains(gerr.Stderr, "Refusing to create empty bundle")
-}
-
-// hasCommit says whether repo has commit (and so its history: a worker's
-// repository gets commits only from bundles, whole).
-func hasCommit(ctx context.Context, repo, commit string) bool {
-	_, err := gitOut(ctx, repo, "cat-file", "-e", commit+"^{commit}")
-	return err == nil
+	if n == 0 {
+		return nil, head, nil
+	}
+	return data, head, nil
 }
 
 // The git identity of a worker's repository when neither the job nor the
@@ -204,13 +240,30 @@ func (k *keyedMutex) lock(key string) func() {
 	}
 }
 
-// unbundle writes the objects of the bundle file into repo, under no ref,
-// in one git process (git checks that repo has the bundle's
-// prerequisites), and returns the bundle's refs: ref name to commit. The
-// caller points a ref at what it needs; until then the objects are
-// unreferenced, which git keeps for weeks (gc's prune expiry).
-func unbundle(ctx context.Context, repo, file string) (map[string]string, error) {
-	out, err := gitOut(ctx, repo, "bundle", "unbundle", file)
+// unbundle writes the objects of the bundle file into the repository,
+// under no ref, and returns the bundle's refs: ref name to commit. A
+// bundle gitobj reads is written in process, as loose objects; any other
+// (too big, a thin pack, a prerequisite found only by git) by git bundle
+// unbundle, which checks the prerequisites too. The caller points a ref
+// at what it needs; until then the objects are unreferenced, which git
+// keeps for weeks (gc's prune expiry).
+func (r *localRepo) unbundle(ctx context.Context, file string) (map[string]string, error) {
+	if r.git != nil {
+		if fi, err := os.Stat(file); err == nil && fi.Size() <= gitobj.MaxObject {
+			data, err := os.ReadFile(file)
+			if err != nil {
+				return nil, fmt.Errorf("reading bundle %q: %w", file, err)
+			}
+			b, err := r.git.Unbundle(data)
+			if err == nil {
+				return b.Refs, nil
+			}
+			if !errors.Is(err, gitobj.ErrUnsupported) {
+				return nil, err
+			}
+		}
+	}
+	out, err := gitOut(ctx, r.dir, "bundle", "unbundle", file)
 	if err != nil {
 		return nil, err
 	}
@@ -234,6 +287,14 @@ func setBranch(ctx context.Context, repo, branch, head, old string) error {
 	}
 	if _, err := gitOut(ctx, repo, "update-ref", "refs/heads/"+branch, head, old); err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrBranchMoved, branch, err)
+	}
+	return nil
+}
+
+// putBytes stores the bundle data as object name.
+func putBytes(ctx context.Context, obs jetstream.ObjectStore, data []byte, name string) error {
+	if _, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("storing bundle %s: %w", name, err)
 	}
 	return nil
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
 	"go.uber.org/zap"
+
+	"github.com/drover-dev/drover/internal/gitobj"
 )
 
 // Runner runs a job's iteration in repo, the worker's own repository of
@@ -70,6 +72,8 @@ type Worker struct {
 	// haveBase has the base commits the worker's repository keeps
 	// (fetchBase), under mu.
 	haveBase map[string]bool
+	// local is the worker's repository, opened by initRepo.
+	local *localRepo
 }
 
 // Repo is the worker's repository.
@@ -103,15 +107,15 @@ func (w *Worker) Run(ctx context.Context) error {
 
 func (w *Worker) initRepo(ctx context.Context) error {
 	repo := w.Repo()
-	if _, err := os.Stat(filepath.Join(repo, ".git")); err == nil {
-		return nil
+	if _, err := os.Stat(filepath.Join(repo, ".git")); err != nil {
+		if err := os.MkdirAll(repo, 0o700); err != nil {
+			return fmt.Errorf("creating the worker repository %q: %w", repo, err)
+		}
+		if _, err := gitOut(ctx, repo, "init", "--quiet"); err != nil {
+			return fmt.Errorf("creating the worker repository %q: %w", repo, err)
+		}
 	}
-	if err := os.MkdirAll(repo, 0o700); err != nil {
-		return fmt.Errorf("creating the worker repository %q: %w", repo, err)
-	}
-	if _, err := gitOut(ctx, repo, "init", "--quiet"); err != nil {
-		return fmt.Errorf("creating the worker repository %q: %w", repo, err)
-	}
+	w.local = openLocal(ctx, repo)
 	return nil
 }
 
@@ -334,7 +338,7 @@ func (w *Worker) work(ctx context.Context, job Job) Result {
 	if ctx.Err() != nil {
 		return res
 	}
-	if err := w.bundleResult(ctx, job, filepath.Join(tmp, "result.bundle"), &res); err != nil && res.Err == "" {
+	if err := w.bundleResult(ctx, job, &res); err != nil && res.Err == "" {
 		res.Err = err.Error()
 	}
 	return res
@@ -362,7 +366,7 @@ func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
 	var refs map[string]string
 	if job.Bundle != "" {
 		var err error
-		if refs, err = unbundle(ctx, repo, file); err != nil {
+		if refs, err = w.local.unbundle(ctx, file); err != nil {
 			return fmt.Errorf("unpacking the bundle of job %s: %w", job.ID, err)
 		}
 	}
@@ -370,11 +374,11 @@ func (w *Worker) prepare(ctx context.Context, job Job, file string) error {
 	for _, c := range refs {
 		inBundle = inBundle || c == job.Head
 	}
-	if job.Head != "" && !inBundle && !hasCommit(ctx, repo, job.Head) {
+	if job.Head != "" && !inBundle && !w.local.hasCommit(ctx, job.Head) {
 		return fmt.Errorf("job %s: its bundles lack the branch's commit %s", job.ID, job.Head)
 	}
 	ref := "refs/heads/" + job.Branch
-	cur, err := refHead(ctx, repo, ref)
+	cur, err := w.local.refHead(ctx, ref)
 	if err != nil {
 		return fmt.Errorf("job %s: the branch %s: %w", job.ID, job.Branch, err)
 	}
@@ -442,7 +446,7 @@ func (w *Worker) fetchBase(ctx context.Context, job Job, file string) error {
 	if known {
 		return nil
 	}
-	if hasCommit(ctx, repo, job.Base) {
+	if w.local.hasCommit(ctx, job.Base) {
 		// Kept under a ref, so that it stays, and known from now on
 		// without a git process per job.
 		if _, err := gitOut(ctx, repo, "update-ref", "refs/drover/base/"+job.Base+"/have", job.Base); err != nil {
@@ -458,7 +462,7 @@ func (w *Worker) fetchBase(ctx context.Context, job Job, file string) error {
 	if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:refs/drover/base/"+job.Base+"/*"); err != nil {
 		return fmt.Errorf("unpacking the base %s of job %s: %w", job.Base, job.ID, err)
 	}
-	if !hasCommit(ctx, repo, job.Base) {
+	if !w.local.hasCommit(ctx, job.Base) {
 		return fmt.Errorf("job %s: the bundle of base %s lacks it", job.ID, job.Base)
 	}
 	w.knowBase(job.Base)
@@ -498,11 +502,10 @@ func removeWorktreeOf(ctx context.Context, repo, ref string) error {
 
 // bundleResult bundles the task branch's commits the supervisor lacks,
 // stores the bundle and names it in res.
-func (w *Worker) bundleResult(ctx context.Context, job Job, file string, res *Result) error {
+func (w *Worker) bundleResult(ctx context.Context, job Job, res *Result) error {
 	unlock := w.branches.lock(job.Branch)
-	repo := w.Repo()
 	ref := "refs/heads/" + job.Branch
-	head, err := refHead(ctx, repo, ref)
+	head, err := w.local.refHead(ctx, ref)
 	if err != nil || head == "" || head == job.Head {
 		unlock()
 		if err != nil {
@@ -511,32 +514,20 @@ func (w *Worker) bundleResult(ctx context.Context, job Job, file string, res *Re
 		return nil
 	}
 	// The supervisor has the branch's last commit and the base: what
-	// they reach is left out, unless that leaves nothing (a branch
-	// moved back), when the bundle has it all. Each is tried in turn,
-	// git refusing an empty bundle: one process in the usual case.
-	var excl []string
-	for _, have := range []string{job.Head, job.Base} {
-		if have != "" {
-			excl = append(excl, "^"+have)
-		}
+	// they reach is left out. A branch moved back to one of them is a
+	// bundle of no objects, which still moves the branch.
+	have := []string{job.Base}
+	if job.Head != "" {
+		have = append(have, job.Head)
 	}
-	for i := 0; ; i++ {
-		args := []string{"bundle", "create", "--quiet", file, ref}
-		if i < len(excl) {
-			args = append(args, excl[i])
-		}
-		_, err = gitOut(ctx, repo, args...)
-		if i >= len(excl) || !emptyBundle(err) {
-			break
-		}
-	}
-	// The bundle is a file of its own: it is stored without the lock.
+	data, _, err := gitobj.MakeBundle(ctx, w.Repo(), ref, head, have)
+	// The bundle is the worker's own: it is stored without the lock.
 	unlock()
 	if err != nil {
 		return fmt.Errorf("bundling the result of job %s: %w", job.ID, err)
 	}
 	name := "result/" + token(job.ID) + "/" + nuid.Next()
-	if err := retryLost(ctx, w.NC, func() error { return putBundle(ctx, w.Streams.Bundles, file, name) }); err != nil {
+	if err := retryLost(ctx, w.NC, func() error { return putBytes(ctx, w.Streams.Bundles, data, name) }); err != nil {
 		return err
 	}
 	res.Head, res.Bundle = head, name
