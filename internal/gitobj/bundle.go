@@ -1,6 +1,7 @@
 package gitobj
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -92,4 +93,24 @@ func IsID(s string) bool {
 		}
 	}
 	return true
+}
+
+// ReadBundleHeader reads a bundle's header from r, leaving r at its pack.
+func ReadBundleHeader(r *bufio.Reader) (Bundle, error) {
+	var head []byte
+	for {
+		line, err := r.ReadSlice('\n')
+		if err != nil {
+			return Bundle{}, fmt.Errorf("git bundle: its header does not end: %w", err)
+		}
+		head = append(head, line...)
+		if len(line) == 1 {
+			break
+		}
+		if len(head) > 1<<20 {
+			return Bundle{}, errors.New("git bundle: a header over 1 MiB")
+		}
+	}
+	b, _, err := ParseBundle(head)
+	return b, err
 }

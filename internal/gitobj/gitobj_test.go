@@ -1,6 +1,7 @@
 package gitobj
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -284,5 +285,26 @@ func TestHas(t *testing.T) {
 	}
 	if !rc.Has(head) {
 		t.Error("Has through an alternate: false")
+	}
+}
+
+// TestReadBundleHeader: the header read from a stream is the one
+// ParseBundle reads, and the reader is left at the pack.
+func TestReadBundleHeader(t *testing.T) {
+	src, base, head := history(t)
+	data, _, err := MakeBundle(context.Background(), src, "refs/heads/task", head, []string{base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(bytes.NewReader(data))
+	b, err := ReadBundleHeader(r)
+	if err != nil || len(b.Prerequisites) != 1 || b.Prerequisites[0] != base || b.Refs["refs/heads/task"] != head {
+		t.Fatalf("ReadBundleHeader = %+v, %v", b, err)
+	}
+	if rest, _ := r.Peek(4); string(rest) != "PACK" {
+		t.Errorf("after the header: %q, want the pack", rest)
+	}
+	if _, err := ReadBundleHeader(bufio.NewReader(strings.NewReader(bundleSignature + "-" + base))); err == nil {
+		t.Error("a header that does not end: no error")
 	}
 }
