@@ -184,7 +184,7 @@ func NewRunsProps(env RunsEnv) *actor.Props {
 		return actor.StopDirective
 	})
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &runsActor{env: env, live: map[string]*actor.PID{}, byPID: map[string]string{}}
+		return &runsActor{env: env, live: map[string]*actor.PID{}, byPID: map[string]string{}, unbegun: map[string]bool{}}
 	}, actor.WithSupervisor(strategy))
 }
 
@@ -192,7 +192,15 @@ type runsActor struct {
 	env   RunsEnv
 	live  map[string]*actor.PID
 	byPID map[string]string
+	// unbegun are the live runs whose actor could not make their executor
+	// (runNotBegun): it stops, and a cancel is answered here meanwhile.
+	unbegun map[string]bool
 }
+
+// runNotBegun tells the runs actor that the actor of run id could not
+// make its executor: nothing was committed, and it answers what it is
+// sent as for a run that is not live (notLive).
+type runNotBegun struct{ id string }
 
 // Receive implements actor.Actor.
 func (r *runsActor) Receive(ctx actor.Context) {
@@ -204,6 +212,10 @@ func (r *runsActor) Receive(ctx actor.Context) {
 		pid, reply := r.resume(ctx, msg.ID)
 		r.begin(ctx, pid, reply)
 	case *CancelRun:
+		if r.unbegun[msg.ID] {
+			ctx.Respond(notLive(r.templates(), msg.ID))
+			return
+		}
 		if err := run.AdmitCancel(r.templates(), r.liveIDs(), msg.ID); err != nil {
 			ctx.Respond(&RunReply{Err: refusal(err)})
 			return
@@ -217,10 +229,21 @@ func (r *runsActor) Receive(ctx actor.Context) {
 			ids[id] = true
 		}
 		ctx.Respond(&LiveRunsReply{IDs: ids})
+	case *runNotBegun:
+		// Poison, not Stop: a stop comes before the user messages queued
+		// and drops them; the pill comes after what was forwarded to the
+		// run's actor so far, which it answers, and what comes after is
+		// answered here. The run stays live until its actor ended, so
+		// that no resume spawns another under its name meanwhile.
+		if pid, ok := r.live[msg.id]; ok {
+			r.unbegun[msg.id] = true
+			ctx.Poison(pid)
+		}
 	case *actor.Terminated:
 		if id, ok := r.byPID[msg.Who.Id]; ok {
 			delete(r.byPID, msg.Who.Id)
 			delete(r.live, id)
+			delete(r.unbegun, id)
 		}
 	}
 }
@@ -245,16 +268,28 @@ func (r *runsActor) liveIDs() []string {
 	return ids
 }
 
-// templates are the texts of the run's refusals; a project's broken
+// templates are the texts of the run's refusals (RunsEnv.refusals).
+func (r *runsActor) templates() templates.Set {
+	return r.env.refusals()
+}
+
+// refusals are the texts of the run's refusals; a project's broken
 // override must not hide why a request is refused, so it falls back to
 // the built-ins.
-func (r *runsActor) templates() templates.Set {
-	set, err := r.env.templates()
+func (e RunsEnv) refusals() templates.Set {
+	set, err := e.templates()
 	if err != nil {
-		r.env.Log.Warn("loading templates; using the built-in", zap.Error(err))
+		e.Log.Warn("loading templates; using the built-in", zap.Error(err))
 		return templates.Defaults()
 	}
 	return set
+}
+
+// notLive is the answer to a cancel of run id, which no actor works: the
+// runs actor's for a run it does not know or that ended, and a run
+// actor's once it stops.
+func notLive(t templates.Set, id string) *RunReply {
+	return &RunReply{Err: refusal(run.AdmitCancel(t, nil, id))}
 }
 
 // refusal makes a refusal of the run's rules (run.ErrRefused) a bad

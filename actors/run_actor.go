@@ -89,6 +89,12 @@ type heartbeat struct{}
 // Receive implements actor.Actor.
 func (a *runActor) Receive(ctx actor.Context) {
 	if _, stopping := ctx.Message().(*actor.Stopping); !stopping && (a.broken || a.stopping) {
+		if ctx.Sender() != nil {
+			// A request the runs actor forwarded (a cancel) before it
+			// knew: answered as it answers one for a run not live, rather
+			// than left to time out.
+			ctx.Respond(notLive(a.env.refusals(), a.s.Run.ID))
+		}
 		return
 	}
 	switch msg := ctx.Message().(type) {
@@ -97,11 +103,13 @@ func (a *runActor) Receive(ctx actor.Context) {
 		// commit.
 		if err := a.connect(msg); err != nil {
 			// Nothing was committed: a start leaves no run, a resume
-			// the stored run as it was.
+			// the stored run as it was. The runs actor stops this actor
+			// after what it forwarded so far (a cancel sent while it
+			// connected), each answered above as a.broken is set.
 			a.log.Warn("run not begun: its executor could not be made", zap.Error(err))
 			ctx.Respond(&RunReply{Err: err})
 			a.broken = true
-			ctx.Stop(ctx.Self())
+			ctx.Send(ctx.Parent(), &runNotBegun{id: a.s.Run.ID})
 			return
 		}
 		a.log.Info("run started", zap.Int("tasks", len(a.s.Run.Tasks)), zap.Int("waves", a.s.Run.Waves))
