@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 )
@@ -218,5 +219,94 @@ func TestWorkerRepositoryCommitsUnderTheProjectsIdentity(t *testing.T) {
 				t.Fatalf("the agent's commit is by %q, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestBaseBeyondAnEarlierBase: the next run's base (the last one's
+// merged) is stored as its commits beyond the base stored whole before,
+// which a worker that has that one fetches alone, and a new worker
+// fetches after it. When the older bundle is gone, the next job stores
+// the base whole again, and a new worker still gets it.
+func TestBaseBeyondAnEarlierBase(t *testing.T) {
+	s := startServer(t)
+	repo, _, id := project(t)
+	blob := make([]byte, 256<<10)
+	if _, err := rand.Read(blob); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(repo, "blob"), blob, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustGit(t, repo, "add", "blob")
+	mustGit(t, repo, "commit", "--quiet", "-m", "blob")
+	first := mustGit(t, repo, "rev-parse", "HEAD")
+	nc, st := connect(t, s, 0)
+	ctx := testCtx(t)
+	d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id, bases: &keyedMutex{}, local: openLocal(ctx, repo), log: &baseLog{}}
+	// One worker at a time, each with a repository of its own; a short
+	// ack wait, so that a job handed to a stopped worker's last pull
+	// comes back soon.
+	worker := func(name string) (*countingStore, func()) {
+		wnc, wst := connect(t, s, 2*time.Second)
+		gets := &countingStore{ObjectStore: wst.Bundles, gets: map[string]int{}}
+		wst.Bundles = gets
+		wctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			_ = (&Worker{NC: wnc, Streams: wst, Identity: id, Name: name, Dir: t.TempDir(), Runner: committer(t)}).Run(wctx)
+		})
+		stop := func() {
+			cancel()
+			wg.Wait()
+		}
+		t.Cleanup(stop)
+		return gets, stop
+	}
+	do := func(run, base string) {
+		t.Helper()
+		job := Job{ID: run + "-1", RunID: run, Task: run, Iteration: 1, Base: base, Branch: "drover/" + run}
+		if res, err := d.Do(ctx, job, nil); err != nil || res.Err != "" {
+			t.Fatalf("job %s: %v, %+v", job.ID, err, res)
+		}
+	}
+	w1, stop1 := worker("w1")
+	do("r1", first)
+	// The run's branch merged: the next run's base.
+	mustGit(t, repo, "merge", "--quiet", "--no-ff", "-m", "r1", "drover/r1")
+	second := mustGit(t, repo, "rev-parse", "HEAD")
+	do("r2", second)
+	info, err := st.Bundles.GetInfo(ctx, baseObject(second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Metadata[basePrerequisite] != first || info.Size > uint64(len(blob))/8 {
+		t.Fatalf("the second base: %d bytes beyond %q; want a few beyond %s (the whole history is %d)", info.Size, info.Metadata[basePrerequisite], first, len(blob))
+	}
+	if w1.count(baseObject(first)) != 1 || w1.count(baseObject(second)) != 1 {
+		t.Fatalf("the first worker fetched %v, want each base once", w1.gets)
+	}
+	stop1()
+
+	// A worker with neither fetches both.
+	w2, stop2 := worker("w2")
+	do("r3", second)
+	if w2.count(baseObject(first)) != 1 || w2.count(baseObject(second)) != 1 {
+		t.Fatalf("a new worker fetched %v, want each base once", w2.gets)
+	}
+	stop2()
+
+	// The older bundle gone (its age), the next job stores the base
+	// whole, once the supervisor looks again.
+	if err := st.Bundles.Delete(ctx, baseObject(first)); err != nil {
+		t.Fatal(err)
+	}
+	d.log = &baseLog{}
+	w3, _ := worker("w3")
+	do("r4", second)
+	if info, err := st.Bundles.GetInfo(ctx, baseObject(second)); err != nil || info.Metadata[basePrerequisite] != "" || info.Size < uint64(len(blob)) {
+		t.Fatalf("the second base stored again: %+v, %v; want it whole", info, err)
+	}
+	if w3.count(baseObject(first)) != 0 || w3.count(baseObject(second)) != 1 {
+		t.Fatalf("the third worker fetched %v, want the second base alone", w3.gets)
 	}
 }

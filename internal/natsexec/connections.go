@@ -72,7 +72,7 @@ func (c *Connections) Executor(cfg config.Config, o api.RunOptions) (executor.Ex
 		conn.Close()
 		return nil, err
 	}
-	d := Dispatcher{NC: conn, Streams: st, Repo: c.root, Identity: id, bases: &keyedMutex{}, local: openLocal(ctx, c.root)}
+	d := Dispatcher{NC: conn, Streams: st, Repo: c.root, Identity: id, bases: &keyedMutex{}, local: openLocal(ctx, c.root), log: &baseLog{}}
 	c.conns[nc] = d
 	return Executor{D: d}, nil
 }

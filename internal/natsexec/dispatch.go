@@ -30,6 +30,9 @@ type Dispatcher struct {
 	bases *keyedMutex
 	// local is Repo opened once (nil: opened by each job).
 	local *localRepo
+	// log has the bases this supervisor stored (nil: each base is
+	// stored whole and looked up at each job).
+	log *baseLog
 }
 
 // repo is d's repository, opened once when d was made by NewDispatcher.
@@ -72,7 +75,11 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 		if err := d.putBase(ctx, job); err != nil {
 			return Result{}, err
 		}
-		if d.hasBundle(ctx, "job/"+job.ID) {
+		adopted, err := d.hasBundle(ctx, "job/"+job.ID)
+		if err != nil {
+			return Result{}, fmt.Errorf("job %s: %w", job.ID, err)
+		}
+		if adopted {
 			// Adopted: the bundle of the job in flight stays.
 			job.Bundle = "job/" + job.ID
 		} else if err := d.putJobBundle(ctx, repo, &job); err != nil {
@@ -190,13 +197,20 @@ func (d Dispatcher) cancel(ctx context.Context, job Job) {
 
 // putBase stores the bundle of job's base, unless the object store has it
 // already: one bundle per base commit, shared by every job from it, put
-// only when absent so that no worker reads it while it is replaced.
+// only when absent so that no worker reads it while it is replaced. A
+// base that descends from a whole-history base this supervisor stored
+// (baseLog) is stored as the commits since that one: a run's base is the
+// last run's merged, and the workers have the older one already.
 func (d Dispatcher) putBase(ctx context.Context, job Job) error {
 	name := baseObject(job.Base)
 	if d.bases != nil {
 		defer d.bases.lock(job.Base)()
 	}
-	if d.hasBundle(ctx, name) {
+	has, err := d.hasBase(ctx, job.Base)
+	if err != nil {
+		return fmt.Errorf("the base bundle of job %s: %w", job.ID, err)
+	}
+	if has {
 		return nil
 	}
 	tmp, err := os.MkdirTemp("", "drover-bundle-")
@@ -205,10 +219,72 @@ func (d Dispatcher) putBase(ctx context.Context, job Job) error {
 	}
 	defer os.RemoveAll(tmp)
 	file := filepath.Join(tmp, "base.bundle")
-	if err := bundleBase(ctx, d.Repo, file, "refs/drover/nats/base-"+nuid.Next(), job.Base); err != nil {
+	from := d.deltaFrom(ctx, job.Base)
+	if err := bundleBase(ctx, d.Repo, file, "refs/drover/nats/base-"+nuid.Next(), job.Base, from); err != nil {
 		return fmt.Errorf("the base bundle of job %s: %w", job.ID, err)
 	}
-	return d.retry(ctx, func() error { return putBundle(ctx, d.Streams.Bundles, file, name) })
+	meta := jetstream.ObjectMeta{Name: name}
+	if from != "" {
+		meta.Metadata = map[string]string{basePrerequisite: from}
+	}
+	if err := d.retry(ctx, func() error { return putBundleMeta(ctx, d.Streams.Bundles, file, meta) }); err != nil {
+		return err
+	}
+	if d.log != nil {
+		d.log.stored(job.Base, from, time.Now())
+	}
+	return nil
+}
+
+// basePrerequisite is the metadata key of a base bundle that holds the
+// commits since another base: that base's commit.
+const basePrerequisite = "drover-prerequisite"
+
+// hasBase says whether the object store has the bundle of base, and the
+// bundle of the base it is stored beyond, if any. A bundle this
+// supervisor stored and found whole lately is taken as there without a
+// look.
+func (d Dispatcher) hasBase(ctx context.Context, base string) (bool, error) {
+	if d.log != nil && d.log.fresh(base, time.Now()) {
+		return true, nil
+	}
+	info, err := d.bundleInfo(ctx, baseObject(base))
+	if err != nil || info == nil {
+		return false, err
+	}
+	if from := info.Metadata[basePrerequisite]; from != "" {
+		// The older base expires first: without it this one is of no
+		// use, and is stored again whole.
+		prev, err := d.bundleInfo(ctx, baseObject(from))
+		if err != nil || prev == nil {
+			return false, err
+		}
+	}
+	if d.log != nil {
+		d.log.seen(base, info.ModTime)
+	}
+	return true, nil
+}
+
+// deltaFrom returns the whole-history base this supervisor stored last,
+// when base descends from it and its bundle is still there with at least
+// half of its life left (so that it outlives a bundle stored beyond it
+// long enough); else "", and base is stored whole.
+func (d Dispatcher) deltaFrom(ctx context.Context, base string) string {
+	if d.log == nil {
+		return ""
+	}
+	from, at := d.log.lastWhole()
+	if from == "" || from == base || time.Since(at) > bundleTTL/2 {
+		return ""
+	}
+	if info, err := d.bundleInfo(ctx, baseObject(from)); err != nil || info == nil {
+		return ""
+	}
+	if _, err := gitOut(ctx, d.Repo, "merge-base", "--is-ancestor", from, base); err != nil {
+		return ""
+	}
+	return from
 }
 
 // putJobBundle bundles the branch's commits beyond job's base and stores
@@ -227,9 +303,29 @@ func (d Dispatcher) putJobBundle(ctx context.Context, repo *localRepo, job *Job)
 }
 
 // hasBundle says whether the object store has the bundle name.
-func (d Dispatcher) hasBundle(ctx context.Context, name string) bool {
-	_, err := d.Streams.Bundles.GetInfo(ctx, name)
-	return err == nil
+func (d Dispatcher) hasBundle(ctx context.Context, name string) (bool, error) {
+	info, err := d.bundleInfo(ctx, name)
+	return info != nil, err
+}
+
+// bundleInfo returns the object store's information of the bundle name,
+// nil when there is none. NATS lost is waited for: any other error is an
+// unknown answer, not an absent bundle (which would be stored again
+// while a worker may read it).
+func (d Dispatcher) bundleInfo(ctx context.Context, name string) (*jetstream.ObjectInfo, error) {
+	var info *jetstream.ObjectInfo
+	err := d.retry(ctx, func() error {
+		var err error
+		info, err = d.Streams.Bundles.GetInfo(ctx, name)
+		return err
+	})
+	if errors.Is(err, jetstream.ErrObjectNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("looking up bundle %s: %w", name, err)
+	}
+	return info, nil
 }
 
 // Wait returns the first result of job: a job delivered twice has one.

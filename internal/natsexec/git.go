@@ -139,16 +139,22 @@ func (r *localRepo) hasCommit(ctx context.Context, commit string) bool {
 	return err == nil
 }
 
-// bundleBase writes to file a bundle of base and its whole history,
-// under baseRef (a temporary ref): what a worker lacking base fetches once.
-func bundleBase(ctx context.Context, repo, file, baseRef, base string) error {
+// bundleBase writes to file a bundle of base and its history, under
+// baseRef (a temporary ref): what a worker lacking base fetches once. With
+// from, it holds only what base has beyond from, and from is its
+// prerequisite.
+func bundleBase(ctx context.Context, repo, file, baseRef, base, from string) error {
 	if _, err := gitOut(ctx, repo, "update-ref", baseRef, base); err != nil {
 		return fmt.Errorf("marking base %s: %w", base, err)
 	}
 	// The temporary ref goes whatever happens; a failed delete only
 	// leaves a ref under refs/drover/ behind.
 	defer func() { _, _ = gitOut(context.WithoutCancel(ctx), repo, "update-ref", "-d", baseRef) }()
-	if _, err := gitOut(ctx, repo, "bundle", "create", "--quiet", file, baseRef); err != nil {
+	args := []string{"bundle", "create", "--quiet", file, baseRef}
+	if from != "" {
+		args = append(args, "^"+from)
+	}
+	if _, err := gitOut(ctx, repo, args...); err != nil {
 		return fmt.Errorf("bundling base %s: %w", base, err)
 	}
 	return nil
@@ -198,6 +204,62 @@ func gitAuthor(ctx context.Context, repo string) Author {
 		}
 	}
 	return a
+}
+
+// baseLog is what a supervisor knows of the base bundles it stored: the
+// last one of the whole history, which the next bases are stored beyond,
+// and when each was last found whole in the object store.
+type baseLog struct {
+	mu        sync.Mutex
+	whole     string
+	wholeAt   time.Time
+	storedAt  map[string]time.Time
+	checkedAt map[string]time.Time
+}
+
+// baseCheckEvery is how long a base bundle found whole is taken as there
+// without a look: other supervisors never delete one, only its age does.
+const baseCheckEvery = 10 * time.Minute
+
+// stored notes base stored at now, beyond from ("" : whole).
+func (l *baseLog) stored(base, from string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if from == "" {
+		l.whole, l.wholeAt = base, now
+	}
+	l.seenLocked(base, now, now)
+}
+
+// seen notes base found whole at now, stored at modTime.
+func (l *baseLog) seen(base string, modTime time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.seenLocked(base, modTime, time.Now())
+}
+
+func (l *baseLog) seenLocked(base string, modTime, now time.Time) {
+	if l.storedAt == nil {
+		l.storedAt, l.checkedAt = map[string]time.Time{}, map[string]time.Time{}
+	}
+	l.storedAt[base], l.checkedAt[base] = modTime, now
+}
+
+// fresh says whether base was found whole within baseCheckEvery and its
+// bundle has half of its life left at least: so has the bundle it is
+// stored beyond, stored at most half a life before it (deltaFrom).
+func (l *baseLog) fresh(base string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	checked, ok := l.checkedAt[base]
+	return ok && now.Sub(checked) < baseCheckEvery && now.Sub(l.storedAt[base]) < bundleTTL/2
+}
+
+// lastWhole is the last base stored whole, and when.
+func (l *baseLog) lastWhole() (string, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.whole, l.wholeAt
 }
 
 // baseObject is the object store name of base's bundle: one per commit,
@@ -301,13 +363,18 @@ func putBytes(ctx context.Context, obs jetstream.ObjectStore, data []byte, name 
 
 // putBundle stores the bundle at file as object name.
 func putBundle(ctx context.Context, obs jetstream.ObjectStore, file, name string) error {
+	return putBundleMeta(ctx, obs, file, jetstream.ObjectMeta{Name: name})
+}
+
+// putBundleMeta stores the bundle at file as the object meta names.
+func putBundleMeta(ctx context.Context, obs jetstream.ObjectStore, file string, meta jetstream.ObjectMeta) error {
 	f, err := os.Open(file)
 	if err != nil {
 		return fmt.Errorf("opening bundle %q: %w", file, err)
 	}
 	defer f.Close()
-	if _, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name}, f); err != nil {
-		return fmt.Errorf("storing bundle %s: %w", name, err)
+	if _, err := obs.Put(ctx, meta, f); err != nil {
+		return fmt.Errorf("storing bundle %s: %w", meta.Name, err)
 	}
 	return nil
 }

@@ -22,6 +22,9 @@ const (
 	jobsPrefix    = "drover.jobs."
 	resultsPrefix = "drover.results."
 	progressPref  = "drover.progress."
+	// bundleTTL is how long a bundle is kept: a job's and a result's are
+	// deleted when used, a base's stays for the jobs of later runs.
+	bundleTTL = 24 * time.Hour
 	// DefaultAckWait is how long a job stays with a worker that stopped
 	// saying it works on it, before it goes to another.
 	DefaultAckWait = 30 * time.Second
@@ -90,7 +93,7 @@ func SetupReplicas(ctx context.Context, js jetstream.JetStream, ackWait time.Dur
 	obs, err := js.CreateOrUpdateObjectStore(ctx, jetstream.ObjectStoreConfig{
 		Bucket:      BundleBucket,
 		Description: "git bundles of drover jobs and their results",
-		TTL:         24 * time.Hour,
+		TTL:         bundleTTL,
 		Replicas:    bucketReplicas,
 	})
 	if err != nil {

@@ -1,6 +1,7 @@
 package natsexec
 
 import (
+	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -436,37 +437,73 @@ func (w *Worker) setAuthor(ctx context.Context, job Job) error {
 // fetchBase fetches the bundle of the job's base into the worker's
 // repository, unless it has the base already (from an earlier job): the
 // base, the whole history, travels once per worker rather than per job.
-// It stays under refs/drover/base/, so that it is kept.
+// A base stored beyond an older one (Dispatcher.putBase) needs that one
+// first, fetched the same way. It stays under refs/drover/base/, so that
+// it is kept.
 func (w *Worker) fetchBase(ctx context.Context, job Job, file string) error {
+	return w.fetchBaseOf(ctx, job.ID, job.Base, file, 0)
+}
+
+// maxBaseChain bounds the bases fetched for one: a supervisor stores a
+// base beyond a whole one, so one is the most that comes.
+const maxBaseChain = 4
+
+func (w *Worker) fetchBaseOf(ctx context.Context, jobID, base, file string, depth int) error {
 	repo := w.Repo()
-	defer w.bases.lock(job.Base)()
+	defer w.bases.lock(base)()
 	w.mu.Lock()
-	known := w.haveBase[job.Base]
+	known := w.haveBase[base]
 	w.mu.Unlock()
 	if known {
 		return nil
 	}
-	if w.local.hasCommit(ctx, job.Base) {
+	if w.local.hasCommit(ctx, base) {
 		// Kept under a ref, so that it stays, and known from now on
 		// without a git process per job.
-		if _, err := gitOut(ctx, repo, "update-ref", "refs/drover/base/"+job.Base+"/have", job.Base); err != nil {
-			return fmt.Errorf("job %s: keeping base %s: %w", job.ID, job.Base, err)
+		if _, err := gitOut(ctx, repo, "update-ref", "refs/drover/base/"+base+"/have", base); err != nil {
+			return fmt.Errorf("job %s: keeping base %s: %w", jobID, base, err)
 		}
-		w.knowBase(job.Base)
+		w.knowBase(base)
 		return nil
 	}
-	if err := retryLost(ctx, w.NC, func() error { return w.Streams.Bundles.GetFile(ctx, baseObject(job.Base), file) }); err != nil {
-		return fmt.Errorf("fetching the base %s of job %s: %w", job.Base, job.ID, err)
+	if err := retryLost(ctx, w.NC, func() error { return w.Streams.Bundles.GetFile(ctx, baseObject(base), file) }); err != nil {
+		return fmt.Errorf("fetching the base %s of job %s: %w", base, jobID, err)
 	}
 	defer os.Remove(file)
-	if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:refs/drover/base/"+job.Base+"/*"); err != nil {
-		return fmt.Errorf("unpacking the base %s of job %s: %w", job.Base, job.ID, err)
+	prereqs, err := bundlePrerequisites(file)
+	if err != nil {
+		return fmt.Errorf("the base %s of job %s: %w", base, jobID, err)
 	}
-	if !w.local.hasCommit(ctx, job.Base) {
-		return fmt.Errorf("job %s: the bundle of base %s lacks it", job.ID, job.Base)
+	for _, p := range prereqs {
+		if p == base || depth >= maxBaseChain {
+			return fmt.Errorf("the base %s of job %s: its bundle needs %s, beyond the bases it may need", base, jobID, p)
+		}
+		if err := w.fetchBaseOf(ctx, jobID, p, fmt.Sprintf("%s.%d", file, depth+1), depth+1); err != nil {
+			return err
+		}
 	}
-	w.knowBase(job.Base)
+	if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:refs/drover/base/"+base+"/*"); err != nil {
+		return fmt.Errorf("unpacking the base %s of job %s: %w", base, jobID, err)
+	}
+	if !w.local.hasCommit(ctx, base) {
+		return fmt.Errorf("job %s: the bundle of base %s lacks it", jobID, base)
+	}
+	w.knowBase(base)
 	return nil
+}
+
+// bundlePrerequisites returns the commits the bundle file needs.
+func bundlePrerequisites(file string) ([]string, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("reading bundle %q: %w", file, err)
+	}
+	defer f.Close()
+	b, err := gitobj.ReadBundleHeader(bufio.NewReader(f))
+	if err != nil {
+		return nil, fmt.Errorf("reading bundle %q: %w", file, err)
+	}
+	return b.Prerequisites, nil
 }
 
 // knowBase notes that the worker's repository has base under a ref of
