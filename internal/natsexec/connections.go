@@ -29,6 +29,9 @@ type Connections struct {
 	root  string
 	mu    sync.Mutex
 	conns map[Config]Dispatcher
+	// cleanups are the dispatchers' deletions of used bundles, waited for
+	// before the connections close.
+	cleanups cleanups
 }
 
 // NewConnections returns the Connections of the project whose main work
@@ -72,7 +75,7 @@ func (c *Connections) Executor(cfg config.Config, o api.RunOptions) (executor.Ex
 		conn.Close()
 		return nil, err
 	}
-	d := Dispatcher{NC: conn, Streams: st, Repo: c.root, Identity: id, bases: &keyedMutex{}, local: openLocal(ctx, c.root), log: &baseLog{}}
+	d := Dispatcher{NC: conn, Streams: st, Repo: c.root, Identity: id, bases: &keyedMutex{}, local: openLocal(ctx, c.root), log: &baseLog{}, cleanups: &c.cleanups}
 	c.conns[nc] = d
 	return Executor{D: d}, nil
 }
@@ -89,6 +92,7 @@ func setup(ctx context.Context, conn *nats.Conn, replicas int) (Streams, error) 
 func (c *Connections) Close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.cleanups.close()
 	for k, d := range c.conns {
 		d.NC.Close()
 		delete(c.conns, k)

@@ -9,12 +9,15 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
+
+	"github.com/drover-dev/drover/internal/gitobj"
 )
 
 // Dispatcher is the supervisor's side: it publishes a project's jobs and
@@ -33,14 +36,65 @@ type Dispatcher struct {
 	// log has the bases this supervisor stored (nil: each base is
 	// stored whole and looked up at each job).
 	log *baseLog
+	// cleanups, when set, runs the deletions of used bundles after the
+	// job rather than before its result is returned.
+	cleanups *cleanups
 }
 
-// repo is d's repository, opened once when d was made by NewDispatcher.
+// repo is d's repository, opened once when d was made by Connections.
 func (d Dispatcher) repo(ctx context.Context) *localRepo {
 	if d.local != nil {
 		return d.local
 	}
 	return openLocal(ctx, d.Repo)
+}
+
+// deleteBundle deletes a used bundle: after d.Do returns when d has
+// cleanups, else at once. A deletion that fails leaves the bundle to the
+// bucket's TTL.
+func (d Dispatcher) deleteBundle(ctx context.Context, name string) {
+	ctx = context.WithoutCancel(ctx)
+	del := func() {
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		_ = d.Streams.Bundles.Delete(ctx, name)
+	}
+	if d.cleanups == nil {
+		del()
+		return
+	}
+	d.cleanups.do(del)
+}
+
+// cleanups runs work that no one waits for (the deletion of used
+// bundles) in goroutines of its own, until close, which waits for them;
+// after it, work runs at once.
+type cleanups struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+func (c *cleanups) do(f func()) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		f()
+		return
+	}
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go func() {
+		defer c.wg.Done()
+		f()
+	}()
+}
+
+func (c *cleanups) close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.wg.Wait()
 }
 
 // Do runs job on a worker: it stores the job's base once per base commit
@@ -94,7 +148,7 @@ func (d Dispatcher) Do(ctx context.Context, job Job, report func(Progress)) (Res
 		}
 	}
 	if job.Bundle != "" || done {
-		defer func() { _ = d.Streams.Bundles.Delete(context.WithoutCancel(ctx), "job/"+job.ID) }()
+		defer d.deleteBundle(ctx, "job/"+job.ID)
 	}
 
 	// Subscribed before the job is out, so no progress is missed.
@@ -157,7 +211,7 @@ func (d Dispatcher) liveID(ctx context.Context, id string) (string, bool, error)
 	for {
 		var m *jetstream.RawStreamMsg
 		err := d.retry(ctx, func() error {
-			st, err := d.Streams.JS.Stream(ctx, ResultsStream)
+			st, err := d.Streams.stream(ctx, ResultsStream)
 			if err != nil {
 				return err
 			}
@@ -213,22 +267,31 @@ func (d Dispatcher) putBase(ctx context.Context, job Job) error {
 	if has {
 		return nil
 	}
-	tmp, err := os.MkdirTemp("", "drover-bundle-")
-	if err != nil {
-		return fmt.Errorf("a directory for the bundle of base %s: %w", job.Base, err)
-	}
-	defer os.RemoveAll(tmp)
-	file := filepath.Join(tmp, "base.bundle")
-	from := d.deltaFrom(ctx, job.Base)
-	if err := bundleBase(ctx, d.Repo, file, "refs/drover/nats/base-"+nuid.Next(), job.Base, from); err != nil {
-		return fmt.Errorf("the base bundle of job %s: %w", job.ID, err)
-	}
 	meta := jetstream.ObjectMeta{Name: name}
+	from := d.deltaFrom(ctx, job.Base)
 	if from != "" {
+		// A few commits: packed in memory, by one git process.
+		data, _, err := gitobj.MakeBundle(ctx, d.Repo, "refs/drover/base", job.Base, []string{from})
+		if err != nil {
+			return fmt.Errorf("the base bundle of job %s: %w", job.ID, err)
+		}
 		meta.Metadata = map[string]string{basePrerequisite: from}
-	}
-	if err := d.retry(ctx, func() error { return putBundleMeta(ctx, d.Streams.Bundles, file, meta) }); err != nil {
-		return err
+		if err := d.retry(ctx, func() error { return putBytesMeta(ctx, d.Streams.Bundles, data, meta) }); err != nil {
+			return err
+		}
+	} else {
+		tmp, err := os.MkdirTemp("", "drover-bundle-")
+		if err != nil {
+			return fmt.Errorf("a directory for the bundle of base %s: %w", job.Base, err)
+		}
+		defer os.RemoveAll(tmp)
+		file := filepath.Join(tmp, "base.bundle")
+		if err := bundleBase(ctx, d.Repo, file, "refs/drover/nats/base-"+nuid.Next(), job.Base); err != nil {
+			return fmt.Errorf("the base bundle of job %s: %w", job.ID, err)
+		}
+		if err := d.retry(ctx, func() error { return putBundleMeta(ctx, d.Streams.Bundles, file, meta) }); err != nil {
+			return err
+		}
 	}
 	if d.log != nil {
 		d.log.stored(job.Base, from, time.Now())
@@ -267,8 +330,7 @@ func (d Dispatcher) hasBase(ctx context.Context, base string) (bool, error) {
 }
 
 // deltaFrom returns the whole-history base this supervisor stored last,
-// when base descends from it and its bundle is still there with at least
-// half of its life left (so that it outlives a bundle stored beyond it
+// when its bundle is still there with at least half of its life left (so that it outlives a bundle stored beyond it
 // long enough); else "", and base is stored whole.
 func (d Dispatcher) deltaFrom(ctx context.Context, base string) string {
 	if d.log == nil {
@@ -281,9 +343,8 @@ func (d Dispatcher) deltaFrom(ctx context.Context, base string) string {
 	if info, err := d.bundleInfo(ctx, baseObject(from)); err != nil || info == nil {
 		return ""
 	}
-	if _, err := gitOut(ctx, d.Repo, "merge-base", "--is-ancestor", from, base); err != nil {
-		return ""
-	}
+	// from need not be base's ancestor: the bundle holds what base
+	// reaches and from does not, whatever their history.
 	return from
 }
 
@@ -431,7 +492,7 @@ func (d Dispatcher) apply(ctx context.Context, job Job, res Result) error {
 		}
 		return nil
 	}
-	defer func() { _ = d.Streams.Bundles.Delete(context.WithoutCancel(ctx), res.Bundle) }()
+	defer d.deleteBundle(ctx, res.Bundle)
 	tmp, err := os.MkdirTemp("", "drover-bundle-")
 	if err != nil {
 		return fmt.Errorf("a directory for the result bundle of job %s: %w", job.ID, err)

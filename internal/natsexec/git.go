@@ -139,22 +139,17 @@ func (r *localRepo) hasCommit(ctx context.Context, commit string) bool {
 	return err == nil
 }
 
-// bundleBase writes to file a bundle of base and its history, under
-// baseRef (a temporary ref): what a worker lacking base fetches once. With
-// from, it holds only what base has beyond from, and from is its
-// prerequisite.
-func bundleBase(ctx context.Context, repo, file, baseRef, base, from string) error {
+// bundleBase writes to file a bundle of base and its whole history,
+// under baseRef (a temporary ref): what a worker lacking base fetches
+// once.
+func bundleBase(ctx context.Context, repo, file, baseRef, base string) error {
 	if _, err := gitOut(ctx, repo, "update-ref", baseRef, base); err != nil {
 		return fmt.Errorf("marking base %s: %w", base, err)
 	}
 	// The temporary ref goes whatever happens; a failed delete only
 	// leaves a ref under refs/drover/ behind.
 	defer func() { _, _ = gitOut(context.WithoutCancel(ctx), repo, "update-ref", "-d", baseRef) }()
-	args := []string{"bundle", "create", "--quiet", file, baseRef}
-	if from != "" {
-		args = append(args, "^"+from)
-	}
-	if _, err := gitOut(ctx, repo, args...); err != nil {
+	if _, err := gitOut(ctx, repo, "bundle", "create", "--quiet", file, baseRef); err != nil {
 		return fmt.Errorf("bundling base %s: %w", base, err)
 	}
 	return nil
@@ -355,8 +350,13 @@ func setBranch(ctx context.Context, repo, branch, head, old string) error {
 
 // putBytes stores the bundle data as object name.
 func putBytes(ctx context.Context, obs jetstream.ObjectStore, data []byte, name string) error {
-	if _, err := obs.Put(ctx, jetstream.ObjectMeta{Name: name}, bytes.NewReader(data)); err != nil {
-		return fmt.Errorf("storing bundle %s: %w", name, err)
+	return putBytesMeta(ctx, obs, data, jetstream.ObjectMeta{Name: name})
+}
+
+// putBytesMeta stores the bundle data as the object meta names.
+func putBytesMeta(ctx context.Context, obs jetstream.ObjectStore, data []byte, meta jetstream.ObjectMeta) error {
+	if _, err := obs.Put(ctx, meta, bytes.NewReader(data)); err != nil {
+		return fmt.Errorf("storing bundle %s: %w", meta.Name, err)
 	}
 	return nil
 }

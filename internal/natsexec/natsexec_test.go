@@ -345,6 +345,8 @@ func TestJobIsNotRunOnAnUnknownResult(t *testing.T) {
 	js := &unsureJS{JetStream: wst.JS}
 	js.failing.Store(true)
 	wst.JS = js
+	// The results stream looked up through js, not the handle Setup kept.
+	wst.results = nil
 	var runs atomic.Int32
 	commit := committer(t)
 	runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w", Dir: t.TempDir(),
@@ -419,6 +421,7 @@ func TestDoFailsOnAnUnknownResult(t *testing.T) {
 	js := &unsureJS{JetStream: st.JS}
 	js.failing.Store(true)
 	st.JS = js
+	st.results = nil
 	d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id}
 	// A bound on a hung Do, not a timing assertion.
 	ctx, cancel := context.WithTimeout(testCtx(t), 10*time.Second)

@@ -36,6 +36,21 @@ type Streams struct {
 	Bundles jetstream.ObjectStore
 	// AckWait is the jobs consumers' ack wait.
 	AckWait time.Duration
+	// jobs and results are the streams' handles, kept from Setup (nil:
+	// looked up at each use), so that a look-up in them is one request,
+	// not two.
+	jobs, results jetstream.Stream
+}
+
+// stream returns the handle of the stream name.
+func (s Streams) stream(ctx context.Context, name string) (jetstream.Stream, error) {
+	switch {
+	case name == JobsStream && s.jobs != nil:
+		return s.jobs, nil
+	case name == ResultsStream && s.results != nil:
+		return s.results, nil
+	}
+	return s.JS.Stream(ctx, name)
 }
 
 // Setup creates (or updates) the jobs work-queue stream, the results
@@ -60,7 +75,7 @@ func SetupReplicas(ctx context.Context, js jetstream.JetStream, ackWait time.Dur
 		}
 		return replicas
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	jobs, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        JobsStream,
 		Description: "drover iterations waiting for a worker",
 		Subjects:    []string{jobsPrefix + ">"},
@@ -69,10 +84,11 @@ func SetupReplicas(ctx context.Context, js jetstream.JetStream, ackWait time.Dur
 		// A supervisor that publishes a job again (a retry, a restart)
 		// within the window is not a second job.
 		Duplicates: 10 * time.Minute,
-	}); err != nil {
+	})
+	if err != nil {
 		return Streams{}, fmt.Errorf("creating the NATS stream %s: %w", JobsStream, err)
 	}
-	if _, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	results, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        ResultsStream,
 		Description: "drover iterations' results",
 		Subjects:    []string{resultsPrefix + ">"},
@@ -81,7 +97,8 @@ func SetupReplicas(ctx context.Context, js jetstream.JetStream, ackWait time.Dur
 		// A job run twice (redelivered while its first worker still
 		// finished) has one result.
 		Duplicates: 10 * time.Minute,
-	}); err != nil {
+	})
+	if err != nil {
 		return Streams{}, fmt.Errorf("creating the NATS stream %s: %w", ResultsStream, err)
 	}
 	bucketReplicas := replicas
@@ -99,7 +116,7 @@ func SetupReplicas(ctx context.Context, js jetstream.JetStream, ackWait time.Dur
 	if err != nil {
 		return Streams{}, fmt.Errorf("creating the NATS object store %s: %w", BundleBucket, err)
 	}
-	return Streams{JS: js, Bundles: obs, AckWait: ackWait}, nil
+	return Streams{JS: js, Bundles: obs, AckWait: ackWait, jobs: jobs, results: results}, nil
 }
 
 // workers returns the durable pull consumer the workers of repo share.
@@ -128,7 +145,7 @@ func (s Streams) hasResult(ctx context.Context, repo Identity, id string) (bool,
 // hasMsg says whether stream holds a message on subject; an error is an
 // unknown answer (the stream is not found, NATS is away).
 func (s Streams) hasMsg(ctx context.Context, stream, subject string) (bool, error) {
-	st, err := s.JS.Stream(ctx, stream)
+	st, err := s.stream(ctx, stream)
 	if err != nil {
 		return false, fmt.Errorf("looking up the NATS stream %s: %w", stream, err)
 	}

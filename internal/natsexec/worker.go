@@ -482,7 +482,16 @@ func (w *Worker) fetchBaseOf(ctx context.Context, jobID, base, file string, dept
 			return err
 		}
 	}
-	if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:refs/drover/base/"+base+"/*"); err != nil {
+	if len(prereqs) > 0 {
+		// A few commits beyond a base: unpacked in process (as a job's
+		// bundle), and kept under a ref.
+		if _, err := w.local.unbundle(ctx, file); err != nil {
+			return fmt.Errorf("unpacking the base %s of job %s: %w", base, jobID, err)
+		}
+		if _, err := gitOut(ctx, repo, "update-ref", "refs/drover/base/"+base+"/have", base); err != nil {
+			return fmt.Errorf("job %s: keeping base %s: %w", jobID, base, err)
+		}
+	} else if _, err := gitOut(ctx, repo, "fetch", "--quiet", "--no-tags", "--no-write-fetch-head", file, "+refs/*:refs/drover/base/"+base+"/*"); err != nil {
 		return fmt.Errorf("unpacking the base %s of job %s: %w", base, jobID, err)
 	}
 	if !w.local.hasCommit(ctx, base) {
