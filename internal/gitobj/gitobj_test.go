@@ -308,3 +308,58 @@ func TestReadBundleHeader(t *testing.T) {
 		t.Error("a header that does not end: no error")
 	}
 }
+
+// TestUnbundleKeepsManyObjectsAsAPack: a bundle of more than maxLoose
+// objects is kept as its pack with an index that git verifies, and git
+// reads every object through it.
+func TestUnbundleKeepsManyObjectsAsAPack(t *testing.T) {
+	ctx := context.Background()
+	src, base, _ := history(t)
+	for i := range 3 * maxLoose {
+		write(t, filepath.Join(src, "many", strings.Repeat("f", i+1)), strings.Repeat("x", i)+"\n")
+	}
+	git(t, src, "add", "-A")
+	git(t, src, "commit", "-qm", "many")
+	head := git(t, src, "rev-parse", "HEAD")
+	data, n, err := MakeBundle(ctx, src, "refs/heads/task", head, []string{base})
+	if err != nil || n <= maxLoose {
+		t.Fatalf("MakeBundle: %d objects, %v; want more than %d", n, err, maxLoose)
+	}
+	dst := t.TempDir()
+	git(t, dst, "init", "-q")
+	git(t, dst, "fetch", "-q", src, "main:refs/heads/main")
+	before, _ := filepath.Glob(filepath.Join(dst, ".git", "objects", "pack", "*.idx"))
+	loose := git(t, dst, "count-objects")
+	r, err := Open(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Unbundle(data); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := filepath.Glob(filepath.Join(dst, ".git", "objects", "pack", "*.idx"))
+	if len(after) != len(before)+1 {
+		t.Fatalf("%d pack indexes, want %d", len(after), len(before)+1)
+	}
+	for _, idx := range after {
+		git(t, dst, "verify-pack", idx)
+	}
+	if now := git(t, dst, "count-objects"); now != loose {
+		t.Errorf("loose objects written: %s, before %s", now, loose)
+	}
+	git(t, dst, "update-ref", "refs/heads/task", head)
+	git(t, dst, "fsck", "--strict", "--no-dangling")
+	want := strings.Fields(git(t, src, "rev-list", "--objects", "--no-object-names", head, "^"+base))
+	for _, id := range want {
+		if !r.Has(id) {
+			t.Errorf("object %s: not found", id)
+		}
+	}
+	// The same bundle again leaves the pack as it is.
+	if _, err := r.Unbundle(data); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := filepath.Glob(filepath.Join(dst, ".git", "objects", "pack", "*.idx")); len(again) != len(after) {
+		t.Errorf("%d pack indexes after the same bundle again, want %d", len(again), len(after))
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"strconv"
 )
@@ -61,6 +62,12 @@ type Object struct {
 	ID   string
 	Type Type
 	Data []byte
+
+	// offset and crc are where its entry starts in the pack ParsePack
+	// read it from and the CRC-32 of the entry's bytes: what a pack
+	// index holds.
+	offset int
+	crc    uint32
 }
 
 // objectID is the id of an object of type t with data.
@@ -146,7 +153,7 @@ func ParsePack(pack []byte) ([]Object, error) {
 				return nil, fmt.Errorf("git pack: the delta at %d: %w", start, err)
 			}
 		}
-		o := Object{ID: objectID(t, data), Type: t, Data: data}
+		o := Object{ID: objectID(t, data), Type: t, Data: data, offset: start, crc: crc32.ChecksumIEEE(body[start:pos])}
 		byOffset[start] = len(objs)
 		byID[o.ID] = len(objs)
 		objs = append(objs, o)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/zlib"
 	"context"
+	"crypto/sha1"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -253,10 +255,104 @@ func (r *Repo) Unbundle(data []byte) (Bundle, error) {
 	if err != nil {
 		return Bundle{}, err
 	}
-	if err := r.Write(objs); err != nil {
+	// A few objects are written loose, as a commit writes them; more are
+	// kept as the pack they came in, with an index (two files, where
+	// each loose object is one, and creating files is what costs).
+	if len(objs) <= maxLoose {
+		err = r.Write(objs)
+	} else {
+		err = r.writePack(pack, objs)
+	}
+	if err != nil {
 		return Bundle{}, err
 	}
 	return b, nil
+}
+
+// maxLoose is how many objects of a bundle are written loose at most.
+const maxLoose = 8
+
+// writePack keeps pack, whose objects ParsePack read as objs, in the
+// repository's packs, with its version 2 index: the pack first, then
+// the index, each renamed into place, as git index-pack does (git finds
+// a pack by its index).
+func (r *Repo) writePack(pack []byte, objs []Object) error {
+	sorted := slices.Clone(objs)
+	slices.SortFunc(sorted, func(a, b Object) int { return strings.Compare(a.ID, b.ID) })
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i].ID == sorted[i-1].ID {
+			// An index lists each object once: written loose.
+			return r.Write(objs)
+		}
+	}
+	if len(pack) > 1<<31-1 {
+		return r.Write(objs)
+	}
+	sum := pack[len(pack)-sha1.Size:]
+	idx := make([]byte, 0, 8+256*4+len(sorted)*(20+4+4)+2*sha1.Size)
+	idx = append(idx, 0xff, 't', 'O', 'c', 0, 0, 0, 2)
+	var fanout [256]uint32
+	for _, o := range sorted {
+		b, _ := hex.DecodeString(o.ID[:2])
+		fanout[b[0]]++
+	}
+	var n uint32
+	for i := range fanout {
+		n += fanout[i]
+		idx = binary.BigEndian.AppendUint32(idx, n)
+	}
+	for _, o := range sorted {
+		raw, _ := hex.DecodeString(o.ID)
+		idx = append(idx, raw...)
+	}
+	for _, o := range sorted {
+		idx = binary.BigEndian.AppendUint32(idx, o.crc)
+	}
+	for _, o := range sorted {
+		idx = binary.BigEndian.AppendUint32(idx, uint32(o.offset))
+	}
+	idx = append(idx, sum...)
+	idxSum := sha1.Sum(idx)
+	idx = append(idx, idxSum[:]...)
+
+	dir := filepath.Join(r.objects, "pack")
+	base := filepath.Join(dir, "pack-"+hex.EncodeToString(sum))
+	if exists(base + ".idx") {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("writing pack %s: %w", base, err)
+	}
+	if err := writeFileAs(dir, base+".pack", pack); err != nil {
+		return fmt.Errorf("writing pack %s: %w", base, err)
+	}
+	if err := writeFileAs(dir, base+".idx", idx); err != nil {
+		return fmt.Errorf("writing the index of pack %s: %w", base, err)
+	}
+	return nil
+}
+
+// writeFileAs writes data to a temporary file of dir, read-only as git
+// keeps its objects, and renames it to path.
+func writeFileAs(dir, path string, data []byte) error {
+	tmp, err := os.CreateTemp(dir, "tmp_")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o444)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
+	}
+	return err
 }
 
 // MakeBundle returns a bundle of ref at head with the objects head
