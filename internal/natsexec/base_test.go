@@ -121,7 +121,25 @@ func TestJobsOfOtherBranchesOverlapOnAWorker(t *testing.T) {
 	wnc, wst := connect(t, s, 0)
 	held := &holdingStore{ObjectStore: wst.Bundles, prefix: "result/r1-a-1/", entered: make(chan struct{}), release: make(chan struct{})}
 	wst.Bundles = held
-	runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w1", Dir: t.TempDir(), Concurrency: 2, Runner: committer(t)})
+	// Job a commits more than a result carries inline: its bundle is
+	// stored.
+	commit := committer(t)
+	runner := RunnerFunc(func(ctx context.Context, repo string, job Job, report func(json.RawMessage)) (json.RawMessage, error) {
+		if job.Task == "a" {
+			big := make([]byte, 2*InlineMax)
+			if _, err := rand.Read(big); err != nil {
+				return nil, err
+			}
+			wt := filepath.Join(repo, ".wt", token(job.Branch))
+			mustGit(t, repo, "worktree", "add", "--quiet", "-b", job.Branch, wt, job.Base)
+			if err := os.WriteFile(filepath.Join(wt, "big"), big, 0o600); err != nil {
+				return nil, err
+			}
+			mustGit(t, wt, "add", "big")
+		}
+		return commit(ctx, repo, job, report)
+	})
+	runWorker(t, &Worker{NC: wnc, Streams: wst, Identity: id, Name: "w1", Dir: t.TempDir(), Concurrency: 2, Runner: runner})
 	d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id, bases: &keyedMutex{}}
 	ctx := testCtx(t)
 

@@ -486,23 +486,26 @@ func (d Dispatcher) waitOnce(ctx context.Context, job Job) (Result, error) {
 // is where the job left it. A result the branch has already (an adopted
 // job's, applied before a crash) is not fetched again.
 func (d Dispatcher) apply(ctx context.Context, job Job, res Result) error {
-	if res.Bundle == "" || (res.Head == job.Head && res.Err == "") {
+	if (res.Bundle == "" && res.Inline == nil) || (res.Head == job.Head && res.Err == "") {
 		if res.Err != "" {
 			return fmt.Errorf("job %s on worker %s: %s", job.ID, res.Worker, res.Err)
 		}
 		return nil
 	}
-	defer d.deleteBundle(ctx, res.Bundle)
-	tmp, err := os.MkdirTemp("", "drover-bundle-")
-	if err != nil {
-		return fmt.Errorf("a directory for the result bundle of job %s: %w", job.ID, err)
+	var file string
+	if res.Inline == nil {
+		defer d.deleteBundle(ctx, res.Bundle)
+		tmp, err := os.MkdirTemp("", "drover-bundle-")
+		if err != nil {
+			return fmt.Errorf("a directory for the result bundle of job %s: %w", job.ID, err)
+		}
+		defer os.RemoveAll(tmp)
+		file = filepath.Join(tmp, "result.bundle")
+		if err := d.retry(ctx, func() error { return d.Streams.Bundles.GetFile(ctx, res.Bundle, file) }); err != nil {
+			return fmt.Errorf("fetching the result bundle of job %s: %w", job.ID, err)
+		}
 	}
-	defer os.RemoveAll(tmp)
-	file := filepath.Join(tmp, "result.bundle")
-	if err := d.retry(ctx, func() error { return d.Streams.Bundles.GetFile(ctx, res.Bundle, file) }); err != nil {
-		return fmt.Errorf("fetching the result bundle of job %s: %w", job.ID, err)
-	}
-	refs, err := d.repo(ctx).unbundle(ctx, file)
+	refs, err := d.repo(ctx).unbundleData(ctx, res.Inline, file)
 	if err != nil {
 		return fmt.Errorf("the result of job %s: unpacking its bundle: %w", job.ID, err)
 	}

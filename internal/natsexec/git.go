@@ -305,19 +305,37 @@ func (k *keyedMutex) lock(key string) func() {
 // at what it needs; until then the objects are unreferenced, which git
 // keeps for weeks (gc's prune expiry).
 func (r *localRepo) unbundle(ctx context.Context, file string) (map[string]string, error) {
-	if r.git != nil {
+	return r.unbundleData(ctx, nil, file)
+}
+
+// unbundleData is unbundle of the bundle data, or when data is nil of the
+// bundle file; git reads data from a file of its own.
+func (r *localRepo) unbundleData(ctx context.Context, data []byte, file string) (map[string]string, error) {
+	if data == nil && r.git != nil {
 		if fi, err := os.Stat(file); err == nil && fi.Size() <= gitobj.MaxObject {
-			data, err := os.ReadFile(file)
-			if err != nil {
+			if data, err = os.ReadFile(file); err != nil {
 				return nil, fmt.Errorf("reading bundle %q: %w", file, err)
 			}
-			b, err := r.git.Unbundle(data)
-			if err == nil {
-				return b.Refs, nil
-			}
-			if !errors.Is(err, gitobj.ErrUnsupported) {
-				return nil, err
-			}
+		}
+	}
+	if data != nil && r.git != nil {
+		b, err := r.git.Unbundle(data)
+		if err == nil {
+			return b.Refs, nil
+		}
+		if !errors.Is(err, gitobj.ErrUnsupported) {
+			return nil, err
+		}
+	}
+	if file == "" {
+		dir, err := os.MkdirTemp("", "drover-bundle-")
+		if err != nil {
+			return nil, fmt.Errorf("a directory for a bundle: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		file = filepath.Join(dir, "inline.bundle")
+		if err := os.WriteFile(file, data, 0o600); err != nil {
+			return nil, fmt.Errorf("writing a bundle: %w", err)
 		}
 	}
 	out, err := gitOut(ctx, r.dir, "bundle", "unbundle", file)

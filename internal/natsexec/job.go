@@ -47,9 +47,13 @@ type Result struct {
 	// Worker names the worker that ran the job.
 	Worker string `json:"worker"`
 	// Head is the task branch's commit after the job ("": unchanged or
-	// absent); Bundle holds its new commits.
+	// absent); Bundle holds its new commits, or Inline when they are a
+	// bundle of at most InlineMax bytes (most iterations' few commits):
+	// in the result itself, one message rather than an object stored,
+	// fetched and deleted.
 	Head   string `json:"head,omitempty"`
 	Bundle string `json:"bundle,omitempty"`
+	Inline []byte `json:"inline,omitempty"`
 	// Out is what the executor returned, opaque to the transport.
 	Out json.RawMessage `json:"out,omitempty"`
 	// Err is a failure of the job itself (not of the agent).

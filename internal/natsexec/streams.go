@@ -22,6 +22,10 @@ const (
 	jobsPrefix    = "drover.jobs."
 	resultsPrefix = "drover.results."
 	progressPref  = "drover.progress."
+	// InlineMax is the size of a result's bundle up to which it travels
+	// in the result message (Result.Inline), well under NATS's smallest
+	// usual message limit (1 MiB).
+	InlineMax = 64 << 10
 	// bundleTTL is how long a bundle is kept: a job's and a result's are
 	// deleted when used, a base's stays for the jobs of later runs.
 	bundleTTL = 24 * time.Hour

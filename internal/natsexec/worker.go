@@ -572,6 +572,10 @@ func (w *Worker) bundleResult(ctx context.Context, job Job, res *Result) error {
 	if err != nil {
 		return fmt.Errorf("bundling the result of job %s: %w", job.ID, err)
 	}
+	if len(data) <= InlineMax {
+		res.Head, res.Inline = head, data
+		return nil
+	}
 	name := "result/" + token(job.ID) + "/" + nuid.Next()
 	if err := retryLost(ctx, w.NC, func() error { return putBytes(ctx, w.Streams.Bundles, data, name) }); err != nil {
 		return err
