@@ -379,11 +379,6 @@ func putBytesMeta(ctx context.Context, obs jetstream.ObjectStore, data []byte, m
 	return nil
 }
 
-// putBundle stores the bundle at file as object name.
-func putBundle(ctx context.Context, obs jetstream.ObjectStore, file, name string) error {
-	return putBundleMeta(ctx, obs, file, jetstream.ObjectMeta{Name: name})
-}
-
 // putBundleMeta stores the bundle at file as the object meta names.
 func putBundleMeta(ctx context.Context, obs jetstream.ObjectStore, file string, meta jetstream.ObjectMeta) error {
 	f, err := os.Open(file)
