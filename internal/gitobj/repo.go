@@ -212,22 +212,7 @@ func (r *Repo) Write(objs []Object) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("writing object %s: %w", o.ID, err)
 		}
-		tmp, err := os.CreateTemp(dir, "tmp_obj_")
-		if err != nil {
-			return fmt.Errorf("writing object %s: %w", o.ID, err)
-		}
-		_, err = tmp.Write(buf.Bytes())
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Chmod(tmp.Name(), 0o444)
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
-		if err != nil {
-			_ = os.Remove(tmp.Name())
+		if err := writeFileAs(dir, path, buf.Bytes()); err != nil {
 			return fmt.Errorf("writing object %s: %w", o.ID, err)
 		}
 	}
