@@ -358,7 +358,7 @@ func MakeBundle(ctx context.Context, dir, ref, head string, have []string) ([]by
 	}
 	header := Bundle{Prerequisites: have, Refs: map[string]string{ref: head}}.AppendHeader(nil)
 	out := bytes.NewBuffer(header)
-	cmd := proc.GitCmd(dir, "pack-objects", "--revs", "--stdout", "--delta-base-offset", "-q")
+	cmd := proc.GitCmd(dir, "pack-objects", "--revs", "--stdout", "--delta-base-offset", "--window=0", "-q")
 	cmd.Stdin = strings.NewReader(revs)
 	cmd.Stdout = out
 	if res, err := proc.Run(ctx, cmd); err != nil {

@@ -303,28 +303,38 @@ func TestBaseBeyondAnEarlierBase(t *testing.T) {
 	if w1.count(baseObject(first)) != 1 || w1.count(baseObject(second)) != 1 {
 		t.Fatalf("the first worker fetched %v, want each base once", w1.gets)
 	}
+
+	// The run after: its base is stored beyond the second.
+	mustGit(t, repo, "merge", "--quiet", "--no-ff", "-m", "r2", "drover/r2")
+	third := mustGit(t, repo, "rev-parse", "HEAD")
+	do("r3", third)
+	if info, err := st.Bundles.GetInfo(ctx, baseObject(third)); err != nil || info.Metadata[basePrerequisite] != second {
+		t.Fatalf("the third base: %+v, %v; want it beyond the second", info, err)
+	}
 	stop1()
 
-	// A worker with neither fetches both.
+	// A worker with none fetches the chain, each bundle once.
 	w2, stop2 := worker("w2")
-	do("r3", second)
-	if w2.count(baseObject(first)) != 1 || w2.count(baseObject(second)) != 1 {
-		t.Fatalf("a new worker fetched %v, want each base once", w2.gets)
+	do("r3b", third)
+	for _, b := range []string{first, second, third} {
+		if n := w2.count(baseObject(b)); n != 1 {
+			t.Fatalf("a new worker fetched base %s %d times (%v), want once", b, n, w2.gets)
+		}
 	}
 	stop2()
 
-	// The older bundle gone (its age), the next job stores the base
+	// The oldest bundle gone (its age), the next job stores the base
 	// whole, once the supervisor looks again.
 	if err := st.Bundles.Delete(ctx, baseObject(first)); err != nil {
 		t.Fatal(err)
 	}
 	d.log = &baseLog{}
 	w3, _ := worker("w3")
-	do("r4", second)
-	if info, err := st.Bundles.GetInfo(ctx, baseObject(second)); err != nil || info.Metadata[basePrerequisite] != "" || info.Size < uint64(len(blob)) {
-		t.Fatalf("the second base stored again: %+v, %v; want it whole", info, err)
+	do("r4", third)
+	if info, err := st.Bundles.GetInfo(ctx, baseObject(third)); err != nil || info.Metadata[basePrerequisite] != "" || info.Size < uint64(len(blob)) {
+		t.Fatalf("the third base stored again: %+v, %v; want it whole", info, err)
 	}
-	if w3.count(baseObject(first)) != 0 || w3.count(baseObject(second)) != 1 {
-		t.Fatalf("the third worker fetched %v, want the second base alone", w3.gets)
+	if w3.count(baseObject(third)) != 1 || w3.count(baseObject(first)) != 0 || w3.count(baseObject(second)) != 0 {
+		t.Fatalf("the third worker fetched %v, want the third base alone", w3.gets)
 	}
 }

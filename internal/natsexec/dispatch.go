@@ -252,9 +252,9 @@ func (d Dispatcher) cancel(ctx context.Context, job Job) {
 // putBase stores the bundle of job's base, unless the object store has it
 // already: one bundle per base commit, shared by every job from it, put
 // only when absent so that no worker reads it while it is replaced. A
-// base that descends from a whole-history base this supervisor stored
-// (baseLog) is stored as the commits since that one: a run's base is the
-// last run's merged, and the workers have the older one already.
+// base is stored as its commits beyond the last base this supervisor
+// stored (baseLog), up to maxBaseChain bundles in a row: a run's base is
+// the last run's merged, and the workers have the older one already.
 func (d Dispatcher) putBase(ctx context.Context, job Job) error {
 	name := baseObject(job.Base)
 	if d.bases != nil {
@@ -303,41 +303,42 @@ func (d Dispatcher) putBase(ctx context.Context, job Job) error {
 // commits since another base: that base's commit.
 const basePrerequisite = "drover-prerequisite"
 
-// hasBase says whether the object store has the bundle of base, and the
-// bundle of the base it is stored beyond, if any. A bundle this
-// supervisor stored and found whole lately is taken as there without a
-// look.
+// hasBase says whether the object store has the bundle of base and each
+// bundle of the chain it is stored beyond, if any. A bundle this
+// supervisor found whole lately is taken as there without a look.
 func (d Dispatcher) hasBase(ctx context.Context, base string) (bool, error) {
-	if d.log != nil && d.log.fresh(base, time.Now()) {
+	now := time.Now()
+	if d.log != nil && d.log.fresh(base, now) {
 		return true, nil
 	}
-	info, err := d.bundleInfo(ctx, baseObject(base))
-	if err != nil || info == nil {
-		return false, err
-	}
-	if from := info.Metadata[basePrerequisite]; from != "" {
-		// The older base expires first: without it this one is of no
-		// use, and is stored again whole.
-		prev, err := d.bundleInfo(ctx, baseObject(from))
-		if err != nil || prev == nil {
+	var root time.Time
+	for b, n := base, 0; b != ""; n++ {
+		if n > maxBaseChain {
+			return false, nil
+		}
+		info, err := d.bundleInfo(ctx, baseObject(b))
+		if err != nil || info == nil {
+			// A chain with a bundle gone (the older expire first) is of
+			// no use: the base is stored again, whole.
 			return false, err
 		}
+		root, b = info.ModTime, info.Metadata[basePrerequisite]
 	}
 	if d.log != nil {
-		d.log.seen(base, info.ModTime)
+		d.log.seen(base, root, now)
 	}
 	return true, nil
 }
 
-// deltaFrom returns the whole-history base this supervisor stored last,
-// when its bundle is still there with at least half of its life left (so that it outlives a bundle stored beyond it
-// long enough); else "", and base is stored whole.
+// deltaFrom returns the base this supervisor stored last, when base may
+// be stored beyond it (baseLog.chainFrom) and its bundle is still there;
+// else "", and base is stored whole.
 func (d Dispatcher) deltaFrom(ctx context.Context, base string) string {
 	if d.log == nil {
 		return ""
 	}
-	from, at := d.log.lastWhole()
-	if from == "" || from == base || time.Since(at) > bundleTTL/2 {
+	from := d.log.chainFrom(time.Now())
+	if from == "" || from == base {
 		return ""
 	}
 	if info, err := d.bundleInfo(ctx, baseObject(from)); err != nil || info == nil {

@@ -202,59 +202,83 @@ func gitAuthor(ctx context.Context, repo string) Author {
 }
 
 // baseLog is what a supervisor knows of the base bundles it stored: the
-// last one of the whole history, which the next bases are stored beyond,
-// and when each was last found whole in the object store.
+// last one, which the next base is stored beyond, and for each the
+// chain of bundles it needs (Dispatcher.putBase) and when it was last
+// found whole in the object store.
 type baseLog struct {
-	mu        sync.Mutex
-	whole     string
-	wholeAt   time.Time
-	storedAt  map[string]time.Time
-	checkedAt map[string]time.Time
+	mu    sync.Mutex
+	last  string
+	bases map[string]baseEntry
+}
+
+type baseEntry struct {
+	// root is when the whole-history bundle its chain starts from was
+	// stored: the first of the chain to expire.
+	root time.Time
+	// depth is how many bundles come before it in its chain (0: whole).
+	depth   int
+	checked time.Time
 }
 
 // baseCheckEvery is how long a base bundle found whole is taken as there
 // without a look: other supervisors never delete one, only its age does.
 const baseCheckEvery = 10 * time.Minute
 
+// maxBaseChain bounds a chain of base bundles: a base that would be the
+// next is stored whole.
+const maxBaseChain = 16
+
 // stored notes base stored at now, beyond from ("" : whole).
 func (l *baseLog) stored(base, from string, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if from == "" {
-		l.whole, l.wholeAt = base, now
+	e := baseEntry{root: now, checked: now}
+	if f, ok := l.bases[from]; ok && from != "" {
+		e.root, e.depth = f.root, f.depth+1
 	}
-	l.seenLocked(base, now, now)
+	if l.bases == nil {
+		l.bases = map[string]baseEntry{}
+	}
+	l.bases[base], l.last = e, base
 }
 
-// seen notes base found whole at now, stored at modTime.
-func (l *baseLog) seen(base string, modTime time.Time) {
+// seen notes base found whole, with its chain, at now; root is when the
+// whole bundle its chain starts from was stored.
+func (l *baseLog) seen(base string, root, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.seenLocked(base, modTime, time.Now())
-}
-
-func (l *baseLog) seenLocked(base string, modTime, now time.Time) {
-	if l.storedAt == nil {
-		l.storedAt, l.checkedAt = map[string]time.Time{}, map[string]time.Time{}
+	e, ok := l.bases[base]
+	if !ok {
+		// Stored by another supervisor: not one to chain from.
+		e = baseEntry{root: root, depth: maxBaseChain}
 	}
-	l.storedAt[base], l.checkedAt[base] = modTime, now
+	e.checked = now
+	if l.bases == nil {
+		l.bases = map[string]baseEntry{}
+	}
+	l.bases[base] = e
 }
 
 // fresh says whether base was found whole within baseCheckEvery and its
-// bundle has half of its life left at least: so has the bundle it is
-// stored beyond, stored at most half a life before it (deltaFrom).
+// chain has half of its life left at least.
 func (l *baseLog) fresh(base string, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	checked, ok := l.checkedAt[base]
-	return ok && now.Sub(checked) < baseCheckEvery && now.Sub(l.storedAt[base]) < bundleTTL/2
+	e, ok := l.bases[base]
+	return ok && now.Sub(e.checked) < baseCheckEvery && now.Sub(e.root) < bundleTTL/2
 }
 
-// lastWhole is the last base stored whole, and when.
-func (l *baseLog) lastWhole() (string, time.Time) {
+// chainFrom returns the last base stored, when the next may be stored
+// beyond it at now: its chain has half of its life left and is not at
+// its longest.
+func (l *baseLog) chainFrom(now time.Time) string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.whole, l.wholeAt
+	e, ok := l.bases[l.last]
+	if !ok || now.Sub(e.root) >= bundleTTL/2 || e.depth+1 >= maxBaseChain {
+		return ""
+	}
+	return l.last
 }
 
 // baseObject is the object store name of base's bundle: one per commit,

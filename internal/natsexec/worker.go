@@ -444,10 +444,6 @@ func (w *Worker) fetchBase(ctx context.Context, job Job, file string) error {
 	return w.fetchBaseOf(ctx, job.ID, job.Base, file, 0)
 }
 
-// maxBaseChain bounds the bases fetched for one: a supervisor stores a
-// base beyond a whole one, so one is the most that comes.
-const maxBaseChain = 4
-
 func (w *Worker) fetchBaseOf(ctx context.Context, jobID, base, file string, depth int) error {
 	repo := w.Repo()
 	defer w.bases.lock(base)()
