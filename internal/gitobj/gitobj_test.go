@@ -363,3 +363,112 @@ func TestUnbundleKeepsManyObjectsAsAPack(t *testing.T) {
 		t.Errorf("%d pack indexes after the same bundle again, want %d", len(again), len(after))
 	}
 }
+
+// TestReadPackedDeltas: every object of a repository packed with deltas
+// (git repack -adf) reads as git prints it.
+func TestReadPackedDeltas(t *testing.T) {
+	ctx := context.Background()
+	src, _, _ := history(t)
+	git(t, src, "checkout", "-q", "main")
+	git(t, src, "merge", "-q", "--no-ff", "-m", "merged", "task")
+	git(t, src, "repack", "-adfq", "--depth=10", "--window=50")
+	r, err := Open(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := strings.Fields(git(t, src, "rev-list", "--objects", "--no-object-names", "--all"))
+	deltas := strings.Count(git(t, src, "verify-pack", "-v", mustGlob(t, filepath.Join(src, ".git", "objects", "pack", "*.idx"))), "chain length")
+	if deltas == 0 {
+		t.Fatal("the repack made no deltas: the test reads none")
+	}
+	for _, id := range ids {
+		o, err := r.Read(id)
+		if err != nil {
+			t.Fatalf("Read(%s): %v", id, err)
+		}
+		if want := git(t, src, "cat-file", "-t", id); o.Type.String() != want {
+			t.Errorf("%s: type %s, want %s", id, o.Type, want)
+		}
+		if objectID(o.Type, o.Data) != id {
+			t.Errorf("%s: data of another object", id)
+		}
+	}
+}
+
+func mustGlob(t *testing.T, pattern string) string {
+	t.Helper()
+	m, _ := filepath.Glob(pattern)
+	if len(m) != 1 {
+		t.Fatalf("%s: %d files", pattern, len(m))
+	}
+	return m[0]
+}
+
+// TestNewBundleHasWhatGitWouldPack: the bundle made in process holds the
+// objects git rev-list --objects lists beyond what the receiver has (a
+// merge included), reads in the receiver as git's does, and git verifies
+// it; a head whose history does not lead to have is left to git.
+func TestNewBundleHasWhatGitWouldPack(t *testing.T) {
+	ctx := context.Background()
+	src, base, _ := history(t)
+	// A merge of another branch beyond the base, on the task branch.
+	git(t, src, "checkout", "-qb", "side", base)
+	write(t, filepath.Join(src, "side.txt"), "side\n")
+	git(t, src, "add", "-A")
+	git(t, src, "commit", "-qm", "side")
+	git(t, src, "checkout", "-q", "task")
+	git(t, src, "merge", "-q", "--no-edit", "side")
+	head := git(t, src, "rev-parse", "HEAD")
+	git(t, src, "repack", "-adq")
+
+	r, err := Open(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, n, err := r.NewBundle("refs/heads/task", head, []string{base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Fields(git(t, src, "rev-list", "--objects", "--no-object-names", head, "^"+base))
+	_, pack, err := ParseBundle(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := ParsePack(pack)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, o := range objs {
+		got[o.ID] = true
+	}
+	for _, id := range want {
+		if !got[id] {
+			t.Errorf("object %s: not in the bundle", id)
+		}
+	}
+	if n != len(objs) || len(objs) != len(want) {
+		t.Errorf("%d objects (said %d), git lists %d", len(objs), n, len(want))
+	}
+
+	dst := t.TempDir()
+	git(t, dst, "init", "-q")
+	git(t, dst, "fetch", "-q", src, "main:refs/heads/main")
+	file := filepath.Join(t.TempDir(), "b.bundle")
+	write(t, file, string(data))
+	git(t, dst, "bundle", "verify", "-q", file)
+	rd, err := Open(ctx, dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rd.Unbundle(data); err != nil {
+		t.Fatal(err)
+	}
+	git(t, dst, "update-ref", "refs/heads/task", head)
+	git(t, dst, "fsck", "--strict", "--no-dangling")
+
+	// have that head's history does not reach.
+	if _, _, err := r.NewBundle("refs/heads/task", head, []string{strings.Repeat("ab", 20)}); !errors.Is(err, ErrUnsupported) {
+		t.Errorf("NewBundle beyond a commit not in the history: %v, want ErrUnsupported", err)
+	}
+}

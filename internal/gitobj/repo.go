@@ -149,19 +149,26 @@ func hasObject(objects, id string, depth int) bool {
 	return false
 }
 
-// inIndex says whether the version 2 pack index file lists id, by a
-// binary search of its sorted ids read in place.
+// inIndex says whether the version 2 pack index file lists id.
 func inIndex(file string, id []byte) bool {
+	_, ok := indexOffset(file, id)
+	return ok
+}
+
+// indexOffset returns where the pack of the version 2 index file holds
+// id, by a binary search of the index's sorted ids read in place.
+func indexOffset(file string, id []byte) (int64, bool) {
 	f, err := os.Open(file)
 	if err != nil {
-		return false
+		return 0, false
 	}
 	defer f.Close()
 	var head [8 + 256*4]byte
 	if _, err := f.ReadAt(head[:], 0); err != nil || string(head[:4]) != "\xfftOc" || binary.BigEndian.Uint32(head[4:8]) != 2 {
-		return false
+		return 0, false
 	}
 	fanout := func(i int) uint32 { return binary.BigEndian.Uint32(head[8+4*i:]) }
+	total := int64(fanout(255))
 	lo, hi := uint32(0), fanout(int(id[0]))
 	if id[0] > 0 {
 		lo = fanout(int(id[0]) - 1)
@@ -170,18 +177,32 @@ func inIndex(file string, id []byte) bool {
 	for lo < hi {
 		mid := lo + (hi-lo)/2
 		if _, err := f.ReadAt(name[:], int64(len(head))+int64(mid)*20); err != nil {
-			return false
+			return 0, false
 		}
 		switch c := bytes.Compare(name[:], id); {
 		case c == 0:
-			return true
+			// After the ids come their CRCs, then their offsets: 31 bits,
+			// or with the top bit set an index into 64-bit offsets.
+			offsets := int64(len(head)) + total*(20+4)
+			var b [8]byte
+			if _, err := f.ReadAt(b[:4], offsets+int64(mid)*4); err != nil {
+				return 0, false
+			}
+			off := binary.BigEndian.Uint32(b[:4])
+			if off&0x80000000 == 0 {
+				return int64(off), true
+			}
+			if _, err := f.ReadAt(b[:], offsets+total*4+int64(off&0x7fffffff)*8); err != nil {
+				return 0, false
+			}
+			return int64(binary.BigEndian.Uint64(b[:])), true
 		case c < 0:
 			lo = mid + 1
 		default:
 			hi = mid
 		}
 	}
-	return false
+	return 0, false
 }
 
 // Write writes objs as loose objects, those the repository lacks, each

@@ -16,8 +16,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nuid"
-
-	"github.com/drover-dev/drover/internal/gitobj"
 )
 
 // Dispatcher is the supervisor's side: it publishes a project's jobs and
@@ -270,8 +268,8 @@ func (d Dispatcher) putBase(ctx context.Context, job Job) error {
 	meta := jetstream.ObjectMeta{Name: name}
 	from := d.deltaFrom(ctx, job.Base)
 	if from != "" {
-		// A few commits: packed in memory, by one git process.
-		data, _, err := gitobj.MakeBundle(ctx, d.Repo, "refs/drover/base", job.Base, []string{from})
+		// A few commits: packed in memory.
+		data, _, err := d.repo(ctx).makeBundle(ctx, "refs/drover/base", job.Base, []string{from})
 		if err != nil {
 			return fmt.Errorf("the base bundle of job %s: %w", job.ID, err)
 		}

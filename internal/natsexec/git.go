@@ -129,6 +129,19 @@ func (r *localRepo) refHead(ctx context.Context, ref string) (string, error) {
 	return gitOut(ctx, r.dir, "for-each-ref", "--format=%(objectname)", ref)
 }
 
+// makeBundle returns a bundle of ref at head beyond have and its number
+// of objects: made in process (gitobj.Repo.NewBundle), or by git when
+// the history or the repository is one gitobj does not walk.
+func (r *localRepo) makeBundle(ctx context.Context, ref, head string, have []string) ([]byte, int, error) {
+	if r.git != nil {
+		data, n, err := r.git.NewBundle(ref, head, have)
+		if !errors.Is(err, gitobj.ErrUnsupported) {
+			return data, n, err
+		}
+	}
+	return gitobj.MakeBundle(ctx, r.dir, ref, head, have)
+}
+
 // hasCommit says whether the repository has commit (and so its history:
 // a worker's repository gets commits only from bundles, whole).
 func (r *localRepo) hasCommit(ctx context.Context, commit string) bool {
@@ -166,7 +179,7 @@ func (r *localRepo) bundleJob(ctx context.Context, base, branch string) ([]byte,
 	if err != nil || head == "" {
 		return nil, head, err
 	}
-	data, n, err := gitobj.MakeBundle(ctx, r.dir, ref, head, []string{base})
+	data, n, err := r.makeBundle(ctx, ref, head, []string{base})
 	if err != nil {
 		return nil, "", fmt.Errorf("bundling branch %s beyond %s: %w", branch, base, err)
 	}

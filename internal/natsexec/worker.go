@@ -562,7 +562,7 @@ func (w *Worker) bundleResult(ctx context.Context, job Job, res *Result) error {
 	if job.Head != "" {
 		have = append(have, job.Head)
 	}
-	data, _, err := gitobj.MakeBundle(ctx, w.Repo(), ref, head, have)
+	data, _, err := w.local.makeBundle(ctx, ref, head, have)
 	// The bundle is the worker's own: it is stored without the lock.
 	unlock()
 	if err != nil {
