@@ -213,6 +213,16 @@ type inflater struct {
 	br bytes.Reader
 }
 
+// reader returns the zlib stream of src, by the one reader of f.
+func (f *inflater) reader(src io.Reader) (io.Reader, error) {
+	if f.zr == nil {
+		zr, err := zlib.NewReader(src)
+		f.zr = zr
+		return zr, err
+	}
+	return f.zr, f.zr.(zlib.Resetter).Reset(src, nil)
+}
+
 // inflate returns the size bytes that b's zlib stream holds and how many
 // bytes of b the stream took.
 func (f *inflater) inflate(b []byte, size int) ([]byte, int, error) {

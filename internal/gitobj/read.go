@@ -31,14 +31,15 @@ func (r *Repo) Read(id string) (Object, error) {
 	if !IsID(id) {
 		return Object{}, fmt.Errorf("object %q: not an id", id)
 	}
-	return r.read(id, 0)
+	return r.read(id, 0, &inflater{})
 }
 
-func (r *Repo) read(id string, depth int) (Object, error) {
+// read is Read with in, whose zlib reader serves every object read.
+func (r *Repo) read(id string, depth int, in *inflater) (Object, error) {
 	if depth > maxDeltaChain {
 		return Object{}, fmt.Errorf("object %s: a delta chain over %d: %w", id, maxDeltaChain, ErrUnsupported)
 	}
-	o, err := r.readLoose(id)
+	o, err := r.readLoose(id, in)
 	if !errors.Is(err, fs.ErrNotExist) {
 		return o, err
 	}
@@ -46,7 +47,7 @@ func (r *Repo) read(id string, depth int) (Object, error) {
 	idx, _ := filepath.Glob(filepath.Join(r.objects, "pack", "*.idx"))
 	for _, f := range idx {
 		if off, ok := indexOffset(f, raw); ok {
-			t, data, err := r.readPacked(strings.TrimSuffix(f, ".idx")+".pack", off, depth)
+			t, data, err := r.readPacked(strings.TrimSuffix(f, ".idx")+".pack", off, depth, in)
 			if err != nil {
 				return Object{}, fmt.Errorf("object %s: %w", id, err)
 			}
@@ -58,13 +59,13 @@ func (r *Repo) read(id string, depth int) (Object, error) {
 
 // readLoose reads the loose object id; fs.ErrNotExist when it is not
 // loose.
-func (r *Repo) readLoose(id string) (Object, error) {
+func (r *Repo) readLoose(id string, in *inflater) (Object, error) {
 	f, err := os.Open(filepath.Join(r.objects, id[:2], id[2:]))
 	if err != nil {
 		return Object{}, err
 	}
 	defer f.Close()
-	zr, err := zlib.NewReader(bufio.NewReader(f))
+	zr, err := in.reader(bufio.NewReader(f))
 	if err != nil {
 		return Object{}, fmt.Errorf("object %s: %w", id, err)
 	}
@@ -100,7 +101,7 @@ func typeNamed(name string) Type {
 
 // readPacked reads the entry at off of the pack file, its deltas
 // resolved.
-func (r *Repo) readPacked(file string, off int64, depth int) (Type, []byte, error) {
+func (r *Repo) readPacked(file string, off int64, depth int, in *inflater) (Type, []byte, error) {
 	if depth > maxDeltaChain {
 		return 0, nil, fmt.Errorf("a delta chain over %d: %w", maxDeltaChain, ErrUnsupported)
 	}
@@ -131,7 +132,7 @@ func (r *Repo) readPacked(file string, off int64, depth int) (Type, []byte, erro
 		if back <= 0 || int64(back) > off {
 			return 0, nil, fmt.Errorf("the delta at %d has no base", off)
 		}
-		base = func() (Type, []byte, error) { return r.readPacked(file, off-int64(back), depth+1) }
+		base = func() (Type, []byte, error) { return r.readPacked(file, off-int64(back), depth+1, in) }
 	case refDelta:
 		if pos+20 > n {
 			return 0, nil, errors.New("a truncated entry")
@@ -139,13 +140,13 @@ func (r *Repo) readPacked(file string, off int64, depth int) (Type, []byte, erro
 		id := hex.EncodeToString(head[pos : pos+20])
 		pos += 20
 		base = func() (Type, []byte, error) {
-			o, err := r.read(id, depth+1)
+			o, err := r.read(id, depth+1, in)
 			return o.Type, o.Data, err
 		}
 	default:
 		return 0, nil, fmt.Errorf("object type %d at %d", t, off)
 	}
-	zr, err := zlib.NewReader(bufio.NewReader(io.NewSectionReader(f, off+int64(pos), 1<<62)))
+	zr, err := in.reader(bufio.NewReader(io.NewSectionReader(f, off+int64(pos), 1<<62)))
 	if err != nil {
 		return 0, nil, err
 	}
@@ -224,8 +225,8 @@ func (r *Repo) NewBundle(ref, head string, have []string) ([]byte, int, error) {
 	for _, h := range have {
 		stop[h] = true
 	}
-	seen := map[string]bool{}
-	var objs []Object
+	w := walker{r: r, seen: map[string]bool{}, cache: map[string]Object{}}
+	seen := w.seen
 	queue := []string{head}
 	for len(queue) > 0 {
 		c := queue[0]
@@ -237,7 +238,7 @@ func (r *Repo) NewBundle(ref, head string, have []string) ([]byte, int, error) {
 		if len(seen) > maxWalk {
 			return nil, 0, fmt.Errorf("bundling %s: over %d commits from %s: %w", ref, maxWalk, head, ErrUnsupported)
 		}
-		o, err := r.Read(c)
+		o, err := w.read(c)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -251,10 +252,10 @@ func (r *Repo) NewBundle(ref, head string, have []string) ([]byte, int, error) {
 		if len(parents) == 0 {
 			return nil, 0, fmt.Errorf("bundling %s: the root %s, not what the receiver has: %w", ref, c, ErrUnsupported)
 		}
-		objs = append(objs, o)
+		w.objs = append(w.objs, o)
 		var olds []string
 		for _, p := range parents {
-			po, err := r.Read(p)
+			po, err := w.read(p)
 			if err != nil {
 				return nil, 0, err
 			}
@@ -264,47 +265,69 @@ func (r *Repo) NewBundle(ref, head string, have []string) ([]byte, int, error) {
 			}
 			olds = append(olds, pt)
 		}
-		if objs, err = r.newTree(tree, olds, seen, objs); err != nil {
+		if err := w.newTree(tree, olds); err != nil {
 			return nil, 0, fmt.Errorf("bundling %s: %w", ref, err)
 		}
 		queue = append(queue, parents...)
 	}
 	data := Bundle{Prerequisites: have, Refs: map[string]string{ref: head}}.AppendHeader(nil)
-	return appendPack(data, objs), len(objs), nil
+	return appendPack(data, w.objs), len(w.objs), nil
 }
 
-// newTree appends to objs the tree id and what it holds that the old
-// trees (its parents' at the same path) do not.
-func (r *Repo) newTree(id string, olds []string, seen map[string]bool, objs []Object) ([]Object, error) {
-	if seen[id] || slices.Contains(olds, id) {
-		return objs, nil
+// walker is NewBundle's walk: the objects it packs, those it has been
+// through, and the commits and trees it read (a merge's first parent is
+// the commit walked before it: its tree is read twice otherwise).
+type walker struct {
+	r     *Repo
+	in    inflater
+	objs  []Object
+	seen  map[string]bool
+	cache map[string]Object
+}
+
+func (w *walker) read(id string) (Object, error) {
+	if o, ok := w.cache[id]; ok {
+		return o, nil
 	}
-	seen[id] = true
-	o, err := r.Read(id)
+	o, err := w.r.read(id, 0, &w.in)
+	if err == nil && o.Type != Blob {
+		w.cache[id] = o
+	}
+	return o, err
+}
+
+// newTree adds the tree id and what it holds that the old trees (its
+// parents' at the same path) do not.
+func (w *walker) newTree(id string, olds []string) error {
+	if w.seen[id] || slices.Contains(olds, id) {
+		return nil
+	}
+	w.seen[id] = true
+	o, err := w.read(id)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	entries, err := parseTree(o.Data)
 	if o.Type != Tree || err != nil {
-		return nil, fmt.Errorf("tree %s: %w", id, errors.Join(err, ErrUnsupported))
+		return fmt.Errorf("tree %s: %w", id, errors.Join(err, ErrUnsupported))
 	}
-	objs = append(objs, o)
+	w.objs = append(w.objs, o)
 	before := map[string][]treeEntry{}
 	for _, old := range olds {
-		oo, err := r.Read(old)
+		oo, err := w.read(old)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		oe, err := parseTree(oo.Data)
 		if err != nil {
-			return nil, fmt.Errorf("tree %s: %w", old, err)
+			return fmt.Errorf("tree %s: %w", old, err)
 		}
 		for _, e := range oe {
 			before[e.name] = append(before[e.name], e)
 		}
 	}
 	for _, e := range entries {
-		if e.mode == "160000" || seen[e.id] {
+		if e.mode == "160000" || w.seen[e.id] {
 			// A submodule's commit is not in this repository.
 			continue
 		}
@@ -319,19 +342,19 @@ func (r *Repo) newTree(id string, olds []string, seen map[string]bool, objs []Ob
 		switch {
 		case same:
 		case e.mode == "40000":
-			if objs, err = r.newTree(e.id, sub, seen, objs); err != nil {
-				return nil, err
+			if err := w.newTree(e.id, sub); err != nil {
+				return err
 			}
 		default:
-			seen[e.id] = true
-			b, err := r.Read(e.id)
+			w.seen[e.id] = true
+			b, err := w.read(e.id)
 			if err != nil {
-				return nil, err
+				return err
 			}
-			objs = append(objs, b)
+			w.objs = append(w.objs, b)
 		}
 	}
-	return objs, nil
+	return nil
 }
 
 // appendPack appends to dst a version 2 pack of objs, each whole.
