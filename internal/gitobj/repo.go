@@ -17,6 +17,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/drover-dev/drover/internal/atomicfile"
 	"github.com/drover-dev/drover/internal/proc"
 )
 
@@ -233,8 +234,9 @@ func (r *Repo) Write(objs []Object) error {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return fmt.Errorf("writing object %s: %w", o.ID, err)
 		}
-		if err := writeFileAs(dir, path, buf.Bytes()); err != nil {
-			return fmt.Errorf("writing object %s: %w", o.ID, err)
+		// The error names the object's file.
+		if err := atomicfile.WriteUnsynced(path, buf.Bytes(), 0o444); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -329,36 +331,11 @@ func (r *Repo) writePack(pack []byte, objs []Object) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("writing pack %s: %w", base, err)
 	}
-	if err := writeFileAs(dir, base+".pack", pack); err != nil {
-		return fmt.Errorf("writing pack %s: %w", base, err)
-	}
-	if err := writeFileAs(dir, base+".idx", idx); err != nil {
-		return fmt.Errorf("writing the index of pack %s: %w", base, err)
-	}
-	return nil
-}
-
-// writeFileAs writes data to a temporary file of dir, read-only as git
-// keeps its objects, and renames it to path.
-func writeFileAs(dir, path string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, "tmp_")
-	if err != nil {
+	// Each error names its file.
+	if err := atomicfile.WriteUnsynced(base+".pack", pack, 0o444); err != nil {
 		return err
 	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o444)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(tmp.Name())
-	}
-	return err
+	return atomicfile.WriteUnsynced(base+".idx", idx, 0o444)
 }
 
 // MakeBundle returns a bundle of ref at head with the objects head
