@@ -10,9 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,8 +20,8 @@ import (
 // (git's own packs stay under 50).
 const maxDeltaChain = 64
 
-// Read returns the object id of the repository, loose or packed (not
-// through alternates). An object it cannot read is ErrUnsupported.
+// Read returns the object id of the repository, loose or packed, its
+// own or its alternates'. An object it cannot read is ErrUnsupported.
 func (r *Repo) Read(id string) (Object, error) {
 	if err := r.check(); err != nil {
 		return Object{}, err
@@ -39,28 +37,23 @@ func (r *Repo) read(id string, depth int, in *inflater) (Object, error) {
 	if depth > maxDeltaChain {
 		return Object{}, fmt.Errorf("object %s: a delta chain over %d: %w", id, maxDeltaChain, ErrUnsupported)
 	}
-	o, err := r.readLoose(id, in)
-	if !errors.Is(err, fs.ErrNotExist) {
-		return o, err
+	loc, ok := locate(r.objects, id, 0)
+	switch {
+	case !ok:
+		return Object{}, fmt.Errorf("object %s: not found here: %w", id, ErrUnsupported)
+	case loc.loose != "":
+		return readLoose(loc.loose, id, in)
 	}
-	raw, _ := hex.DecodeString(id)
-	idx, _ := filepath.Glob(filepath.Join(r.objects, "pack", "*.idx"))
-	for _, f := range idx {
-		if off, ok := indexOffset(f, raw); ok {
-			t, data, err := r.readPacked(strings.TrimSuffix(f, ".idx")+".pack", off, depth, in)
-			if err != nil {
-				return Object{}, fmt.Errorf("object %s: %w", id, err)
-			}
-			return Object{ID: id, Type: t, Data: data}, nil
-		}
+	t, data, err := r.readPacked(loc.pack, loc.off, depth, in)
+	if err != nil {
+		return Object{}, fmt.Errorf("object %s: %w", id, err)
 	}
-	return Object{}, fmt.Errorf("object %s: not found here: %w", id, ErrUnsupported)
+	return Object{ID: id, Type: t, Data: data}, nil
 }
 
-// readLoose reads the loose object id; fs.ErrNotExist when it is not
-// loose.
-func (r *Repo) readLoose(id string, in *inflater) (Object, error) {
-	f, err := os.Open(filepath.Join(r.objects, id[:2], id[2:]))
+// readLoose reads the loose object id from its file.
+func readLoose(file, id string, in *inflater) (Object, error) {
+	f, err := os.Open(file)
 	if err != nil {
 		return Object{}, err
 	}

@@ -114,26 +114,36 @@ func (r *Repo) Has(id string) bool {
 	if r.check() != nil || !IsID(id) {
 		return false
 	}
-	return hasObject(r.objects, id, 0)
+	_, ok := locate(r.objects, id, 0)
+	return ok
 }
 
-func hasObject(objects, id string, depth int) bool {
-	if exists(filepath.Join(objects, id[:2], id[2:])) {
-		return true
+// location is where an object is kept: its loose file, or a pack and the
+// offset of its entry in it.
+type location struct {
+	loose, pack string
+	off         int64
+}
+
+// locate finds the object id in the object directory objects, or in its
+// alternates' (up to 5 deep).
+func locate(objects, id string, depth int) (location, bool) {
+	if p := filepath.Join(objects, id[:2], id[2:]); exists(p) {
+		return location{loose: p}, true
 	}
 	raw, _ := hex.DecodeString(id)
 	idx, _ := filepath.Glob(filepath.Join(objects, "pack", "*.idx"))
 	for _, f := range idx {
-		if inIndex(f, raw) {
-			return true
+		if off, ok := indexOffset(f, raw); ok {
+			return location{pack: strings.TrimSuffix(f, ".idx") + ".pack", off: off}, true
 		}
 	}
 	if depth >= 5 {
-		return false
+		return location{}, false
 	}
 	alt, err := os.ReadFile(filepath.Join(objects, "info", "alternates"))
 	if err != nil {
-		return false
+		return location{}, false
 	}
 	for _, line := range strings.Split(string(alt), "\n") {
 		line = strings.TrimSpace(line)
@@ -143,17 +153,11 @@ func hasObject(objects, id string, depth int) bool {
 		if !filepath.IsAbs(line) {
 			line = filepath.Join(objects, line)
 		}
-		if hasObject(line, id, depth+1) {
-			return true
+		if loc, ok := locate(line, id, depth+1); ok {
+			return loc, true
 		}
 	}
-	return false
-}
-
-// inIndex says whether the version 2 pack index file lists id.
-func inIndex(file string, id []byte) bool {
-	_, ok := indexOffset(file, id)
-	return ok
+	return location{}, false
 }
 
 // indexOffset returns where the pack of the version 2 index file holds
