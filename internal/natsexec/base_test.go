@@ -15,13 +15,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// TestBaseTravelsOncePerWorker: a job's bundle holds only its branch's
-// commits beyond the base; the base goes into the object store once, and
-// a worker that has it (from an earlier job) does not fetch it again.
-func TestBaseTravelsOncePerWorker(t *testing.T) {
-	s := startServer(t)
+// blobProject is project with a second commit of 256 KiB that no
+// compression shrinks: its repository, that commit, its identity and the
+// bytes.
+func blobProject(t *testing.T) (string, string, Identity, []byte) {
+	t.Helper()
 	repo, _, id := project(t)
-	// A base of 256 KiB that no compression shrinks.
 	blob := make([]byte, 256<<10)
 	if _, err := rand.Read(blob); err != nil {
 		t.Fatal(err)
@@ -31,7 +30,15 @@ func TestBaseTravelsOncePerWorker(t *testing.T) {
 	}
 	mustGit(t, repo, "add", "blob")
 	mustGit(t, repo, "commit", "--quiet", "-m", "blob")
-	base := mustGit(t, repo, "rev-parse", "HEAD")
+	return repo, mustGit(t, repo, "rev-parse", "HEAD"), id, blob
+}
+
+// TestBaseTravelsOncePerWorker: a job's bundle holds only its branch's
+// commits beyond the base; the base goes into the object store once, and
+// a worker that has it (from an earlier job) does not fetch it again.
+func TestBaseTravelsOncePerWorker(t *testing.T) {
+	s := startServer(t)
+	repo, base, id, blob := blobProject(t)
 	nc, st := connect(t, s, 0)
 	wnc, wst := connect(t, s, 0)
 	gets := &countingStore{ObjectStore: wst.Bundles, gets: map[string]int{}}
@@ -247,17 +254,7 @@ func TestWorkerRepositoryCommitsUnderTheProjectsIdentity(t *testing.T) {
 // the base whole again, and a new worker still gets it.
 func TestBaseBeyondAnEarlierBase(t *testing.T) {
 	s := startServer(t)
-	repo, _, id := project(t)
-	blob := make([]byte, 256<<10)
-	if _, err := rand.Read(blob); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(repo, "blob"), blob, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	mustGit(t, repo, "add", "blob")
-	mustGit(t, repo, "commit", "--quiet", "-m", "blob")
-	first := mustGit(t, repo, "rev-parse", "HEAD")
+	repo, first, id, blob := blobProject(t)
 	nc, st := connect(t, s, 0)
 	ctx := testCtx(t)
 	d := Dispatcher{NC: nc, Streams: st, Repo: repo, Identity: id, bases: &keyedMutex{}, local: openLocal(ctx, repo), log: &baseLog{}}
