@@ -64,6 +64,24 @@ func history(t testing.TB) (string, string, string) {
 	return dir, base, git(t, dir, "rev-parse", "HEAD")
 }
 
+// receiver is a repository with src's main (the base of history's
+// branch), as a worker or supervisor has it.
+func receiver(t testing.TB, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	git(t, dst, "init", "-q")
+	git(t, dst, "fetch", "-q", src, "main:refs/heads/main")
+	return dst
+}
+
+// gitVerifies checks that git in dir reads the bundle data whole.
+func gitVerifies(t testing.TB, dir string, data []byte) {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "b.bundle")
+	write(t, file, string(data))
+	git(t, dir, "bundle", "verify", "-q", file)
+}
+
 // TestBundleRoundTrip: a bundle made by MakeBundle is read by git (git
 // bundle verify in a clone of the base) and by Unbundle, which writes
 // objects git reads back whole: every object the branch reaches beyond
@@ -80,12 +98,8 @@ func TestBundleRoundTrip(t *testing.T) {
 		t.Errorf("MakeBundle: %d objects, git rev-list --objects lists %d", n, len(want))
 	}
 
-	dst := t.TempDir()
-	git(t, dst, "init", "-q")
-	git(t, dst, "fetch", "-q", src, "main:refs/heads/main")
-	file := filepath.Join(t.TempDir(), "b.bundle")
-	write(t, file, string(data))
-	git(t, dst, "bundle", "verify", "-q", file)
+	dst := receiver(t, src)
+	gitVerifies(t, dst, data)
 
 	r, err := Open(ctx, dst)
 	if err != nil {
@@ -325,9 +339,7 @@ func TestUnbundleKeepsManyObjectsAsAPack(t *testing.T) {
 	if err != nil || n <= maxLoose {
 		t.Fatalf("MakeBundle: %d objects, %v; want more than %d", n, err, maxLoose)
 	}
-	dst := t.TempDir()
-	git(t, dst, "init", "-q")
-	git(t, dst, "fetch", "-q", src, "main:refs/heads/main")
+	dst := receiver(t, src)
 	before, _ := filepath.Glob(filepath.Join(dst, ".git", "objects", "pack", "*.idx"))
 	loose := git(t, dst, "count-objects")
 	r, err := Open(ctx, dst)
@@ -451,12 +463,8 @@ func TestNewBundleHasWhatGitWouldPack(t *testing.T) {
 		t.Errorf("%d objects (said %d), git lists %d", len(objs), n, len(want))
 	}
 
-	dst := t.TempDir()
-	git(t, dst, "init", "-q")
-	git(t, dst, "fetch", "-q", src, "main:refs/heads/main")
-	file := filepath.Join(t.TempDir(), "b.bundle")
-	write(t, file, string(data))
-	git(t, dst, "bundle", "verify", "-q", file)
+	dst := receiver(t, src)
+	gitVerifies(t, dst, data)
 	rd, err := Open(ctx, dst)
 	if err != nil {
 		t.Fatal(err)
