@@ -112,15 +112,15 @@ func setClaudeEnv(path, key, value string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("encoding %q: %w", path, err)
 	}
-	if err := writeSettings(path, append(out, '\n')); err != nil {
+	if err := writeAtomic(path, append(out, '\n')); err != nil {
 		return false, err
 	}
 	return true, nil
 }
 
-// writeSettings replaces the settings file at path with data, creating
-// its folder, so that an agent CLI reading it never sees half a file.
-func writeSettings(path string, data []byte) error {
+// writeAtomic replaces the file at path with data, creating its folder,
+// so that an agent CLI reading it never sees half a file.
+func writeAtomic(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("creating %q: %w", filepath.Dir(path), err)
 	}
@@ -198,7 +198,7 @@ func (a *app) mergeHooks(cli hook.CLI, path string) ([]agentsetup.Hook, error) {
 		fmt.Fprintf(a.stdout, "[drover] %s already runs drover's hooks\n", path)
 		return hs, nil
 	}
-	if err := writeSettings(path, out); err != nil {
+	if err := writeAtomic(path, out); err != nil {
 		return nil, err
 	}
 	fmt.Fprintf(a.stdout, "[drover] added %d drover hooks to %s\n", added, path)
@@ -219,11 +219,8 @@ func (a *app) writeNew(base string, files []agentsetup.File) error {
 		case !errors.Is(err, os.ErrNotExist):
 			return fmt.Errorf("reading %q: %w", path, err)
 		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return fmt.Errorf("creating %q: %w", filepath.Dir(path), err)
-		}
-		if err := atomicfile.Write(path, []byte(f.Content), 0o644); err != nil {
-			return fmt.Errorf("writing %q: %w", path, err)
+		if err := writeAtomic(path, []byte(f.Content)); err != nil {
+			return err
 		}
 		fmt.Fprintf(a.stdout, "[drover] wrote %s\n", path)
 	}

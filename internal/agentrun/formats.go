@@ -141,19 +141,10 @@ func (p *codexParser) parse(line []byte) (Event, bool) {
 			Output json.RawMessage `json:"output_tokens"`
 		}
 		decode(obj["usage"], &u)
-		// OpenAI's input count holds the cached input.
-		in, cached, out := count(u.Input), count(u.Cached), count(u.Output)
-		cached = min(cached, in)
 		p.turns++
-		p.usage.InputTokens += in - cached
-		p.usage.CacheReadInputTokens += cached
-		p.usage.OutputTokens += out
-		if p.price != nil {
-			// Without -m codex runs its configured default, which the
-			// stream does not name: priced as codex's family.
-			model := cmp.Or(p.model, AgentCodex)
-			p.cost += p.price(model, in-cached, cached, out)
-		}
+		// Without -m codex runs its configured default, which the stream
+		// does not name: priced as codex's family.
+		p.cost += addTokens(&p.usage, p.price, cmp.Or(p.model, AgentCodex), count(u.Input), count(u.Cached), count(u.Output))
 		p.result(&ev, "success", false, p.lastText)
 	case "turn.failed":
 		p.result(&ev, typ, true, errorMessage(obj))
@@ -343,14 +334,21 @@ func (p *geminiParser) stats(raw json.RawMessage) (*Usage, float64) {
 	// In order: a float sum must not depend on map order.
 	for _, model := range slices.Sorted(maps.Keys(byModel)) {
 		t := byModel[model]
-		in, cached, out := count(t.Input), count(t.Cached), count(t.Output)
-		cached = min(cached, in)
-		u.InputTokens += in - cached
-		u.CacheReadInputTokens += cached
-		u.OutputTokens += out
-		if p.price != nil {
-			cost += p.price(model, in-cached, cached, out)
-		}
+		cost += addTokens(&u, p.price, model, count(t.Input), count(t.Cached), count(t.Output))
 	}
 	return &u, cost
+}
+
+// addTokens adds to u the tokens of a Codex or Gemini call, counted as
+// OpenAI and Google count them (the input holds the cached input, which u
+// keeps apart), and returns their price at model's (0 without price).
+func addTokens(u *Usage, price Pricer, model string, in, cached, out int64) float64 {
+	cached = min(cached, in)
+	u.InputTokens += in - cached
+	u.CacheReadInputTokens += cached
+	u.OutputTokens += out
+	if price == nil {
+		return 0
+	}
+	return price(model, in-cached, cached, out)
 }
