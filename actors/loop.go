@@ -225,8 +225,7 @@ func readLoopTranscript(ctx context.Context, path string, prev *session.Transcri
 	}
 	dev, ino := fileID(fi)
 	from := session.TranscriptRead{Path: path, Dev: dev, Ino: ino, Cursor: transcript.NewCursor(transcript.SinceIteration), CostSince: s.StartedAt}
-	if prev != nil && prev.Codex == nil && prev.Path == path && prev.Dev == dev && prev.Ino == ino && prev.CostSince.Equal(s.StartedAt) &&
-		prev.Cursor.Since() == transcript.SinceIteration && prev.Cursor.Resumable(f, fi.Size()) {
+	if readsOn(prev, false, path, dev, ino, s) && prev.Cursor.Since() == transcript.SinceIteration && prev.Cursor.Resumable(f, fi.Size()) {
 		from = *prev
 	}
 	resumed := from.Cursor.Offset() > 0
@@ -276,8 +275,7 @@ func otherTranscriptCost(ctx context.Context, format, path string, prev *session
 	}
 	dev, ino := fileID(fi)
 	from := session.TranscriptRead{Path: path, Dev: dev, Ino: ino, Codex: &transcript.CodexCursor{}, CostSince: s.StartedAt}
-	if prev != nil && prev.Codex != nil && prev.Path == path && prev.Dev == dev && prev.Ino == ino && prev.CostSince.Equal(s.StartedAt) &&
-		prev.Codex.Resumable(f, fi.Size()) {
+	if readsOn(prev, true, path, dev, ino, s) && prev.Codex.Resumable(f, fi.Size()) {
 		from = *prev
 	}
 	if _, err := f.Seek(from.Codex.Offset, io.SeekStart); err != nil {
@@ -297,6 +295,14 @@ func otherTranscriptCost(ctx context.Context, format, path string, prev *session
 		cost += loop.UsageCost(s, u)
 	}
 	return cost, &read, nil
+}
+
+// readsOn reports whether prev is a reading of the same file (path, dev,
+// ino), in the same format (a Codex rollout or a Claude transcript), for
+// the same loop s: only such a reading may go on where it stopped, if the
+// file still allows it.
+func readsOn(prev *session.TranscriptRead, codex bool, path string, dev, ino uint64, s loop.State) bool {
+	return prev != nil && (prev.Codex != nil) == codex && prev.Path == path && prev.Dev == dev && prev.Ino == ino && prev.CostSince.Equal(s.StartedAt)
 }
 
 // fileID is the device and inode of the file fi describes, or zeros
