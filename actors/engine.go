@@ -198,7 +198,12 @@ func (a *sessionActor) codexLastMessage(ctx context.Context, path string) (strin
 		return "", false
 	}
 	defer func() { _ = f.Close() }()
-	msg, ok, err := transcript.CodexLastMessage(ctx, f)
+	fi, err := f.Stat()
+	if err != nil {
+		a.log.Warn("reading the rollout for the last message", zap.String("path", path), zap.Error(err))
+		return "", false
+	}
+	msg, ok, err := transcript.CodexLastMessageAt(ctx, f, fi.Size())
 	if err != nil {
 		a.log.Warn("reading the rollout for the last message", zap.String("path", path), zap.Error(err))
 		return "", false

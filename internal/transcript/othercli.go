@@ -260,6 +260,42 @@ func CodexLastMessage(ctx context.Context, r io.Reader) (string, bool, error) {
 	return last, found, nil
 }
 
+// lastMessageWindow is how much of a rollout's end CodexLastMessageAt
+// reads first: a Stop's last message is at the end, and a rollout grows
+// with its session.
+const lastMessageWindow = 64 << 10
+
+// CodexLastMessageAt is CodexLastMessage of the rollout r of size bytes,
+// read from its end: its last lastMessageWindow bytes, then twice as many
+// each time they hold no whole assistant message, so that a Stop of a
+// long session reads its end, not the whole rollout. The line a window
+// starts inside is skipped: a message after it is the later one.
+func CodexLastMessageAt(ctx context.Context, r io.ReaderAt, size int64) (string, bool, error) {
+	for w := int64(lastMessageWindow); ; w *= 2 {
+		start := max(size-w, 0)
+		br := bufio.NewReaderSize(io.NewSectionReader(r, start, size-start), readBuffer)
+		if start > 0 {
+			if err := skipLine(br); err != nil {
+				continue // no line ends in the window
+			}
+		}
+		msg, ok, err := CodexLastMessage(ctx, br)
+		if err != nil || ok || start == 0 {
+			return msg, ok, err
+		}
+	}
+}
+
+// skipLine reads br past its next newline; io.EOF when there is none.
+func skipLine(br *bufio.Reader) error {
+	for {
+		_, err := br.ReadSlice('\n')
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+}
+
 // geminiMessage is a message of a Gemini chat file, with what the usage
 // reader needs.
 type geminiMessage struct {

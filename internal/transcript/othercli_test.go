@@ -156,3 +156,36 @@ not json "assistant"
 		})
 	}
 }
+
+// TestCodexLastMessageAt: read from the end, the last message is the one
+// CodexLastMessage finds reading the whole rollout: near the end, far
+// before it (windows grow), in a last line longer than the first window
+// (the line the window starts in is not taken for the last), or none.
+func TestCodexLastMessageAt(t *testing.T) {
+	msg := func(text string) string {
+		return `{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"` + text + `"}]}}` + "\n"
+	}
+	filler := strings.Repeat(`{"type":"event_msg","payload":{"type":"token_count"}}`+"\n", 3*lastMessageWindow/50)
+	for _, tc := range []struct {
+		name, rollout, want string
+		found               bool
+	}{
+		{"at the end", filler + msg("first") + filler + msg("last"), "last", true},
+		{"far before the end", msg("only") + filler + filler, "only", true},
+		{"a last line longer than the window", msg("before") + filler + msg(strings.Repeat("x", 2*lastMessageWindow)), strings.Repeat("x", 2*lastMessageWindow), true},
+		{"none", filler, "", false},
+		{"short", msg("a") + msg("b"), "b", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := strings.NewReader(tc.rollout)
+			got, found, err := CodexLastMessageAt(context.Background(), r, r.Size())
+			if err != nil || got != tc.want || found != tc.found {
+				t.Errorf("CodexLastMessageAt = %.40q, %v, %v; want %.40q, %v", got, found, err, tc.want, tc.found)
+			}
+			whole, wfound, _ := CodexLastMessage(context.Background(), strings.NewReader(tc.rollout))
+			if whole != got || wfound != found {
+				t.Errorf("CodexLastMessage of the whole rollout = %.40q, %v; from the end %.40q, %v", whole, wfound, got, found)
+			}
+		})
+	}
+}
