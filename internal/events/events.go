@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -367,29 +368,10 @@ func (h *Hub) history() []Encoded {
 	return h.ring[max(0, len(h.ring)-h.opts.History):]
 }
 
-// After returns the events of evs (sorted by id) whose id is above since.
-func After(evs []api.Event, since uint64) []api.Event {
-	return append([]api.Event(nil), evs[firstAfter(len(evs), func(i int) uint64 { return evs[i].ID }, since):]...)
-}
-
-// after is After on the encoded history.
+// after returns the events of evs (sorted by id) whose id is above since.
 func after(evs []Encoded, since uint64) []Encoded {
-	return append([]Encoded(nil), evs[firstAfter(len(evs), func(i int) uint64 { return evs[i].ID }, since):]...)
-}
-
-// firstAfter returns the index of the first of n events sorted by id
-// whose id is above since.
-func firstAfter(n int, id func(int) uint64, since uint64) int {
-	lo, hi := 0, n
-	for lo < hi {
-		m := (lo + hi) / 2
-		if id(m) <= since {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].ID > since })
+	return append([]Encoded(nil), evs[i:]...)
 }
 
 // drop ends s; h.mu is held.
