@@ -228,10 +228,7 @@ func (h *Hub) write() {
 
 // save appends batch to the store, with its JSON when the store takes it.
 func (h *Hub) save(ctx context.Context, batch []Encoded) error {
-	evs := make([]api.Event, len(batch))
-	for i, e := range batch {
-		evs[i] = e.Event
-	}
+	evs := plain(batch)
 	es, ok := h.st.(EncodedStore)
 	if !ok {
 		return h.st.AppendEvents(ctx, evs, h.opts.History)
@@ -320,11 +317,7 @@ func (s *Subscription) end() {
 func (h *Hub) Subscribe(since uint64) (backlog []api.Event, sub *Subscription, gap bool) {
 	c := make(chan api.Event, h.opts.Buffer)
 	enc, sub, gap := h.subscribe(&Subscription{h: h, c: c, C: c}, since)
-	backlog = make([]api.Event, len(enc))
-	for i, e := range enc {
-		backlog[i] = e.Event
-	}
-	return backlog, sub, gap
+	return plain(enc), sub, gap
 }
 
 // SubscribeEncoded is Subscribe with each event's JSON: the backlog's and
@@ -355,9 +348,13 @@ func (h *Hub) subscribe(sub *Subscription, since uint64) (backlog []Encoded, _ *
 func (h *Hub) Recent() []api.Event {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ring := h.history()
-	evs := make([]api.Event, len(ring))
-	for i, e := range ring {
+	return plain(h.history())
+}
+
+// plain returns the events of enc without their JSON.
+func plain(enc []Encoded) []api.Event {
+	evs := make([]api.Event, len(enc))
+	for i, e := range enc {
 		evs[i] = e.Event
 	}
 	return evs
