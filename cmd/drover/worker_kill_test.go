@@ -105,6 +105,28 @@ func startClusterWorker(t *testing.T, f *runFixture, url, name string, extra ...
 	return w
 }
 
+// startNATSRunAtA1 starts f's run detached on the NATS executor at url
+// and waits until a1's agent (which block-a1 holds) is at work; it
+// returns the run's id.
+func startNATSRunAtA1(t *testing.T, f *runFixture, url string) string {
+	t.Helper()
+	id := runIDFrom(t, f.must("", append(slices.Clone(f.args), "--executor", "nats", "--nats", url, "--detach")...))
+	if !eventually.Holds(45*time.Second, func() bool { return f.read("agent-pid-a1") != "" }) {
+		t.Fatalf("a1's agent never started: %+v", f.runStatus(id))
+	}
+	return id
+}
+
+// a1AgentPID is the pid a1's agent recorded in agent-pid-a1.
+func a1AgentPID(t *testing.T, f *runFixture) int {
+	t.Helper()
+	agent, err := strconv.Atoi(f.read("agent-pid-a1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return agent
+}
+
 // workerOf names the worker whose directory holds dir.
 func workerOf(workers []*clusterWorker, dir string) string {
 	for _, w := range workers {
@@ -191,14 +213,8 @@ func TestRunOnNATSWorkersSurvivesKill9(t *testing.T) {
 	for _, name := range []string{"w1", "w2", "w3"} {
 		workers = append(workers, startClusterWorker(t, f, url, name))
 	}
-	id := runIDFrom(t, f.must("", append(slices.Clone(f.args), "--executor", "nats", "--nats", url, "--detach")...))
-	if !eventually.Holds(45*time.Second, func() bool { return f.read("agent-pid-a1") != "" }) {
-		t.Fatalf("a1's agent never started: %+v", f.runStatus(id))
-	}
-	agent, err := strconv.Atoi(f.read("agent-pid-a1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := startNATSRunAtA1(t, f, url)
+	agent := a1AgentPID(t, f)
 	victim := workers[slices.IndexFunc(workers, func(w *clusterWorker) bool {
 		return w.name == workerOf(workers, f.read("where-a1"))
 	})]
@@ -269,19 +285,13 @@ func TestRunOnNATSResumeAdoptsJobsInFlight(t *testing.T) {
 	f.touch("block-a1")
 	url := natstest.URL(t)
 	w := startClusterWorker(t, f, url, "w1")
-	id := runIDFrom(t, f.must("", append(slices.Clone(f.args), "--executor", "nats", "--nats", url, "--detach")...))
-	if !eventually.Holds(45*time.Second, func() bool { return f.read("agent-pid-a1") != "" }) {
-		t.Fatalf("a1's agent never started: %+v", f.runStatus(id))
-	}
+	id := startNATSRunAtA1(t, f, url)
 	pid := f.supervisorPID()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	waitGone(t, pid)
-	agent, err := strconv.Atoi(f.read("agent-pid-a1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	agent := a1AgentPID(t, f)
 	time.Sleep(500 * time.Millisecond)
 	if syscall.Kill(agent, 0) != nil {
 		t.Fatalf("a1's agent on the worker ended with the supervisor")
@@ -315,14 +325,8 @@ func TestRunOnNATSCancelEndsWorkerAgents(t *testing.T) {
 	f.touch("block-a1")
 	url := natstest.URL(t)
 	w := startClusterWorker(t, f, url, "w1")
-	id := runIDFrom(t, f.must("", append(slices.Clone(f.args), "--executor", "nats", "--nats", url, "--detach")...))
-	if !eventually.Holds(45*time.Second, func() bool { return f.read("agent-pid-a1") != "" }) {
-		t.Fatalf("a1's agent never started: %+v", f.runStatus(id))
-	}
-	agent, err := strconv.Atoi(f.read("agent-pid-a1"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	id := startNATSRunAtA1(t, f, url)
+	agent := a1AgentPID(t, f)
 	if out := f.must("", "run", "cancel", id); !strings.Contains(out, "run "+id+" cancelled") {
 		t.Errorf("cancel did not report the run cancelled:\n%s", out)
 	}
@@ -363,10 +367,7 @@ func TestRunOnNATSPausesWhileNATSIsLost(t *testing.T) {
 	proxy := natstest.NewProxy(t, s.Addr().String())
 	url, hostPort := proxy.URL(), proxy.HostPort()
 	w := startClusterWorker(t, f, url, "w1")
-	id := runIDFrom(t, f.must("", append(slices.Clone(f.args), "--executor", "nats", "--nats", url, "--detach")...))
-	if !eventually.Holds(45*time.Second, func() bool { return f.read("agent-pid-a1") != "" }) {
-		t.Fatalf("a1's agent never started: %+v", f.runStatus(id))
-	}
+	id := startNATSRunAtA1(t, f, url)
 	proxy.Down()
 	s.Shutdown()
 	s.WaitForShutdown()

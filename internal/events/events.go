@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -227,10 +228,7 @@ func (h *Hub) write() {
 
 // save appends batch to the store, with its JSON when the store takes it.
 func (h *Hub) save(ctx context.Context, batch []Encoded) error {
-	evs := make([]api.Event, len(batch))
-	for i, e := range batch {
-		evs[i] = e.Event
-	}
+	evs := plain(batch)
 	es, ok := h.st.(EncodedStore)
 	if !ok {
 		return h.st.AppendEvents(ctx, evs, h.opts.History)
@@ -319,11 +317,7 @@ func (s *Subscription) end() {
 func (h *Hub) Subscribe(since uint64) (backlog []api.Event, sub *Subscription, gap bool) {
 	c := make(chan api.Event, h.opts.Buffer)
 	enc, sub, gap := h.subscribe(&Subscription{h: h, c: c, C: c}, since)
-	backlog = make([]api.Event, len(enc))
-	for i, e := range enc {
-		backlog[i] = e.Event
-	}
-	return backlog, sub, gap
+	return plain(enc), sub, gap
 }
 
 // SubscribeEncoded is Subscribe with each event's JSON: the backlog's and
@@ -354,9 +348,13 @@ func (h *Hub) subscribe(sub *Subscription, since uint64) (backlog []Encoded, _ *
 func (h *Hub) Recent() []api.Event {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ring := h.history()
-	evs := make([]api.Event, len(ring))
-	for i, e := range ring {
+	return plain(h.history())
+}
+
+// plain returns the events of enc without their JSON.
+func plain(enc []Encoded) []api.Event {
+	evs := make([]api.Event, len(enc))
+	for i, e := range enc {
 		evs[i] = e.Event
 	}
 	return evs
@@ -367,29 +365,10 @@ func (h *Hub) history() []Encoded {
 	return h.ring[max(0, len(h.ring)-h.opts.History):]
 }
 
-// After returns the events of evs (sorted by id) whose id is above since.
-func After(evs []api.Event, since uint64) []api.Event {
-	return append([]api.Event(nil), evs[firstAfter(len(evs), func(i int) uint64 { return evs[i].ID }, since):]...)
-}
-
-// after is After on the encoded history.
+// after returns the events of evs (sorted by id) whose id is above since.
 func after(evs []Encoded, since uint64) []Encoded {
-	return append([]Encoded(nil), evs[firstAfter(len(evs), func(i int) uint64 { return evs[i].ID }, since):]...)
-}
-
-// firstAfter returns the index of the first of n events sorted by id
-// whose id is above since.
-func firstAfter(n int, id func(int) uint64, since uint64) int {
-	lo, hi := 0, n
-	for lo < hi {
-		m := (lo + hi) / 2
-		if id(m) <= since {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
+	i := sort.Search(len(evs), func(i int) bool { return evs[i].ID > since })
+	return append([]Encoded(nil), evs[i:]...)
 }
 
 // drop ends s; h.mu is held.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/internal/eventually"
 )
@@ -213,15 +212,7 @@ func TestJobAdoptedAfterTheDuplicateWindowRunsOnce(t *testing.T) {
 // attach connects to s, whose streams are set up, without setting them up.
 func attach(t *testing.T, s *server.Server) (*nats.Conn, Streams) {
 	t.Helper()
-	nc, err := Connect(context.Background(), Config{URL: s.ClientURL()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	nc, js := dial(t, s)
 	obs, err := js.ObjectStore(testCtx(t), BundleBucket)
 	if err != nil {
 		t.Fatal(err)

@@ -34,8 +34,9 @@ func TestMain(m *testing.M) {
 // startServer runs a NATS server with JetStream on loopback for the test.
 func startServer(tb testing.TB) *server.Server { return natstest.Start(tb, -1, tb.TempDir()) }
 
-// connect connects to s and sets up drover's streams.
-func connect(t testing.TB, s *server.Server, ackWait time.Duration) (*nats.Conn, Streams) {
+// dial connects to s until the test ends, with JetStream on the
+// connection, setting nothing up.
+func dial(t testing.TB, s *server.Server) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
 	nc, err := Connect(context.Background(), Config{URL: s.ClientURL()})
 	if err != nil {
@@ -46,6 +47,13 @@ func connect(t testing.TB, s *server.Server, ackWait time.Duration) (*nats.Conn,
 	if err != nil {
 		t.Fatal(err)
 	}
+	return nc, js
+}
+
+// connect connects to s and sets up drover's streams.
+func connect(t testing.TB, s *server.Server, ackWait time.Duration) (*nats.Conn, Streams) {
+	t.Helper()
+	nc, js := dial(t, s)
 	st, err := Setup(context.Background(), js, ackWait)
 	if err != nil {
 		t.Fatal(err)
