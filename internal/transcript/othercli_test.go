@@ -189,3 +189,26 @@ func TestCodexLastMessageAt(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkCodexLastMessage compares reading a Stop's last message from
+// a rollout of 8 MiB whole (CodexLastMessage) and from its end
+// (CodexLastMessageAt), the message in its last line.
+func BenchmarkCodexLastMessage(b *testing.B) {
+	line := `{"type":"event_msg","payload":{"type":"token_count"}}` + "\n"
+	rollout := strings.Repeat(line, (8<<20)/len(line)) + `{"type":"response_item","payload":{"type":"message","role":"assistant","content":[{"type":"output_text","text":"done"}]}}` + "\n"
+	b.Run("whole", func(b *testing.B) {
+		for b.Loop() {
+			if msg, _, _ := CodexLastMessage(context.Background(), strings.NewReader(rollout)); msg != "done" {
+				b.Fatal(msg)
+			}
+		}
+	})
+	b.Run("from-the-end", func(b *testing.B) {
+		r := strings.NewReader(rollout)
+		for b.Loop() {
+			if msg, _, _ := CodexLastMessageAt(context.Background(), r, r.Size()); msg != "done" {
+				b.Fatal(msg)
+			}
+		}
+	})
+}
